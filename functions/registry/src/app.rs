@@ -1,0 +1,329 @@
+//! The request handler every deployment shares: the three Lambdas (each serving its own
+//! routes) and the local registry (serving all of them). It maps (method, raw path) to a
+//! JSON reply with exactly one storage read for any route that needs one.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::layout;
+use crate::manifest::{ModuleManifest, ProviderIndex, ProviderVersion};
+use crate::router::{self, Route, Service};
+use crate::storage::Storage;
+
+pub const CONTENT_TYPE_JSON: &str = "application/json";
+
+/// A transport-neutral response; the Lambda adapter and the local server each turn it into
+/// their own response type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Bytes,
+}
+
+impl Reply {
+    fn json(status: StatusCode, value: &Value) -> Self {
+        let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+        Reply {
+            status,
+            headers: vec![("content-type", CONTENT_TYPE_JSON.into())],
+            body: body.into(),
+        }
+    }
+
+    fn error(err: &Error) -> Self {
+        Reply {
+            status: err.status(),
+            headers: vec![("content-type", CONTENT_TYPE_JSON.into())],
+            body: err.body().into(),
+        }
+    }
+
+    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn header_value(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct App<S> {
+    pub config: Config,
+    pub storage: S,
+    services: Vec<Service>,
+}
+
+impl<S: Storage> App<S> {
+    /// An app answering the routes of `services`; other routes answer 404, as they would if
+    /// API Gateway had sent a request to the wrong function.
+    pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
+        App {
+            config,
+            storage,
+            services: services.to_vec(),
+        }
+    }
+
+    pub async fn handle(&self, method: &Method, raw_path: &str) -> Reply {
+        let started = Instant::now();
+        let (route_name, result) = match router::route(method, raw_path, &self.config.paths) {
+            Ok(route) => (route.name(), self.dispatch(route).await),
+            Err(e) => ("none", Err(e)),
+        };
+        let mut reply = match &result {
+            Ok(reply) => reply.clone(),
+            Err(e) => Reply::error(e),
+        };
+        if *method == Method::HEAD {
+            reply.body = Bytes::new();
+        }
+        let path = crate::address::printable(raw_path);
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &result {
+            Err(e) if e.is_server_error() => {
+                tracing::error!(%method, %path, route = route_name, status = reply.status.as_u16(), elapsed_ms, error = %e, "request failed")
+            }
+            _ => {
+                tracing::info!(%method, %path, route = route_name, status = reply.status.as_u16(), elapsed_ms, "request")
+            }
+        }
+        reply
+    }
+
+    async fn dispatch(&self, route: Route) -> Result<Reply, Error> {
+        if !self.services.contains(&route.service()) {
+            return Err(Error::NotFound(format!(
+                "this function does not serve {}",
+                route.name()
+            )));
+        }
+        match route {
+            Route::Discovery => Ok(Reply::json(StatusCode::OK, &self.discovery())),
+            Route::ModuleVersions(module) => {
+                let manifest = self.module_manifest(&module).await?;
+                Ok(Reply::json(StatusCode::OK, &manifest.versions_response())
+                    .header("cache-control", "no-cache"))
+            }
+            Route::ModuleDownload(module, version) => {
+                let manifest = self.module_manifest(&module).await?;
+                let entry = manifest.find(&version).ok_or_else(|| {
+                    Error::NotFound(format!("module {module} has no version {version}"))
+                })?;
+                let url = self
+                    .storage
+                    .presign_get(&entry.archive, self.config.presign_ttl)
+                    .await?;
+                // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
+                // A 200 with both works for both and keeps every answer JSON.
+                Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
+                    .header("x-terraform-get", url)
+                    .header("cache-control", "no-store"))
+            }
+            Route::MirrorIndex(provider) => {
+                let key = layout::provider_index(&provider);
+                let object = self
+                    .storage
+                    .get(&key)
+                    .await?
+                    .ok_or_else(|| Error::NotFound(format!("provider {provider} not found")))?;
+                let index = ProviderIndex::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
+                Ok(Reply::json(StatusCode::OK, &index.response())
+                    .header("cache-control", "no-cache"))
+            }
+            Route::MirrorVersion(provider, version) => {
+                let key = layout::provider_version(&provider, &version);
+                let object = self.storage.get(&key).await?.ok_or_else(|| {
+                    Error::NotFound(format!("provider {provider} has no version {version}"))
+                })?;
+                let doc = ProviderVersion::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
+                let prefix = layout::provider_prefix(&provider);
+                let mut archives = serde_json::Map::new();
+                for (platform, archive) in doc.servable() {
+                    let url = self
+                        .storage
+                        .presign_get(&format!("{prefix}{}", archive.url), self.config.presign_ttl)
+                        .await?;
+                    let mut entry = json!({ "url": url });
+                    if !archive.hashes.is_empty() {
+                        entry["hashes"] = json!(archive.hashes);
+                    }
+                    archives.insert(platform.clone(), entry);
+                }
+                Ok(
+                    Reply::json(StatusCode::OK, &json!({ "archives": archives }))
+                        .header("cache-control", "no-store"),
+                )
+            }
+        }
+    }
+
+    /// `/.well-known/terraform.json`: only services this registry implements. The network
+    /// mirror is configured by URL, not discovered, so it is not announced.
+    pub fn discovery(&self) -> Value {
+        json!({ "modules.v1": self.config.paths.modules })
+    }
+
+    async fn module_manifest(
+        &self,
+        module: &crate::address::ModuleAddress,
+    ) -> Result<ModuleManifest, Error> {
+        let key = layout::module_manifest(module);
+        let object = self
+            .storage
+            .get(&key)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("module {module} not found")))?;
+        ModuleManifest::parse(&object.bytes).map_err(|e| corrupt(&key, e))
+    }
+}
+
+fn corrupt(key: &str, e: Error) -> Error {
+    Error::Internal(format!("unreadable manifest {key}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStorage;
+
+    fn app() -> App<MemoryStorage> {
+        let storage = MemoryStorage::new();
+        storage.insert(
+            "modules/acme/vpc/aws/manifest.json",
+            serde_json::to_vec(&ModuleManifest::new(vec![crate::manifest::ModuleVersion {
+                version: "1.0.0".into(),
+                archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
+                size: 3,
+                sha256: "ab".into(),
+                etag: "\"x\"".into(),
+            }]))
+            .unwrap(),
+        );
+        storage.insert(
+            "providers/registry.terraform.io/hashicorp/null/index.json",
+            r#"{"versions":{"3.2.1":{}}}"#,
+        );
+        storage.insert(
+            "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
+            r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:abc=","zh:00"],"indexed":{"size":1,"etag":"e"}}}}"#,
+        );
+        storage.insert("modules/broken/vpc/aws/manifest.json", "{not json");
+        App::new(Config::new("bucket"), storage, &Service::ALL)
+    }
+
+    async fn get(app: &App<MemoryStorage>, path: &str) -> (u16, Value, Reply) {
+        let reply = app.handle(&Method::GET, path).await;
+        assert_eq!(
+            reply.header_value("content-type"),
+            Some("application/json"),
+            "{path}"
+        );
+        let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        (reply.status.as_u16(), body, reply)
+    }
+
+    #[tokio::test]
+    async fn every_route_reads_storage_at_most_once() {
+        let app = app();
+        let cases = [
+            ("/.well-known/terraform.json", 200, 0),
+            ("/v1/modules/acme/vpc/aws/versions", 200, 1),
+            ("/v1/modules/acme/vpc/aws/1.0.0/download", 200, 1),
+            ("/v1/modules/acme/vpc/aws/9.9.9/download", 404, 1),
+            ("/v1/modules/acme/nope/aws/versions", 404, 1),
+            ("/v1/modules/broken/vpc/aws/versions", 500, 1),
+            (
+                "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+                200,
+                1,
+            ),
+            (
+                "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
+                200,
+                1,
+            ),
+            (
+                "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.0.json",
+                404,
+                1,
+            ),
+            ("/v1/modules/%2e%2e/vpc/aws/versions", 400, 0),
+        ];
+        for (path, status, reads) in cases {
+            let before = app.storage.request_count();
+            let (got, body, _) = get(&app, path).await;
+            assert_eq!(got, status, "{path}: {body}");
+            assert_eq!(app.storage.request_count() - before, reads, "{path}");
+            if status >= 400 {
+                assert!(body["errors"][0].is_string(), "{path}: {body}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn download_answers_header_and_body() {
+        let (_, body, reply) = get(&app(), "/v1/modules/acme/vpc/aws/1.0.0/download").await;
+        let url = reply.header_value("x-terraform-get").unwrap();
+        assert_eq!(body["location"], url);
+        assert!(
+            url.starts_with("https://memory.invalid/modules/acme/vpc/aws/1.0.0.tar.gz?"),
+            "{url}"
+        );
+        assert_eq!(reply.header_value("cache-control"), Some("no-store"));
+    }
+
+    #[tokio::test]
+    async fn mirror_version_serves_protocol_fields_only() {
+        let (_, body, _) = get(
+            &app(),
+            "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
+        )
+        .await;
+        let archive = &body["archives"]["linux_amd64"];
+        assert_eq!(archive["hashes"], json!(["h1:abc=", "zh:00"]));
+        assert!(archive["url"].as_str().unwrap().starts_with(
+            "https://memory.invalid/providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip?"
+        ));
+        assert!(archive.get("indexed").is_none());
+    }
+
+    #[tokio::test]
+    async fn storage_down_is_503_json() {
+        let app = app();
+        app.storage
+            .unavailable
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let (status, body, _) = get(&app, "/v1/modules/acme/vpc/aws/versions").await;
+        assert_eq!(status, 503);
+        assert_eq!(
+            body,
+            json!({"errors": ["storage is unavailable, try again"]})
+        );
+    }
+
+    #[tokio::test]
+    async fn head_has_no_body_and_functions_serve_only_their_routes() {
+        let app = app();
+        let reply = app
+            .handle(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions")
+            .await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert!(reply.body.is_empty());
+        let mirror_only = App::new(Config::new("b"), MemoryStorage::new(), &[Service::Mirror]);
+        let reply = mirror_only
+            .handle(&Method::GET, "/v1/modules/acme/vpc/aws/versions")
+            .await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND);
+        assert_eq!(mirror_only.storage.request_count(), 0);
+    }
+}

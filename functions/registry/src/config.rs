@@ -1,0 +1,250 @@
+//! Typed configuration, loaded once per process from the environment. Errors name the variable.
+
+use std::time::Duration;
+
+/// Bounds for presigned URL lifetimes: long enough for a slow `terraform init` to start the
+/// download, short enough that a URL printed in a CI log is useless soon after.
+pub const PRESIGN_TTL_MIN: Duration = Duration::from_secs(1);
+pub const PRESIGN_TTL_MAX: Duration = Duration::from_secs(3600);
+pub const PRESIGN_TTL_DEFAULT: Duration = Duration::from_secs(300);
+
+pub const MODULES_BASE_PATH_DEFAULT: &str = "/v1/modules/";
+pub const MIRROR_BASE_PATH_DEFAULT: &str = "/v1/mirror/";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `REGISTRY_BUCKET`: the one bucket that holds archives and manifests.
+    pub bucket: String,
+    /// `REGISTRY_PRESIGN_TTL_SECONDS`: lifetime of archive URLs.
+    pub presign_ttl: Duration,
+    /// Where the routes live; both start and end with `/`.
+    pub paths: BasePaths,
+    /// `REGISTRY_S3_FORCE_PATH_STYLE` (`true`/`false`, default false): path-style S3 URLs, for
+    /// S3-compatible servers on an IP address such as the local registry's embedded one.
+    pub s3_force_path_style: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BasePaths {
+    /// `REGISTRY_MODULES_BASE_PATH`, default `/v1/modules/`.
+    pub modules: String,
+    /// `REGISTRY_MIRROR_BASE_PATH`, default `/v1/mirror/`.
+    pub mirror: String,
+}
+
+impl Default for BasePaths {
+    fn default() -> Self {
+        BasePaths {
+            modules: MODULES_BASE_PATH_DEFAULT.into(),
+            mirror: MIRROR_BASE_PATH_DEFAULT.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "configuration error: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    pub fn new(bucket: impl Into<String>) -> Self {
+        Config {
+            bucket: bucket.into(),
+            presign_ttl: PRESIGN_TTL_DEFAULT,
+            paths: BasePaths::default(),
+            s3_force_path_style: false,
+        }
+    }
+
+    /// Load from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Load from any lookup function (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let bucket = get("REGISTRY_BUCKET")
+            .filter(|b| !b.trim().is_empty())
+            .ok_or_else(|| ConfigError("REGISTRY_BUCKET is not set".into()))?;
+        let presign_ttl = match get("REGISTRY_PRESIGN_TTL_SECONDS") {
+            None => PRESIGN_TTL_DEFAULT,
+            Some(raw) => parse_ttl(&raw)?,
+        };
+        let paths = BasePaths {
+            modules: base_path(
+                "REGISTRY_MODULES_BASE_PATH",
+                get("REGISTRY_MODULES_BASE_PATH"),
+                MODULES_BASE_PATH_DEFAULT,
+            )?,
+            mirror: base_path(
+                "REGISTRY_MIRROR_BASE_PATH",
+                get("REGISTRY_MIRROR_BASE_PATH"),
+                MIRROR_BASE_PATH_DEFAULT,
+            )?,
+        };
+        if paths.modules.starts_with(&paths.mirror) || paths.mirror.starts_with(&paths.modules) {
+            return Err(ConfigError(format!(
+                "REGISTRY_MODULES_BASE_PATH ({}) and REGISTRY_MIRROR_BASE_PATH ({}) must not overlap",
+                paths.modules, paths.mirror
+            )));
+        }
+        let s3_force_path_style = match get("REGISTRY_S3_FORCE_PATH_STYLE")
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("" | "false" | "0") => false,
+            Some("true" | "1") => true,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "REGISTRY_S3_FORCE_PATH_STYLE must be true or false, got {other:?}"
+                )));
+            }
+        };
+        Ok(Config {
+            bucket,
+            presign_ttl,
+            paths,
+            s3_force_path_style,
+        })
+    }
+}
+
+fn parse_ttl(raw: &str) -> Result<Duration, ConfigError> {
+    let secs: u64 = raw.trim().parse().map_err(|_| {
+        ConfigError(format!(
+            "REGISTRY_PRESIGN_TTL_SECONDS must be a whole number of seconds, got {raw:?}"
+        ))
+    })?;
+    let ttl = Duration::from_secs(secs);
+    if !(PRESIGN_TTL_MIN..=PRESIGN_TTL_MAX).contains(&ttl) {
+        return Err(ConfigError(format!(
+            "REGISTRY_PRESIGN_TTL_SECONDS must be between {} and {}, got {secs}",
+            PRESIGN_TTL_MIN.as_secs(),
+            PRESIGN_TTL_MAX.as_secs()
+        )));
+    }
+    Ok(ttl)
+}
+
+fn base_path(var: &str, raw: Option<String>, default: &str) -> Result<String, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(default.into());
+    };
+    let ok = raw.len() >= 2
+        && raw.len() <= 128
+        && raw.starts_with('/')
+        && raw.ends_with('/')
+        && !raw.contains("//")
+        && raw.split('/').all(|s| s != "." && s != "..")
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b));
+    if !ok {
+        return Err(ConfigError(format!(
+            "{var} must be a path like /v1/modules/ (starts and ends with '/', letters, digits, '-', '_', '.'), got {raw:?}"
+        )));
+    }
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = load(&[("REGISTRY_BUCKET", "b")]).unwrap();
+        assert_eq!(c, Config::new("b"));
+        assert_eq!(c.presign_ttl, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[], "REGISTRY_BUCKET"),
+            (&[("REGISTRY_BUCKET", " ")], "REGISTRY_BUCKET"),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_PRESIGN_TTL_SECONDS", "abc"),
+                ],
+                "REGISTRY_PRESIGN_TTL_SECONDS",
+            ),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_PRESIGN_TTL_SECONDS", "0"),
+                ],
+                "REGISTRY_PRESIGN_TTL_SECONDS",
+            ),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_PRESIGN_TTL_SECONDS", "86400"),
+                ],
+                "REGISTRY_PRESIGN_TTL_SECONDS",
+            ),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_MODULES_BASE_PATH", "v1/modules"),
+                ],
+                "REGISTRY_MODULES_BASE_PATH",
+            ),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/"),
+                ],
+                "REGISTRY_MIRROR_BASE_PATH",
+            ),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/"),
+                ],
+                "must not overlap",
+            ),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_S3_FORCE_PATH_STYLE", "yes"),
+                ],
+                "REGISTRY_S3_FORCE_PATH_STYLE",
+            ),
+        ];
+        for (vars, needle) in cases {
+            let err = load(vars).unwrap_err();
+            assert!(err.0.contains(needle), "{vars:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn custom_values() {
+        let c = load(&[
+            ("REGISTRY_BUCKET", "b"),
+            ("REGISTRY_PRESIGN_TTL_SECONDS", "60"),
+            ("REGISTRY_MODULES_BASE_PATH", "/modules/"),
+            ("REGISTRY_MIRROR_BASE_PATH", "/providers/"),
+        ])
+        .unwrap();
+        assert_eq!(c.presign_ttl, Duration::from_secs(60));
+        assert_eq!(c.paths.modules, "/modules/");
+        assert_eq!(c.paths.mirror, "/providers/");
+    }
+}

@@ -1,0 +1,109 @@
+//! One error type for the whole request path, with one exhaustive mapping to HTTP status.
+//!
+//! Client errors carry a message that is safe to show; server-side errors (`Unavailable`,
+//! `Internal`) answer a short generic text and keep the detail for the log, so S3 keys,
+//! bucket names and SDK messages never reach a client.
+
+use std::fmt;
+
+use http::StatusCode;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The path breaks the protocol grammar (bad segment, bad version, unknown route shape).
+    BadRequest(String),
+    /// A well-formed address that names nothing published.
+    NotFound(String),
+    /// The route exists but not for this method.
+    MethodNotAllowed,
+    /// S3 (or another dependency) could not be reached or answered with a server error.
+    Unavailable(String),
+    /// Something we wrote is unreadable (a corrupt manifest) or an invariant broke.
+    Internal(String),
+}
+
+impl Error {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The text a client sees. Server-side details stay in the log.
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::BadRequest(m) | Error::NotFound(m) => m.clone(),
+            Error::MethodNotAllowed => {
+                "method not allowed: this registry answers GET and HEAD".into()
+            }
+            Error::Unavailable(_) => "storage is unavailable, try again".into(),
+            Error::Internal(_) => "internal error".into(),
+        }
+    }
+
+    /// The JSON body every error answers with: `{"errors": ["..."]}`, the shape the public
+    /// Terraform registry uses.
+    pub fn body(&self) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({ "errors": [self.public_message()] }))
+            .unwrap_or_else(|_| br#"{"errors":["internal error"]}"#.to_vec())
+    }
+
+    pub fn is_server_error(&self) -> bool {
+        self.status().is_server_error()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::BadRequest(m) => write!(f, "bad request: {m}"),
+            Error::NotFound(m) => write!(f, "not found: {m}"),
+            Error::MethodNotAllowed => write!(f, "method not allowed"),
+            Error::Unavailable(m) => write!(f, "unavailable: {m}"),
+            Error::Internal(m) => write!(f, "internal: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_and_bodies() {
+        let cases = [
+            (Error::BadRequest("bad version".into()), 400, "bad version"),
+            (
+                Error::NotFound("module not found".into()),
+                404,
+                "module not found",
+            ),
+            (
+                Error::MethodNotAllowed,
+                405,
+                "method not allowed: this registry answers GET and HEAD",
+            ),
+            (
+                Error::Unavailable("s3 timeout on bucket x".into()),
+                503,
+                "storage is unavailable, try again",
+            ),
+            (
+                Error::Internal("manifest at modules/a/b/c parse error".into()),
+                500,
+                "internal error",
+            ),
+        ];
+        for (err, status, text) in cases {
+            assert_eq!(err.status().as_u16(), status, "{err}");
+            let body: serde_json::Value = serde_json::from_slice(&err.body()).unwrap();
+            assert_eq!(body, serde_json::json!({ "errors": [text] }), "{err}");
+        }
+    }
+}

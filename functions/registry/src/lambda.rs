@@ -1,0 +1,57 @@
+//! The Lambda side: build each function's app once per container, and adapt lambda_http
+//! requests to the shared handler. The binaries only call these.
+
+use std::convert::Infallible;
+
+use lambda_http::{Body, Request, RequestExt, Response};
+
+use crate::app::{App, Reply};
+use crate::config::Config;
+use crate::router::Service;
+use crate::storage::{NoStorage, S3Storage, Storage};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
+pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
+    Ok(App::new(
+        Config::from_env()?,
+        NoStorage,
+        &[Service::Discovery],
+    ))
+}
+
+/// The modules or mirror function: config and the S3 client, built once.
+pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
+    let config = Config::from_env()?;
+    let storage = S3Storage::from_env(&config).await;
+    Ok(App::new(config, storage, &[service]))
+}
+
+/// Answer one API Gateway request. Never an `Err`: API Gateway would turn it into an opaque
+/// 502, so every failure is already a JSON reply here.
+pub async fn handle<S: Storage>(
+    app: &App<S>,
+    request: Request,
+) -> Result<Response<Body>, Infallible> {
+    // The raw path as API Gateway received it. `request.uri()` went through URL parsing,
+    // which resolves `..` and `%2e%2e`: routing on it could reach a key the client never named.
+    let reply = app.handle(request.method(), request.raw_http_path()).await;
+    Ok(to_response(reply))
+}
+
+fn to_response(reply: Reply) -> Response<Body> {
+    let body = match String::from_utf8(reply.body.to_vec()) {
+        _ if reply.body.is_empty() => Body::Empty,
+        Ok(text) => Body::Text(text),
+        Err(e) => Body::Binary(e.into_bytes()),
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = reply.status;
+    for (name, value) in reply.headers {
+        if let Ok(value) = http::HeaderValue::from_str(&value) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}

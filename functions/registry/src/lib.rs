@@ -1,0 +1,24 @@
+//! All registry logic, shared by the Lambda binaries and the local registry.
+//!
+//! - [`router`]: (method, raw path) to a validated [`router::Route`], pure.
+//! - [`app`]: the handler every deployment runs; one storage read per request.
+//! - [`layout`]: the only module that knows S3 keys.
+//! - [`manifest`]: manifest formats and their protocol transforms.
+//! - [`index`]: rebuilds manifests from the archives present.
+//! - [`storage`]: the narrow storage interface (S3, in-memory).
+//! - [`lambda`]: the adapter the Lambda `main`s call.
+
+pub mod address;
+pub mod app;
+pub mod config;
+pub mod error;
+pub mod index;
+pub mod lambda;
+pub mod layout;
+pub mod manifest;
+pub mod router;
+pub mod storage;
+
+pub use app::{App, Reply};
+pub use config::Config;
+pub use error::Error;

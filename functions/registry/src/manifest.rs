@@ -1,0 +1,252 @@
+//! Manifest formats and the pure transforms from a stored manifest to a protocol response.
+//!
+//! Module manifests are ours (`docs/MANIFESTS.md`). Provider manifests are exactly the
+//! `index.json` / `VERSION.json` files `terraform providers mirror` writes; the indexer adds an
+//! `indexed` record per archive (size and ETag of the zip it hashed) so it can skip unchanged
+//! zips, and the mirror function serves only the protocol's `url` and `hashes`.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::Error;
+
+pub const MODULE_MANIFEST_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleManifest {
+    pub format: u32,
+    /// Newest first, by SemVer precedence.
+    pub versions: Vec<ModuleVersion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleVersion {
+    pub version: String,
+    /// Full bucket key of the archive; its extension tells go-getter how to unpack it.
+    pub archive: String,
+    pub size: u64,
+    /// Hex SHA-256 of the archive bytes.
+    pub sha256: String,
+    /// ETag of the archive object when it was hashed; an equal ETag means no need to re-read it.
+    pub etag: String,
+}
+
+impl ModuleManifest {
+    pub fn new(mut versions: Vec<ModuleVersion>) -> Self {
+        versions.sort_by(|a, b| newest_first(&a.version, &b.version));
+        ModuleManifest {
+            format: MODULE_MANIFEST_FORMAT,
+            versions,
+        }
+    }
+
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        let m: ModuleManifest = serde_json::from_slice(bytes)
+            .map_err(|e| Error::Internal(format!("module manifest: {e}")))?;
+        if m.format != MODULE_MANIFEST_FORMAT {
+            return Err(Error::Internal(format!(
+                "module manifest format {} is not {MODULE_MANIFEST_FORMAT}",
+                m.format
+            )));
+        }
+        Ok(m)
+    }
+
+    pub fn find(&self, version: &semver::Version) -> Option<&ModuleVersion> {
+        let wanted = version.to_string();
+        self.versions.iter().find(|v| v.version == wanted)
+    }
+
+    /// `GET :namespace/:name/:system/versions`.
+    pub fn versions_response(&self) -> Value {
+        let versions: Vec<Value> = self
+            .versions
+            .iter()
+            .map(|v| json!({ "version": v.version }))
+            .collect();
+        json!({ "modules": [{ "versions": versions }] })
+    }
+}
+
+/// Order two version strings newest first by SemVer precedence; build metadata (which has no
+/// precedence) and unparsable strings break ties deterministically.
+pub fn newest_first(a: &str, b: &str) -> Ordering {
+    match (semver::Version::parse(a), semver::Version::parse(b)) {
+        (Ok(x), Ok(y)) => y.cmp_precedence(&x).then_with(|| y.cmp(&x)),
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
+        (Err(_), Err(_)) => a.cmp(b),
+    }
+}
+
+/// `providers/HOSTNAME/NAMESPACE/TYPE/index.json`: `{"versions": {"2.0.0": {}}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderIndex {
+    pub versions: BTreeMap<String, Value>,
+}
+
+/// `providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json`: `{"archives": {"linux_amd64": {...}}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderVersion {
+    pub archives: BTreeMap<String, ProviderArchive>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderArchive {
+    /// Relative to the JSON document, as `terraform providers mirror` writes it: the zip's file name.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hashes: Vec<String>,
+    /// Written by the indexer only; absent in files written by `terraform providers mirror`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexed: Option<Indexed>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Indexed {
+    pub size: u64,
+    pub etag: String,
+}
+
+impl ProviderIndex {
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::Internal(format!("provider index.json: {e}")))
+    }
+
+    /// `GET :hostname/:namespace/:type/index.json`: only SemVer keys, each with `{}`.
+    pub fn response(&self) -> Value {
+        let mut versions = serde_json::Map::new();
+        for v in self.versions.keys() {
+            if crate::address::parse_version(v).is_ok() {
+                versions.insert(v.clone(), json!({}));
+            } else {
+                tracing::warn!(version = %crate::address::printable(v), "index.json lists a version that is not SemVer; not served");
+            }
+        }
+        json!({ "versions": versions })
+    }
+}
+
+impl ProviderVersion {
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
+    }
+
+    /// The archives whose `url` is a plain file name beside the JSON document, i.e. a key the
+    /// registry may presign. Anything else (absolute URLs, paths that climb out) is never
+    /// presigned: the registry only hands out URLs for objects inside this provider's prefix.
+    pub fn servable(&self) -> impl Iterator<Item = (&String, &ProviderArchive)> {
+        self.archives.iter().filter(|(platform, archive)| {
+            let ok = is_sibling_file_name(&archive.url);
+            if !ok {
+                tracing::warn!(platform = %crate::address::printable(platform), "archive url is not a file name beside VERSION.json; not served");
+            }
+            ok
+        })
+    }
+}
+
+/// A file name with no path, scheme, query or escape in it.
+pub fn is_sibling_file_name(url: &str) -> bool {
+    !url.is_empty()
+        && url.len() <= 255
+        && !url.starts_with('.')
+        && url
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-+".contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mv(v: &str) -> ModuleVersion {
+        ModuleVersion {
+            version: v.into(),
+            archive: format!("modules/a/b/c/{v}.tar.gz"),
+            size: 1,
+            sha256: "00".into(),
+            etag: "\"e\"".into(),
+        }
+    }
+
+    #[test]
+    fn versions_sorted_by_precedence() {
+        let m = ModuleManifest::new(
+            [
+                "1.0.0",
+                "1.10.0",
+                "1.2.0",
+                "1.10.0-rc.1",
+                "0.9.9",
+                "1.10.0-alpha",
+                "2.0.0-beta.10",
+                "2.0.0-beta.2",
+            ]
+            .map(mv)
+            .to_vec(),
+        );
+        let order: Vec<&str> = m.versions.iter().map(|v| v.version.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "2.0.0-beta.10",
+                "2.0.0-beta.2",
+                "1.10.0",
+                "1.10.0-rc.1",
+                "1.10.0-alpha",
+                "1.2.0",
+                "1.0.0",
+                "0.9.9"
+            ]
+        );
+        assert_eq!(
+            m.versions_response(),
+            json!({"modules":[{"versions":[
+                {"version":"2.0.0-beta.10"},{"version":"2.0.0-beta.2"},{"version":"1.10.0"},{"version":"1.10.0-rc.1"},
+                {"version":"1.10.0-alpha"},{"version":"1.2.0"},{"version":"1.0.0"},{"version":"0.9.9"}]}]})
+        );
+    }
+
+    #[test]
+    fn manifest_round_trip_and_bad_input() {
+        let m = ModuleManifest::new(vec![mv("1.0.0")]);
+        let bytes = serde_json::to_vec(&m).unwrap();
+        assert_eq!(ModuleManifest::parse(&bytes).unwrap(), m);
+        assert!(m.find(&semver::Version::parse("1.0.0").unwrap()).is_some());
+        assert!(m.find(&semver::Version::parse("1.0.1").unwrap()).is_none());
+        for bad in [
+            &b"not json"[..],
+            br#"{"format":2,"versions":[]}"#,
+            br#"{"versions":[]}"#,
+        ] {
+            assert_eq!(
+                ModuleManifest::parse(bad).unwrap_err().status().as_u16(),
+                500
+            );
+        }
+    }
+
+    #[test]
+    fn provider_documents_from_terraform_providers_mirror() {
+        // Shape written by `terraform providers mirror` (Terraform 1.11).
+        let index = br#"{"versions":{"3.2.1":{},"3.2.0":{},"latest":{}}}"#;
+        assert_eq!(
+            ProviderIndex::parse(index).unwrap().response(),
+            json!({"versions":{"3.2.0":{},"3.2.1":{}}})
+        );
+        let version = br#"{"archives":{
+            "linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:abc="]},
+            "darwin_arm64":{"url":"../../../other/secret.zip","hashes":["h1:x"]},
+            "windows_amd64":{"url":"https://elsewhere.example/x.zip"}}}"#;
+        let doc = ProviderVersion::parse(version).unwrap();
+        let served: Vec<&String> = doc.servable().map(|(p, _)| p).collect();
+        assert_eq!(served, ["linux_amd64"]);
+        assert!(ProviderIndex::parse(b"[]").is_err());
+    }
+}

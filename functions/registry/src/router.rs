@@ -1,0 +1,285 @@
+//! The one pure router, shared by the Lambdas and the local registry: (method, raw path) to a
+//! route with validated addresses. It reads the raw path as the client sent it, never a
+//! decoded or normalised one, so `%2e%2e` or `%2f` cannot turn into `..` or `/` later: `%`
+//! is not in the grammar of any segment, and such paths are rejected here.
+
+use http::Method;
+
+use crate::address::{ModuleAddress, ProviderAddress, parse_version, printable};
+use crate::config::BasePaths;
+use crate::error::Error;
+
+pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
+/// Longer than any valid route (base path + hostname + 2 segments + version + file name).
+pub const PATH_MAX_LEN: usize = 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Discovery,
+    ModuleVersions(ModuleAddress),
+    ModuleDownload(ModuleAddress, semver::Version),
+    MirrorIndex(ProviderAddress),
+    MirrorVersion(ProviderAddress, semver::Version),
+}
+
+/// The Lambda function that serves a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
+    Discovery,
+    Modules,
+    Mirror,
+}
+
+impl Service {
+    pub const ALL: [Service; 3] = [Service::Discovery, Service::Modules, Service::Mirror];
+}
+
+impl Route {
+    pub fn service(&self) -> Service {
+        match self {
+            Route::Discovery => Service::Discovery,
+            Route::ModuleVersions(_) | Route::ModuleDownload(..) => Service::Modules,
+            Route::MirrorIndex(_) | Route::MirrorVersion(..) => Service::Mirror,
+        }
+    }
+
+    /// A short name for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Route::Discovery => "discovery",
+            Route::ModuleVersions(_) => "module_versions",
+            Route::ModuleDownload(..) => "module_download",
+            Route::MirrorIndex(_) => "mirror_index",
+            Route::MirrorVersion(..) => "mirror_version",
+        }
+    }
+}
+
+/// Route templates, as API Gateway spells them; the infra consistency test compares these
+/// with the deployed routes.
+pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
+    vec![
+        (Service::Discovery, DISCOVERY_PATH.to_string()),
+        (
+            Service::Modules,
+            format!(
+                "{}{{namespace}}/{{name}}/{{system}}/versions",
+                paths.modules
+            ),
+        ),
+        (
+            Service::Modules,
+            format!(
+                "{}{{namespace}}/{{name}}/{{system}}/{{version}}/download",
+                paths.modules
+            ),
+        ),
+        (
+            Service::Mirror,
+            format!(
+                "{}{{hostname}}/{{namespace}}/{{type}}/{{file}}",
+                paths.mirror
+            ),
+        ),
+    ]
+}
+
+pub fn route(method: &Method, raw_path: &str, paths: &BasePaths) -> Result<Route, Error> {
+    let route = match_path(raw_path, paths)?;
+    if method != Method::GET && method != Method::HEAD {
+        return Err(Error::MethodNotAllowed);
+    }
+    Ok(route)
+}
+
+fn match_path(path: &str, paths: &BasePaths) -> Result<Route, Error> {
+    if path.len() > PATH_MAX_LEN {
+        return Err(Error::BadRequest(format!(
+            "path longer than {PATH_MAX_LEN} bytes"
+        )));
+    }
+    if path == DISCOVERY_PATH {
+        return Ok(Route::Discovery);
+    }
+    if let Some(rest) = path.strip_prefix(paths.modules.as_str()) {
+        return match segments(rest)?.as_slice() {
+            [namespace, name, system, "versions"] => Ok(Route::ModuleVersions(ModuleAddress::parse(namespace, name, system)?)),
+            [namespace, name, system, version, "download"] => {
+                Ok(Route::ModuleDownload(ModuleAddress::parse(namespace, name, system)?, parse_version(version)?))
+            }
+            _ => Err(Error::BadRequest(
+                "module routes are :namespace/:name/:system/versions and :namespace/:name/:system/:version/download".into(),
+            )),
+        };
+    }
+    if let Some(rest) = path.strip_prefix(paths.mirror.as_str()) {
+        return match segments(rest)?.as_slice() {
+            [hostname, namespace, r#type, "index.json"] => Ok(Route::MirrorIndex(ProviderAddress::parse(hostname, namespace, r#type)?)),
+            [hostname, namespace, r#type, file] => {
+                let Some(version) = file.strip_suffix(".json") else {
+                    return Err(Error::BadRequest(format!(
+                        "mirror routes end in index.json or :version.json, not {:?}",
+                        printable(file)
+                    )));
+                };
+                Ok(Route::MirrorVersion(ProviderAddress::parse(hostname, namespace, r#type)?, parse_version(version)?))
+            }
+            _ => Err(Error::BadRequest(
+                "mirror routes are :hostname/:namespace/:type/index.json and :hostname/:namespace/:type/:version.json".into(),
+            )),
+        };
+    }
+    Err(Error::NotFound(format!(
+        "no endpoint at {:?}",
+        printable(path)
+    )))
+}
+
+/// Split a route's tail into segments; empty segments (`//`, a trailing `/`) break the grammar.
+fn segments(rest: &str) -> Result<Vec<&str>, Error> {
+    let parts: Vec<&str> = rest.split('/').collect();
+    if parts.len() > 8 || parts.iter().any(|s| s.is_empty()) {
+        return Err(Error::BadRequest(
+            "empty path segment or too many segments".into(),
+        ));
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(method: Method, path: &str) -> Result<Route, u16> {
+        route(&method, path, &BasePaths::default()).map_err(|e| e.status().as_u16())
+    }
+    fn m(ns: &str, n: &str, s: &str) -> ModuleAddress {
+        ModuleAddress::parse(ns, n, s).unwrap()
+    }
+    fn p(h: &str, ns: &str, t: &str) -> ProviderAddress {
+        ProviderAddress::parse(h, ns, t).unwrap()
+    }
+    fn v(s: &str) -> semver::Version {
+        semver::Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn routes_table() {
+        use Method as M;
+        let cases: Vec<(Method, &str, Result<Route, u16>)> = vec![
+            (M::GET, "/.well-known/terraform.json", Ok(Route::Discovery)),
+            (M::HEAD, "/.well-known/terraform.json", Ok(Route::Discovery)),
+            (
+                M::GET,
+                "/v1/modules/acme/vpc/aws/versions",
+                Ok(Route::ModuleVersions(m("acme", "vpc", "aws"))),
+            ),
+            (
+                M::GET,
+                "/v1/modules/acme/vpc/aws/1.2.3/download",
+                Ok(Route::ModuleDownload(m("acme", "vpc", "aws"), v("1.2.3"))),
+            ),
+            (
+                M::GET,
+                "/v1/modules/acme/vpc/aws/1.2.3-rc.1+b5/download",
+                Ok(Route::ModuleDownload(
+                    m("acme", "vpc", "aws"),
+                    v("1.2.3-rc.1+b5"),
+                )),
+            ),
+            (
+                M::GET,
+                "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+                Ok(Route::MirrorIndex(p(
+                    "registry.terraform.io",
+                    "hashicorp",
+                    "null",
+                ))),
+            ),
+            (
+                M::GET,
+                "/v1/mirror/example.com:8443/acme/thing/1.0.0.json",
+                Ok(Route::MirrorVersion(
+                    p("example.com:8443", "acme", "thing"),
+                    v("1.0.0"),
+                )),
+            ),
+            // Grammar breaks: 400.
+            (M::GET, "/v1/modules/acme/vpc/versions", Err(400)),
+            (M::GET, "/v1/modules/acme/vpc/aws/versions/", Err(400)),
+            (M::GET, "/v1/modules/acme//aws/versions", Err(400)),
+            (M::GET, "/v1/modules/../vpc/aws/versions", Err(400)),
+            (M::GET, "/v1/modules/%2e%2e/vpc/aws/versions", Err(400)),
+            (M::GET, "/v1/modules/acme%2fvpc/x/aws/versions", Err(400)),
+            (M::GET, "/v1/modules/acme/vpc/aws/1.0/download", Err(400)),
+            (M::GET, "/v1/modules/acme/vpc/aws/v1.0.0/download", Err(400)),
+            (M::GET, "/v1/modules/acme/vpc/aws/1.0.0/downloads", Err(400)),
+            (
+                M::GET,
+                "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.zip",
+                Err(400),
+            ),
+            (
+                M::GET,
+                "/v1/mirror/registry.terraform.io/hashicorp/null/latest.json",
+                Err(400),
+            ),
+            (
+                M::GET,
+                "/v1/mirror/registry.terraform.io/hashicorp/index.json",
+                Err(400),
+            ),
+            (
+                M::GET,
+                "/v1/mirror/..%2f..%2fetc/hashicorp/null/index.json",
+                Err(400),
+            ),
+            (
+                M::GET,
+                "/v1/mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_1.0.0_linux_amd64.zip",
+                Err(400),
+            ),
+            // Not ours: 404.
+            (M::GET, "/", Err(404)),
+            (M::GET, "/v1/providers/hashicorp/null/versions", Err(404)),
+            (M::GET, "/.well-known/terraform.json/", Err(404)),
+            (M::GET, "/V1/modules/acme/vpc/aws/versions", Err(404)),
+            // Wrong method on a real route: 405.
+            (M::POST, "/v1/modules/acme/vpc/aws/versions", Err(405)),
+            (
+                M::PUT,
+                "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+                Err(405),
+            ),
+            (M::DELETE, "/.well-known/terraform.json", Err(405)),
+        ];
+        for (method, path, want) in cases {
+            assert_eq!(r(method.clone(), path), want, "{method} {path}");
+        }
+        let long = format!("/v1/modules/{}", "a/".repeat(600));
+        assert_eq!(r(Method::GET, &long), Err(400));
+    }
+
+    #[test]
+    fn custom_base_paths() {
+        let paths = BasePaths {
+            modules: "/m/".into(),
+            mirror: "/providers/".into(),
+        };
+        assert_eq!(
+            route(&Method::GET, "/m/a/b/c/versions", &paths),
+            Ok(Route::ModuleVersions(m("a", "b", "c")))
+        );
+        assert_eq!(
+            route(&Method::GET, "/v1/modules/a/b/c/versions", &paths)
+                .unwrap_err()
+                .status()
+                .as_u16(),
+            404
+        );
+        let templates = route_templates(&paths);
+        assert_eq!(templates.len(), 4);
+        assert!(templates.iter().any(|(s, t)| *s == Service::Mirror
+            && t == "/providers/{hostname}/{namespace}/{type}/{file}"));
+    }
+}

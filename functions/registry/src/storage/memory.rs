@@ -1,0 +1,114 @@
+//! In-memory storage for unit and handler tests. It counts calls, so tests can assert the
+//! cost rule (one storage read per registry request), and can be switched to fail like an
+//! unreachable S3.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use super::{Object, ObjectInfo, Storage};
+use crate::error::Error;
+
+#[derive(Debug, Default)]
+pub struct MemoryStorage {
+    objects: Mutex<BTreeMap<String, Object>>,
+    /// Storage calls that would be S3 requests (presigning is not one).
+    pub requests: AtomicUsize,
+    pub unavailable: AtomicBool,
+}
+
+impl MemoryStorage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Store without counting a request (test setup).
+    pub fn insert(&self, key: &str, bytes: impl Into<Bytes>) {
+        let bytes = bytes.into();
+        let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&bytes))[..32]);
+        self.lock().insert(key.into(), Object { bytes, etag });
+    }
+
+    pub fn keys(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    pub fn peek(&self, key: &str) -> Option<Bytes> {
+        self.lock().get(key).map(|o| o.bytes.clone())
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Object>> {
+        // A panic while holding the lock can only come from a failing test; keep the data.
+        self.objects.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn begin(&self) -> Result<(), Error> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        if self.unavailable.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable("memory storage switched off".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Storage for MemoryStorage {
+    async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
+        self.begin()?;
+        Ok(self.lock().get(key).cloned())
+    }
+
+    async fn put(&self, key: &str, body: Bytes, _content_type: &str) -> Result<(), Error> {
+        self.begin()?;
+        self.insert(key, body);
+        Ok(())
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), Error> {
+        self.begin()?;
+        self.lock().remove(key);
+        Ok(())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
+        self.begin()?;
+        Ok(self
+            .lock()
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, o)| ObjectInfo {
+                key: k.clone(),
+                size: o.bytes.len() as u64,
+                etag: o.etag.clone(),
+            })
+            .collect())
+    }
+
+    async fn stream<F>(&self, key: &str, mut sink: F) -> Result<Option<String>, Error>
+    where
+        F: FnMut(&[u8]) -> Result<(), Error> + Send,
+    {
+        self.begin()?;
+        let Some(object) = self.lock().get(key).cloned() else {
+            return Ok(None);
+        };
+        for chunk in object.bytes.chunks(64 * 1024) {
+            sink(chunk)?;
+        }
+        Ok(Some(object.etag))
+    }
+
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
+        Ok(format!(
+            "https://memory.invalid/{key}?X-Amz-Expires={}&X-Amz-Signature=test",
+            ttl.as_secs()
+        ))
+    }
+}

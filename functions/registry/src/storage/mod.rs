@@ -1,0 +1,95 @@
+//! The one narrow, domain-shaped storage interface: read a manifest, write or delete one,
+//! list a prefix, stream an archive, presign an archive URL. `S3Storage` implements it for
+//! real S3 and for the embedded S3-compatible server alike; `MemoryStorage` exists for unit
+//! and handler tests that need no HTTP.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::error::Error;
+
+pub mod memory;
+pub mod s3;
+
+pub use memory::MemoryStorage;
+pub use s3::S3Storage;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    pub bytes: Bytes,
+    pub etag: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+    pub etag: String,
+}
+
+pub trait Storage: Send + Sync {
+    /// The whole object, or `None` if there is no such key.
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Object>, Error>> + Send;
+
+    /// Write a whole object (S3 PUT is atomic: readers see the old or the new bytes).
+    fn put(
+        &self,
+        key: &str,
+        body: Bytes,
+        content_type: &str,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    fn delete(&self, key: &str) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Every object under `prefix` (all pages), in key order.
+    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<ObjectInfo>, Error>> + Send;
+
+    /// Feed the object's bytes to `sink` chunk by chunk without holding the whole object;
+    /// answers the object's ETag as read.
+    fn stream<F>(
+        &self,
+        key: &str,
+        sink: F,
+    ) -> impl Future<Output = Result<Option<String>, Error>> + Send
+    where
+        F: FnMut(&[u8]) -> Result<(), Error> + Send;
+
+    /// An absolute URL that lets anyone GET this object until `ttl` has passed. Local
+    /// computation: no request is made.
+    fn presign_get(
+        &self,
+        key: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+}
+
+/// Storage for a function that never reads the bucket (discovery answers from config alone,
+/// so its Lambda builds no S3 client and cold-starts faster).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoStorage;
+
+impl Storage for NoStorage {
+    async fn get(&self, _: &str) -> Result<Option<Object>, Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn put(&self, _: &str, _: Bytes, _: &str) -> Result<(), Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn delete(&self, _: &str) -> Result<(), Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn list(&self, _: &str) -> Result<Vec<ObjectInfo>, Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn stream<F>(&self, _: &str, _: F) -> Result<Option<String>, Error>
+    where
+        F: FnMut(&[u8]) -> Result<(), Error> + Send,
+    {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn presign_get(&self, _: &str, _: Duration) -> Result<String, Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+}

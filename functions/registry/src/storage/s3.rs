@@ -1,0 +1,197 @@
+//! Storage on S3 through aws-sdk-s3: used against AWS and against the embedded
+//! S3-compatible server of the local registry, so both run the same code path.
+
+use std::time::Duration;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream;
+use bytes::Bytes;
+
+use super::{Object, ObjectInfo, Storage};
+use crate::error::Error;
+
+#[derive(Debug, Clone)]
+pub struct S3Storage {
+    client: Client,
+    bucket: String,
+}
+
+/// Bounds on every S3 call, so a slow S3 answers 503 well inside API Gateway's 30 s limit.
+pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(5))
+        .operation_timeout(Duration::from_secs(12))
+        .build()
+}
+
+impl S3Storage {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        S3Storage {
+            client,
+            bucket: bucket.into(),
+        }
+    }
+
+    /// The client for a Lambda: region, credentials and endpoint from the standard AWS
+    /// environment (`AWS_REGION`, role credentials, `AWS_ENDPOINT_URL`...). Built once per
+    /// container.
+    pub async fn from_env(config: &crate::Config) -> Self {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(timeouts())
+            .load()
+            .await;
+        let s3 = aws_sdk_s3::config::Builder::from(&sdk)
+            .force_path_style(config.s3_force_path_style)
+            .build();
+        S3Storage::new(Client::from_conf(s3), config.bucket.clone())
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+}
+
+/// Classify an SDK error: 404 is "no such key"; 403 on a read is also "no such key",
+/// because S3 answers 403 instead of 404 to a caller without `s3:ListBucket`, which is how
+/// the read functions are deployed (least privilege). Anything else is S3 being unavailable.
+fn is_missing<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool
+where
+    R: std::fmt::Debug,
+{
+    match err {
+        SdkError::ServiceError(se) => matches!(
+            se.err().code(),
+            Some("NoSuchKey" | "NotFound" | "AccessDenied" | "NoSuchBucket")
+        ),
+        _ => false,
+    }
+}
+
+fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> Error {
+    // The full error chain goes to the log only; clients see a generic 503 body.
+    let mut detail = format!("{op} {key}: {err}");
+    let mut source = err.source();
+    while let Some(s) = source {
+        detail.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    Error::Unavailable(detail)
+}
+
+impl Storage for S3Storage {
+    async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
+        let out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(e) => return Err(unavailable("GetObject", key, e)),
+        };
+        let etag = out.e_tag.clone().unwrap_or_default();
+        let bytes = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| unavailable("GetObject body", key, e))?
+            .into_bytes();
+        Ok(Some(Object { bytes, etag }))
+    }
+
+    async fn put(&self, key: &str, body: Bytes, content_type: &str) -> Result<(), Error> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutObject", key, e))?;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), Error> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| unavailable("DeleteObject", key, e))?;
+        Ok(())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .into_paginator()
+            .send();
+        let mut objects = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| unavailable("ListObjectsV2", prefix, e))?;
+            for o in page.contents.unwrap_or_default() {
+                if let Some(key) = o.key {
+                    objects.push(ObjectInfo {
+                        key,
+                        size: o.size.unwrap_or(0).max(0) as u64,
+                        etag: o.e_tag.unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        objects.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(objects)
+    }
+
+    async fn stream<F>(&self, key: &str, mut sink: F) -> Result<Option<String>, Error>
+    where
+        F: FnMut(&[u8]) -> Result<(), Error> + Send,
+    {
+        let mut out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(e) => return Err(unavailable("GetObject", key, e)),
+        };
+        while let Some(chunk) = out.body.next().await {
+            let chunk = chunk.map_err(|e| unavailable("GetObject body", key, e))?;
+            sink(&chunk)?;
+        }
+        Ok(Some(out.e_tag.unwrap_or_default()))
+    }
+
+    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
+        let presigning = PresigningConfig::expires_in(ttl)
+            .map_err(|e| Error::Internal(format!("presign lifetime {ttl:?}: {e}")))?;
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .presigned(presigning)
+            .await
+            .map_err(|e| Error::Internal(format!("presign {key}: {e}")))?;
+        Ok(request.uri().to_string())
+    }
+}
