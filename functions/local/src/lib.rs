@@ -1,1 +1,333 @@
+//! The local registry: every function's handler in one process over HTTPS on loopback, plus
+//! an embedded S3-compatible server over a local directory. The same `registry` code runs
+//! as in AWS: aws-sdk-s3 against a real S3 protocol server with SigV4 verification.
 
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use registry::router::Service;
+use registry::storage::S3Storage;
+use registry::{App, Config};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub mod embedded_s3;
+pub mod tls;
+
+use embedded_s3::{IndexingS3, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY};
+
+/// The bucket the embedded S3 serves (a directory under `DATA_DIR/s3/`).
+pub const BUCKET: &str = "registry";
+pub const REGION: &str = "us-east-1";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalError(pub String);
+
+impl std::fmt::Display for LocalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LocalError {}
+
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    /// HTTPS address of the registry (must be loopback in practice: the certificate is local).
+    pub listen: SocketAddr,
+    /// Address of the embedded S3 server (plain HTTP, loopback).
+    pub s3_listen: SocketAddr,
+    pub data_dir: PathBuf,
+}
+
+pub struct Running {
+    pub registry_addr: SocketAddr,
+    pub s3_addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub publisher_secret: String,
+    /// Storage as the registry sees it (signed with the registry's key).
+    pub storage: S3Storage,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    pub fn base_url(&self) -> String {
+        format!("https://{}", self.registry_addr)
+    }
+
+    pub fn s3_endpoint(&self) -> String {
+        format!("http://{}", self.s3_addr)
+    }
+
+    /// A client with the publisher's credentials, as `aws s3 cp` with `local.env` would use.
+    pub fn publisher_client(&self) -> aws_sdk_s3::Client {
+        s3_client(
+            &self.s3_endpoint(),
+            PUBLISHER_ACCESS_KEY,
+            &self.publisher_secret,
+        )
+    }
+
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+fn s3_client(endpoint: &str, access_key: &str, secret: &str) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::config::Builder::new()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new(
+            access_key,
+            secret,
+            None,
+            None,
+            "registry-local",
+        ))
+        .force_path_style(true)
+        .timeout_config(registry::storage::s3::timeouts())
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// Start both servers and write the files a user needs (`terraform.rc`, `ca.pem`, `local.env`).
+pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
+    let io = |what: &str, e: std::io::Error| LocalError(format!("{what}: {e}"));
+    let data_dir = options.data_dir.clone();
+    std::fs::create_dir_all(data_dir.join("s3").join(BUCKET))
+        .map_err(|e| io("create data directory", e))?;
+    let data_dir = data_dir
+        .canonicalize()
+        .map_err(|e| io("data directory", e))?;
+
+    let publisher_secret = load_or_make_secret(&data_dir.join("publisher.secret"))?;
+    // The registry's own key never leaves this process.
+    let registry_secret = random_hex(20)?;
+
+    let s3_listener = TcpListener::bind(options.s3_listen)
+        .await
+        .map_err(|e| io(&format!("bind S3 {}", options.s3_listen), e))?;
+    let s3_addr = s3_listener.local_addr().map_err(|e| io("S3 address", e))?;
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| io(&format!("bind {}", options.listen), e))?;
+    let registry_addr = listener
+        .local_addr()
+        .map_err(|e| io("registry address", e))?;
+
+    let storage = S3Storage::new(
+        s3_client(
+            &format!("http://{s3_addr}"),
+            REGISTRY_ACCESS_KEY,
+            &registry_secret,
+        ),
+        BUCKET,
+    );
+    let fs = s3s_fs::FileSystem::new(data_dir.join("s3"))
+        .map_err(|e| LocalError(format!("embedded S3: {e:?}")))?;
+    let mut builder = s3s::service::S3ServiceBuilder::new(fs);
+    let mut auth = s3s::auth::SimpleAuth::new();
+    auth.register(REGISTRY_ACCESS_KEY.into(), registry_secret.into());
+    auth.register(PUBLISHER_ACCESS_KEY.into(), publisher_secret.clone().into());
+    builder.set_auth(auth);
+    let s3 = IndexingS3::new(builder.build(), storage.clone());
+
+    let config = Config::from_lookup(|name| match name {
+        "REGISTRY_BUCKET" => Some(BUCKET.into()),
+        "REGISTRY_S3_FORCE_PATH_STYLE" => Some("true".into()),
+        other => std::env::var(other).ok(),
+    })
+    .map_err(|e| LocalError(e.to_string()))?;
+    let mirror_path = config.paths.mirror.clone();
+    let app = Arc::new(App::new(config, storage.clone(), &Service::ALL));
+    let tls = tls::server_config(&data_dir, registry_addr.ip())?;
+
+    let (shutdown, watcher) = watch::channel(false);
+    let s3_task = tokio::spawn(serve_s3(s3_listener, s3, watcher.clone()));
+    let registry_task = tokio::spawn(serve_registry(listener, tls, app, watcher));
+
+    let running = Running {
+        registry_addr,
+        s3_addr,
+        data_dir,
+        publisher_secret,
+        storage,
+        shutdown,
+        tasks: vec![s3_task, registry_task],
+    };
+    write_user_files(&running, &mirror_path)?;
+    Ok(running)
+}
+
+async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => { tracing::warn!(error = %e, "S3 accept"); continue; }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let s3 = s3.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let s3 = s3.clone();
+                async move { s3.call(request).await }
+            });
+            if let Err(e) = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "S3 connection");
+            }
+        });
+    }
+}
+
+async fn serve_registry(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Arc<App<S3Storage>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => { tracing::warn!(error = %e, "accept"); continue; }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(
+                Duration::from_secs(10),
+                acceptor.accept(stream),
+            )
+            .await
+            {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return tracing::debug!(error = %e, "TLS handshake"),
+                Err(_) => return tracing::debug!("TLS handshake timed out"),
+            };
+            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let app = app.clone();
+                async move {
+                    // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
+                    let reply = app.handle(request.method(), request.uri().path()).await;
+                    let mut response = http::Response::new(Full::new(reply.body));
+                    *response.status_mut() = reply.status;
+                    for (name, value) in reply.headers {
+                        if let Ok(value) = http::HeaderValue::from_str(&value) {
+                            response.headers_mut().append(name, value);
+                        }
+                    }
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            if let Err(e) = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "connection");
+            }
+        });
+    }
+}
+
+fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalError> {
+    let dir = &running.data_dir;
+    let rc = format!(
+        "# Written by registry-local at every start. Use it with\n\
+         #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
+         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
+         provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n",
+        rc = dir.join("terraform.rc").display(),
+        ca = dir.join(tls::CA_FILE).display(),
+        host = running.registry_addr,
+        base = running.base_url(),
+    );
+    std::fs::write(dir.join("terraform.rc"), rc)
+        .map_err(|e| LocalError(format!("write terraform.rc: {e}")))?;
+    let env = format!(
+        "# Written by registry-local: `source` it to publish with the AWS CLI or any S3 client.\n\
+         export AWS_ENDPOINT_URL={endpoint}\nexport AWS_ACCESS_KEY_ID={PUBLISHER_ACCESS_KEY}\n\
+         export AWS_SECRET_ACCESS_KEY={secret}\nexport AWS_REGION={REGION}\nexport REGISTRY_BUCKET={BUCKET}\n",
+        endpoint = running.s3_endpoint(),
+        secret = running.publisher_secret,
+    );
+    write_private(&dir.join("local.env"), env.as_bytes())
+}
+
+/// Write a file only its owner may read (secrets, keys).
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), LocalError> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options
+        .open(path)
+        .map_err(|e| LocalError(format!("write {}: {e}", path.display())))?;
+    file.write_all(bytes)
+        .map_err(|e| LocalError(format!("write {}: {e}", path.display())))
+}
+
+fn load_or_make_secret(path: &Path) -> Result<String, LocalError> {
+    if let Ok(secret) = std::fs::read_to_string(path) {
+        let secret = secret.trim().to_string();
+        if !secret.is_empty() {
+            return Ok(secret);
+        }
+    }
+    let secret = random_hex(20)?;
+    write_private(path, secret.as_bytes())?;
+    Ok(secret)
+}
+
+fn random_hex(bytes: usize) -> Result<String, LocalError> {
+    let mut buf = vec![0u8; bytes];
+    rustls::crypto::aws_lc_rs::default_provider()
+        .secure_random
+        .fill(&mut buf)
+        .map_err(|_| LocalError("no secure random source".into()))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Rebuild every manifest from the archives in the data directory, without serving.
+pub async fn reindex(
+    data_dir: &Path,
+) -> Result<Vec<(registry::layout::Owner, registry::index::Outcome)>, LocalError> {
+    let running = start(LocalOptions {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        s3_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        data_dir: data_dir.to_path_buf(),
+    })
+    .await?;
+    let result = registry::index::reindex_all(&running.storage)
+        .await
+        .map_err(|e| LocalError(e.to_string()));
+    running.stop().await;
+    result
+}
+
+pub type Body = Full<Bytes>;

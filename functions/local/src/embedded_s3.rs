@@ -1,0 +1,196 @@
+//! The embedded S3-compatible server: s3s-fs serving a local directory over the real S3
+//! protocol with SigV4 verification, wrapped so that every successful publisher write or
+//! delete runs the same indexing entry point an S3 event runs in AWS.
+//!
+//! Like the S3 event path, indexing reacts to keys, not to request bodies. Unlike S3 events
+//! it is synchronous: the publisher's upload answers after its manifest is up to date, so a
+//! script can `aws s3 cp` and `terraform init` straight after. Requests signed with the
+//! registry's own access key (its manifest writes) do not trigger indexing, as the indexer in
+//! AWS ignores events caused by its own role.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use hyper::body::Incoming;
+use s3s::service::S3Service;
+use s3s::{Body, HttpError};
+use tokio::sync::Mutex;
+
+use registry::storage::S3Storage;
+
+/// Access key the registry (and its indexer) sign with; publishers use another one.
+pub const REGISTRY_ACCESS_KEY: &str = "registry-local";
+/// Access key written to `local.env` for publishers (`aws s3 cp`, SDKs).
+pub const PUBLISHER_ACCESS_KEY: &str = "publisher-local";
+/// Largest DeleteObjects request body we read to learn its keys (S3 allows 1,000 keys).
+const DELETE_BODY_LIMIT: usize = 1 << 20;
+
+#[derive(Clone)]
+pub struct IndexingS3 {
+    inner: S3Service,
+    storage: S3Storage,
+    bucket: String,
+    /// One indexing pass at a time in this process, so two uploads to one module cannot
+    /// interleave their list-then-write passes and lose a version.
+    serial: Arc<Mutex<()>>,
+}
+
+impl IndexingS3 {
+    pub fn new(inner: S3Service, storage: S3Storage) -> Self {
+        let bucket = storage.bucket().to_string();
+        IndexingS3 {
+            inner,
+            storage,
+            bucket,
+            serial: Arc::new(Mutex::new(())),
+        }
+    }
+
+    pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+        let method = request.method().clone();
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or("").to_string();
+        let by_registry = signer(&request).as_deref() == Some(REGISTRY_ACCESS_KEY);
+        let mut request = request.map(Body::from);
+
+        let mut deleted_keys = Vec::new();
+        if method == Method::POST && has_param(&query, "delete") && !by_registry {
+            // DeleteObjects: the keys are in the XML body; read it (bounded) and pass it on.
+            match request
+                .body_mut()
+                .store_all_limited(DELETE_BODY_LIMIT)
+                .await
+            {
+                Ok(bytes) => deleted_keys = keys_in_delete_body(&bytes),
+                Err(e) => {
+                    tracing::warn!(error = %e, "DeleteObjects body unreadable; its keys will not be reindexed")
+                }
+            }
+        }
+
+        let response = self.inner.call(request).await?;
+        if !response.status().is_success() || by_registry {
+            return Ok(response);
+        }
+        let changed: Vec<String> = match self.object_key(&path) {
+            Some(key)
+                if method == Method::PUT
+                    && !has_param(&query, "partNumber")
+                    && !has_param(&query, "uploadId") =>
+            {
+                vec![key]
+            }
+            Some(key) if method == Method::POST && has_param(&query, "uploadId") => vec![key],
+            Some(key) if method == Method::DELETE && !has_param(&query, "uploadId") => vec![key],
+            None if method == Method::POST && has_param(&query, "delete") => deleted_keys,
+            _ => vec![],
+        };
+        for key in changed {
+            let _turn = self.serial.lock().await;
+            match registry::index::on_object_changed(&self.storage, &key).await {
+                Ok(Some((owner, outcome))) => tracing::info!(key, ?owner, ?outcome, "published"),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(key, error = %e, "not indexed"),
+            }
+        }
+        Ok(response)
+    }
+
+    /// The object key of a path-style request to our bucket (`/BUCKET/KEY`), decoded.
+    fn object_key(&self, path: &str) -> Option<String> {
+        let rest = path
+            .strip_prefix('/')?
+            .strip_prefix(self.bucket.as_str())?
+            .strip_prefix('/')?;
+        if rest.is_empty() {
+            return None;
+        }
+        percent_decode(rest)
+    }
+}
+
+fn has_param(query: &str, name: &str) -> bool {
+    query
+        .split('&')
+        .any(|p| p == name || p.split_once('=').is_some_and(|(k, _)| k == name))
+}
+
+/// The access key a request is signed with (header or presigned query).
+fn signer<B>(request: &Request<B>) -> Option<String> {
+    let from_header = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split("Credential=").nth(1))
+        .and_then(|v| v.split('/').next())
+        .map(str::to_string);
+    from_header.or_else(|| {
+        let query = request.uri().query()?;
+        let credential = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
+        percent_decode(credential)?
+            .split('/')
+            .next()
+            .map(str::to_string)
+    })
+}
+
+fn keys_in_delete_body(body: &Bytes) -> Vec<String> {
+    let text = String::from_utf8_lossy(body);
+    text.split("<Key>")
+        .skip(1)
+        .filter_map(|s| s.split("</Key>").next())
+        .map(xml_unescape)
+        .collect()
+}
+
+fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Decode `%XX` escapes; `None` for malformed escapes or non-UTF-8 results.
+pub fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoding_and_parsing() {
+        assert_eq!(
+            percent_decode("modules/a/b/c/1.0.0%2Bbuild.tar.gz").as_deref(),
+            Some("modules/a/b/c/1.0.0+build.tar.gz")
+        );
+        assert_eq!(percent_decode("bad%zz"), None);
+        assert_eq!(percent_decode("cut%2"), None);
+        assert!(has_param("uploadId=abc&partNumber=2", "partNumber"));
+        assert!(has_param("delete", "delete"));
+        assert!(!has_param("x-id=PutObject", "delete"));
+        let body = Bytes::from_static(b"<Delete><Object><Key>modules/a/b/c/1.0.0.zip</Key></Object><Object><Key>a&amp;b</Key></Object></Delete>");
+        assert_eq!(
+            keys_in_delete_body(&body),
+            ["modules/a/b/c/1.0.0.zip", "a&b"]
+        );
+    }
+}
