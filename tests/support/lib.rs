@@ -1,1 +1,205 @@
+//! Shared pieces of the end-to-end tests: a local registry in a temporary directory, archive
+//! builders, and the real `terraform` CLI run in isolation.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use aws_sdk_s3::primitives::ByteStream;
+use registry_local::{LocalOptions, Running};
+
+/// A registry on ephemeral loopback ports over a fresh temporary data directory.
+pub struct Harness {
+    pub running: Running,
+    pub dir: TempDir,
+}
+
+impl Harness {
+    pub async fn start() -> Harness {
+        let dir = TempDir::new("registry");
+        let running = registry_local::start(LocalOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            s3_listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir.path().join("data"),
+        })
+        .await
+        .expect("local registry starts");
+        Harness { running, dir }
+    }
+
+    /// `HOST:PORT` for module sources (Terraform needs a dot in the host: an IP, not localhost).
+    pub fn host(&self) -> String {
+        self.running.registry_addr.to_string()
+    }
+
+    /// Publish as a user would: an S3 PutObject signed with the publisher's key.
+    pub async fn upload(&self, key: &str, bytes: Vec<u8>) {
+        self.running
+            .publisher_client()
+            .put_object()
+            .bucket(registry_local::BUCKET)
+            .key(key)
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
+    }
+
+    /// Where the embedded S3 keeps an object's bytes on disk (to tamper with it behind the
+    /// indexer's back, as someone with raw bucket access could).
+    pub fn object_path(&self, key: &str) -> PathBuf {
+        self.running
+            .data_dir
+            .join("s3")
+            .join(registry_local::BUCKET)
+            .join(key)
+    }
+
+    pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
+        let reply = self.running.app.handle(&http::Method::GET, path).await;
+        (
+            reply.status.as_u16(),
+            serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null),
+        )
+    }
+}
+
+/// A temporary directory removed on drop (kept when `KEEP_TEST_DIRS` is set, for debugging).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let path = std::env::temp_dir().join(format!(
+            "{label}-{}-{nanos}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A module archive (`.tar.gz`/`.tgz`) holding the given files.
+pub fn module_tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (name, contents) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(contents.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        tar.append_data(&mut header, name, contents.as_bytes())
+            .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+/// A module archive in `.zip` form.
+pub fn module_zip(files: &[(&str, &str)]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, contents) in files {
+        w.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(contents.as_bytes()).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// A provider package as releases ship it: one executable named
+/// `terraform-provider-TYPE_vVERSION`, no directory entries. `init` installs it without
+/// running it, so the executable is a small script that says what it is.
+pub fn provider_zip(r#type: &str, version: &str, marker: &str) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+    w.start_file(format!("terraform-provider-{type}_v{version}"), options)
+        .unwrap();
+    w.write_all(format!("#!/bin/sh\n# {type} {version} {marker}\nexit 1\n").as_bytes())
+        .unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+/// The platform the terraform CLI on this machine installs for, e.g. `linux_amd64`.
+pub fn this_platform() -> String {
+    let os = std::env::consts::OS;
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    format!("{os}_{arch}")
+}
+
+/// The terraform CLI, or `None` after printing a loud SKIPPED line.
+pub fn terraform_or_skip(test: &str) -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("TERRAFORM").map(PathBuf::from),
+        Some(PathBuf::from("/usr/local/bin/terraform")),
+    ];
+    let found = candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("terraform"))
+                    .find(|p| p.is_file())
+            })
+        });
+    if found.is_none() {
+        eprintln!(
+            "\n=== SKIPPED {test}: terraform CLI not found (set TERRAFORM or install it) ===\n"
+        );
+    }
+    found
+}
+
+/// Run terraform in `workdir` with nothing from the user's environment that could change
+/// its behaviour: its own CLI config, CA bundle, data dir and HOME.
+pub fn terraform(tf: &Path, harness: &Harness, workdir: &Path, args: &[&str]) -> Output {
+    let data = &harness.running.data_dir;
+    let home = workdir.join(".home");
+    std::fs::create_dir_all(&home).unwrap();
+    let output = Command::new(tf)
+        .args(args)
+        .current_dir(workdir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("TF_CLI_CONFIG_FILE", data.join("terraform.rc"))
+        .env("SSL_CERT_FILE", data.join("ca.pem"))
+        .env("TF_DATA_DIR", workdir.join(".terraform"))
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .expect("terraform runs");
+    output
+}
+
+pub fn text(output: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

@@ -57,6 +57,8 @@ pub struct Running {
     pub publisher_secret: String,
     /// Storage as the registry sees it (signed with the registry's key).
     pub storage: S3Storage,
+    /// The handler the HTTPS server runs, for tests that compare what it serves.
+    pub app: Arc<App<S3Storage>>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -159,7 +161,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
 
     let (shutdown, watcher) = watch::channel(false);
     let s3_task = tokio::spawn(serve_s3(s3_listener, s3, watcher.clone()));
-    let registry_task = tokio::spawn(serve_registry(listener, tls, app, watcher));
+    let registry_task = tokio::spawn(serve_registry(listener, tls, app.clone(), watcher));
 
     let running = Running {
         registry_addr,
@@ -167,6 +169,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         data_dir,
         publisher_secret,
         storage,
+        app,
         shutdown,
         tasks: vec![s3_task, registry_task],
     };

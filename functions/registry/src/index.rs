@@ -192,14 +192,18 @@ async fn reindex_provider<S: Storage>(
         }
     }
 
-    let mut written = 0;
+    let mut changed = false;
     for (version, platforms) in &zips {
         let key = layout::provider_version(provider, version);
-        let existing = match storage.get(&key).await? {
-            Some(o) => ProviderVersion::parse(&o.bytes)
-                .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
-                .ok(),
-            None => None,
+        let existing = if documents.contains(version) {
+            match storage.get(&key).await? {
+                Some(o) => ProviderVersion::parse(&o.bytes)
+                    .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
+                    .ok(),
+                None => None,
+            }
+        } else {
+            None
         };
         let mut doc = ProviderVersion::default();
         for (platform, object) in platforms {
@@ -233,48 +237,51 @@ async fn reindex_provider<S: Storage>(
             storage
                 .put(&key, to_json(&doc)?, crate::app::CONTENT_TYPE_JSON)
                 .await?;
-            written += 1;
+            changed = true;
         }
     }
 
     // index.json after the VERSION.json files it points at; stale VERSION.json files after
     // index.json stopped pointing at them. A reader never follows a link to nothing.
-    let index = ProviderIndex {
-        versions: zips
-            .keys()
-            .map(|v| (v.to_string(), serde_json::json!({})))
-            .collect(),
-    };
-    let existing_index = match storage.get(&index_key).await? {
-        Some(o) => ProviderIndex::parse(&o.bytes).ok(),
-        None => None,
-    };
-    let mut outcome = Outcome::Unchanged;
     if zips.is_empty() {
         if has_index {
             storage.delete(&index_key).await?;
-            outcome = Outcome::Removed;
+            changed = true;
         }
-    } else if existing_index.as_ref() != Some(&index) {
-        storage
-            .put(&index_key, to_json(&index)?, crate::app::CONTENT_TYPE_JSON)
-            .await?;
-        written += 1;
+    } else {
+        let index = ProviderIndex {
+            versions: zips
+                .keys()
+                .map(|v| (v.to_string(), serde_json::json!({})))
+                .collect(),
+        };
+        let existing = match has_index {
+            true => storage
+                .get(&index_key)
+                .await?
+                .and_then(|o| ProviderIndex::parse(&o.bytes).ok()),
+            false => None,
+        };
+        if existing.as_ref() != Some(&index) {
+            storage
+                .put(&index_key, to_json(&index)?, crate::app::CONTENT_TYPE_JSON)
+                .await?;
+            changed = true;
+        }
     }
     for version in documents.iter().filter(|v| !zips.contains_key(v)) {
         storage
             .delete(&layout::provider_version(provider, version))
             .await?;
-        if outcome == Outcome::Unchanged {
-            written += 1;
-        }
+        changed = true;
     }
-    if outcome == Outcome::Unchanged && written > 0 {
-        outcome = Outcome::Written {
+    Ok(match (changed, zips.is_empty()) {
+        (false, _) => Outcome::Unchanged,
+        (true, true) => Outcome::Removed,
+        (true, false) => Outcome::Written {
             versions: zips.len(),
-        };
-    }
-    Ok(outcome)
+        },
+    })
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<Bytes, Error> {

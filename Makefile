@@ -1,0 +1,43 @@
+# Two commands do everything on a fresh machine: `make dev` and `make test`.
+# Variables: LISTEN (registry HTTPS address), S3_LISTEN (embedded S3), DATA_DIR.
+
+LISTEN    ?= 127.0.0.1:8443
+DATA_DIR  ?= .data
+S3_LISTEN ?=
+CARGO     ?= cargo
+
+S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
+
+.PHONY: dev test unit e2e reindex lint fmt clean
+
+## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
+dev:
+	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG)
+
+## Every test: unit, Lambda handler, embedded S3 integration, and end to end with the real terraform CLI.
+test:
+	@command -v terraform >/dev/null 2>&1 || [ -x /usr/local/bin/terraform ] || [ -n "$$TERRAFORM" ] || \
+	  echo "=== SKIPPED: terraform CLI not found: the end-to-end tests will report SKIPPED and not run ==="
+	$(CARGO) test --workspace --no-fail-fast
+
+## Unit and handler tests of the library only (fast).
+unit:
+	$(CARGO) test -p registry
+
+## End-to-end tests only (real terraform CLI against the local registry).
+e2e:
+	$(CARGO) test -p e2e
+
+## Rebuild every manifest in $(DATA_DIR) from the archives present (idempotent).
+reindex:
+	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,300 @@
+//! End to end with the real terraform CLI: publish by S3 upload to the local registry, then
+//! `terraform init` installs modules through the module registry protocol and providers
+//! through the network mirror, verified against the hashes the mirror serves.
+
+use std::path::Path;
+
+use e2e::{
+    Harness, TempDir, module_tar_gz, module_zip, provider_zip, terraform, terraform_or_skip, text,
+    this_platform,
+};
+
+const NETWORK_VERSIONS: [&str; 6] = [
+    "1.0.0",
+    "1.2.0",
+    "1.9.0",
+    "1.10.0",
+    "1.11.0-beta.1",
+    "2.0.0",
+];
+
+async fn publish(h: &Harness) {
+    for v in NETWORK_VERSIONS {
+        let main = format!("output \"version\" {{\n  value = \"network {v}\"\n}}\n");
+        h.upload(
+            &format!("modules/acme/network/aws/{v}.tar.gz"),
+            module_tar_gz(&[("main.tf", &main)]),
+        )
+        .await;
+    }
+    for v in ["0.1.0", "0.2.0"] {
+        let main = format!("output \"name\" {{\n  value = \"naming {v}\"\n}}\n");
+        h.upload(
+            &format!("modules/acme/naming/null/{v}.zip"),
+            module_zip(&[("main.tf", &main), ("docs/README.md", "# naming\n")]),
+        )
+        .await;
+    }
+    h.upload(
+        "modules/acme/tags/null/0.3.0.tgz",
+        module_tar_gz(&[("variables.tf", "variable \"tags\" {\n  default = {}\n}\n")]),
+    )
+    .await;
+
+    let platforms = [this_platform(), "darwin_arm64".to_string()];
+    for (hostname, namespace, r#type, version) in [
+        ("registry.terraform.io", "hashicorp", "null", "3.2.0"),
+        ("registry.terraform.io", "hashicorp", "null", "3.2.1"),
+        ("registry.terraform.io", "hashicorp", "null", "3.3.0"),
+        ("example.com", "acme", "widget", "0.3.0"),
+    ] {
+        for platform in &platforms {
+            let key = format!(
+                "providers/{hostname}/{namespace}/{type}/terraform-provider-{type}_{version}_{platform}.zip"
+            );
+            h.upload(&key, provider_zip(r#type, version, platform))
+                .await;
+        }
+    }
+}
+
+fn configuration(host: &str) -> String {
+    format!(
+        r#"terraform {{
+  required_providers {{
+    null = {{
+      source  = "hashicorp/null"
+      version = "~> 3.2.0"
+    }}
+    widget = {{
+      source  = "example.com/acme/widget"
+      version = "0.3.0"
+    }}
+  }}
+}}
+
+module "network" {{
+  source  = "{host}/acme/network/aws"
+  version = "~> 1.2"
+}}
+
+module "naming" {{
+  source  = "{host}/acme/naming/null"
+  version = "< 0.2.0"
+}}
+
+module "tags" {{
+  source  = "{host}/acme/tags/null"
+  version = "0.3.0"
+}}
+"#
+    )
+}
+
+async fn init(tf: &Path, h: &Harness, workdir: &Path) -> std::process::Output {
+    // terraform blocks this worker; the registry serves on the runtime's other worker.
+    tokio::task::block_in_place(|| {
+        terraform(tf, h, workdir, &["init", "-input=false", "-no-color"])
+    })
+}
+
+/// The `hashes` of one provider block in `.terraform.lock.hcl`, and its version.
+fn locked(lock: &str, provider: &str) -> (String, Vec<String>) {
+    let start = lock
+        .find(&format!("provider \"{provider}\" {{"))
+        .unwrap_or_else(|| panic!("{provider} not in lock file:\n{lock}"));
+    let block = &lock[start..];
+    let block = &block[..block.find("\n}").unwrap()];
+    let version = block
+        .split("version     = \"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let hashes = block
+        .split("hashes = [")
+        .nth(1)
+        .unwrap()
+        .split(']')
+        .next()
+        .unwrap();
+    let hashes = hashes
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    (version, hashes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_init_installs_modules_and_providers_from_the_registry() {
+    let Some(tf) =
+        terraform_or_skip("terraform_init_installs_modules_and_providers_from_the_registry")
+    else {
+        return;
+    };
+    let h = Harness::start().await;
+    publish(&h).await;
+    let work = TempDir::new("tf-work");
+    let workdir = work.path();
+    std::fs::write(workdir.join("main.tf"), configuration(&h.host())).unwrap();
+
+    let out = init(&tf, &h, workdir).await;
+    assert!(
+        out.status.success(),
+        "terraform init failed\n{}",
+        text(&out)
+    );
+
+    // Modules: the constraint picks by SemVer precedence (1.10.0 > 1.9.0; no pre-release).
+    let modules: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(workdir.join(".terraform/modules/modules.json")).unwrap(),
+    )
+    .unwrap();
+    let version_of = |key: &str| {
+        modules["Modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["Key"] == key)
+            .map(|m| m["Version"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        version_of("network").as_deref(),
+        Some("1.10.0"),
+        "{modules}"
+    );
+    assert_eq!(version_of("naming").as_deref(), Some("0.1.0"), "{modules}");
+    assert_eq!(version_of("tags").as_deref(), Some("0.3.0"), "{modules}");
+    let network_main =
+        std::fs::read_to_string(workdir.join(".terraform/modules/network/main.tf")).unwrap();
+    assert!(network_main.contains("network 1.10.0"), "{network_main}");
+    let naming_main =
+        std::fs::read_to_string(workdir.join(".terraform/modules/naming/main.tf")).unwrap();
+    assert!(naming_main.contains("naming 0.1.0"), "{naming_main}");
+    assert!(
+        workdir
+            .join(".terraform/modules/tags/variables.tf")
+            .is_file()
+    );
+
+    // Providers: from two origin hostnames through the one mirror, locked with the h1: the
+    // mirror served.
+    let lock = std::fs::read_to_string(workdir.join(".terraform.lock.hcl")).unwrap();
+    let platform = this_platform();
+    for (address, version) in [
+        ("registry.terraform.io/hashicorp/null", "3.2.1"),
+        ("example.com/acme/widget", "0.3.0"),
+    ] {
+        let (locked_version, hashes) = locked(&lock, address);
+        assert_eq!(locked_version, version, "{address}\n{lock}");
+        let (status, served) = h
+            .get_json(&format!("/v1/mirror/{address}/{version}.json"))
+            .await;
+        assert_eq!(status, 200);
+        let served_h1 = served["archives"][&platform]["hashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|v| v.as_str().filter(|s| s.starts_with("h1:")))
+            .unwrap()
+            .to_string();
+        assert!(
+            hashes.contains(&served_h1),
+            "{address}: lock {hashes:?} lacks served {served_h1}"
+        );
+        let installed = workdir.join(format!(
+            ".terraform/providers/{address}/{version}/{platform}"
+        ));
+        assert!(
+            installed
+                .join(format!(
+                    "terraform-provider-{}_v{version}",
+                    address.rsplit('/').next().unwrap()
+                ))
+                .is_file(),
+            "{}",
+            installed.display()
+        );
+    }
+
+    // A second init with that lock file, downloading everything again, passes.
+    std::fs::remove_dir_all(workdir.join(".terraform")).unwrap();
+    let out = init(&tf, &h, workdir).await;
+    assert!(
+        out.status.success(),
+        "second terraform init with the lock file failed\n{}",
+        text(&out)
+    );
+
+    // Bytes changed behind the registry's back (raw bucket write, no indexer run): the
+    // lock file and the mirror's hashes both refuse them.
+    let key = format!(
+        "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_{platform}.zip"
+    );
+    std::fs::write(
+        h.object_path(&key),
+        provider_zip("null", "3.2.1", "TAMPERED"),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(workdir.join(".terraform")).unwrap();
+    let out = init(&tf, &h, workdir).await;
+    assert!(
+        !out.status.success(),
+        "init must refuse a tampered provider\n{}",
+        text(&out)
+    );
+    let message = text(&out).to_lowercase();
+    assert!(
+        message.contains("checksum"),
+        "expected a checksum error\n{}",
+        text(&out)
+    );
+
+    std::fs::remove_file(workdir.join(".terraform.lock.hcl")).unwrap();
+    std::fs::remove_dir_all(workdir.join(".terraform")).ok();
+    let out = init(&tf, &h, workdir).await;
+    assert!(
+        !out.status.success(),
+        "init without a lock file must refuse a provider that does not match the mirror's hashes\n{}",
+        text(&out)
+    );
+    let message = text(&out).to_lowercase();
+    assert!(
+        message.contains("checksum") || message.contains("doesn't match"),
+        "expected a checksum error\n{}",
+        text(&out)
+    );
+
+    h.running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_init_reports_a_missing_module_version() {
+    let Some(tf) = terraform_or_skip("terraform_init_reports_a_missing_module_version") else {
+        return;
+    };
+    let h = Harness::start().await;
+    h.upload(
+        "modules/acme/network/aws/1.0.0.tar.gz",
+        module_tar_gz(&[("main.tf", "")]),
+    )
+    .await;
+    let work = TempDir::new("tf-work");
+    let config = format!(
+        "module \"network\" {{\n  source  = \"{}/acme/network/aws\"\n  version = \">= 2.0.0\"\n}}\n",
+        h.host()
+    );
+    std::fs::write(work.path().join("main.tf"), config).unwrap();
+    let out = init(&tf, &h, work.path()).await;
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("There is no available version of module"),
+        "{}",
+        text(&out)
+    );
+    h.running.stop().await;
+}
