@@ -14,10 +14,7 @@ async fn fetch(url: &str) -> (u16, Bytes) {
     let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
     let response = client.get(url.parse().unwrap()).await.unwrap();
     let status = response.status().as_u16();
-    (
-        status,
-        response.into_body().collect().await.unwrap().to_bytes(),
-    )
+    (status, response.into_body().collect().await.unwrap().to_bytes())
 }
 
 #[tokio::test]
@@ -26,29 +23,13 @@ async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
     let key = "modules/acme/network/aws/1.0.0.tar.gz";
     let archive = e2e::module_tar_gz(&[("main.tf", "# exact bytes\n")]);
     h.upload(key, archive.clone()).await;
-    h.upload(
-        "modules/acme/other/aws/1.0.0.tar.gz",
-        e2e::module_tar_gz(&[("main.tf", "# other\n")]),
-    )
-    .await;
+    h.upload("modules/acme/other/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# other\n")])).await;
 
-    let url = h
-        .running
-        .storage
-        .presign_get(key, Duration::from_secs(60))
-        .await
-        .unwrap();
-    assert!(
-        url.contains(".tar.gz?"),
-        "the extension stays visible to go-getter: {url}"
-    );
+    let url = h.running.storage.presign_get(key, Duration::from_secs(60)).await.unwrap();
+    assert!(url.contains(".tar.gz?"), "the extension stays visible to go-getter: {url}");
     let (status, body) = fetch(&url).await;
     assert_eq!(status, 200);
-    assert_eq!(
-        body.as_ref(),
-        archive.as_slice(),
-        "the presigned URL serves exactly the archive bytes"
-    );
+    assert_eq!(body.as_ref(), archive.as_slice(), "the presigned URL serves exactly the archive bytes");
 
     // Tampered signature, tampered key, stretched lifetime, no signature: all 403.
     let signature = url.split("X-Amz-Signature=").nth(1).unwrap();
@@ -65,12 +46,7 @@ async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
     }
 
     // Expired: a one-second URL, used after two seconds.
-    let short = h
-        .running
-        .storage
-        .presign_get(key, Duration::from_secs(1))
-        .await
-        .unwrap();
+    let short = h.running.storage.presign_get(key, Duration::from_secs(1)).await.unwrap();
     assert_eq!(fetch(&short).await.0, 200);
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert_eq!(fetch(&short).await.0, 403, "an expired URL is refused");
@@ -81,19 +57,12 @@ async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
 async fn uploads_and_deletes_through_s3_update_the_manifest() {
     let h = Harness::start().await;
     for v in ["1.0.0", "1.1.0"] {
-        h.upload(
-            &format!("modules/acme/network/aws/{v}.tar.gz"),
-            e2e::module_tar_gz(&[("main.tf", v)]),
-        )
-        .await;
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), e2e::module_tar_gz(&[("main.tf", v)])).await;
     }
     let (status, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(
         (status, body),
-        (
-            200,
-            serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]})
-        )
+        (200, serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}))
     );
 
     // Yank one version with DeleteObject, the other with DeleteObjects (`aws s3 rm --recursive`).
@@ -106,32 +75,16 @@ async fn uploads_and_deletes_through_s3_update_the_manifest() {
         .await
         .unwrap();
     let (_, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
-    assert_eq!(
-        body,
-        serde_json::json!({"modules":[{"versions":[{"version":"1.0.0"}]}]})
-    );
-    let (status, _) = h
-        .get_json("/v1/modules/acme/network/aws/1.1.0/download")
-        .await;
+    assert_eq!(body, serde_json::json!({"modules":[{"versions":[{"version":"1.0.0"}]}]}));
+    let (status, _) = h.get_json("/v1/modules/acme/network/aws/1.1.0/download").await;
     assert_eq!(status, 404);
 
     use aws_sdk_s3::types::{Delete, ObjectIdentifier};
     let delete = Delete::builder()
-        .objects(
-            ObjectIdentifier::builder()
-                .key("modules/acme/network/aws/1.0.0.tar.gz")
-                .build()
-                .unwrap(),
-        )
+        .objects(ObjectIdentifier::builder().key("modules/acme/network/aws/1.0.0.tar.gz").build().unwrap())
         .build()
         .unwrap();
-    client
-        .delete_objects()
-        .bucket(registry_local::BUCKET)
-        .delete(delete)
-        .send()
-        .await
-        .unwrap();
+    client.delete_objects().bucket(registry_local::BUCKET).delete(delete).send().await.unwrap();
     let (status, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(status, 404, "{body}");
 
@@ -140,21 +93,11 @@ async fn uploads_and_deletes_through_s3_update_the_manifest() {
         client
             .config()
             .to_builder()
-            .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                "publisher-local",
-                "wrong",
-                None,
-                None,
-                "test",
-            ))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new("publisher-local", "wrong", None, None, "test"))
             .build(),
     );
-    let err = wrong
-        .put_object()
-        .bucket(registry_local::BUCKET)
-        .key("modules/acme/network/aws/9.9.9.tar.gz")
-        .send()
-        .await;
+    let err =
+        wrong.put_object().bucket(registry_local::BUCKET).key("modules/acme/network/aws/9.9.9.tar.gz").send().await;
     assert!(err.is_err());
     let (status, _) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(status, 404, "a refused upload publishes nothing");

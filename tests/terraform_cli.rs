@@ -5,27 +5,15 @@
 use std::path::Path;
 
 use e2e::{
-    Harness, TempDir, module_tar_gz, module_zip, provider_zip, terraform, terraform_or_skip, text,
-    this_platform,
+    Harness, TempDir, module_tar_gz, module_zip, provider_zip, terraform, terraform_or_skip, text, this_platform,
 };
 
-const NETWORK_VERSIONS: [&str; 6] = [
-    "1.0.0",
-    "1.2.0",
-    "1.9.0",
-    "1.10.0",
-    "1.11.0-beta.1",
-    "2.0.0",
-];
+const NETWORK_VERSIONS: [&str; 6] = ["1.0.0", "1.2.0", "1.9.0", "1.10.0", "1.11.0-beta.1", "2.0.0"];
 
 async fn publish(h: &Harness) {
     for v in NETWORK_VERSIONS {
         let main = format!("output \"version\" {{\n  value = \"network {v}\"\n}}\n");
-        h.upload(
-            &format!("modules/acme/network/aws/{v}.tar.gz"),
-            module_tar_gz(&[("main.tf", &main)]),
-        )
-        .await;
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), module_tar_gz(&[("main.tf", &main)])).await;
     }
     for v in ["0.1.0", "0.2.0"] {
         let main = format!("output \"name\" {{\n  value = \"naming {v}\"\n}}\n");
@@ -49,11 +37,9 @@ async fn publish(h: &Harness) {
         ("example.com", "acme", "widget", "0.3.0"),
     ] {
         for platform in &platforms {
-            let key = format!(
-                "providers/{hostname}/{namespace}/{type}/terraform-provider-{type}_{version}_{platform}.zip"
-            );
-            h.upload(&key, provider_zip(r#type, version, platform))
-                .await;
+            let key =
+                format!("providers/{hostname}/{namespace}/{type}/terraform-provider-{type}_{version}_{platform}.zip");
+            h.upload(&key, provider_zip(r#type, version, platform)).await;
         }
     }
 }
@@ -93,9 +79,7 @@ module "tags" {{
 
 async fn init(tf: &Path, h: &Harness, workdir: &Path) -> std::process::Output {
     // terraform blocks this worker; the registry serves on the runtime's other worker.
-    tokio::task::block_in_place(|| {
-        terraform(tf, h, workdir, &["init", "-input=false", "-no-color"])
-    })
+    tokio::task::block_in_place(|| terraform(tf, h, workdir, &["init", "-input=false", "-no-color"]))
 }
 
 /// The `hashes` of one provider block in `.terraform.lock.hcl`, and its version.
@@ -105,35 +89,15 @@ fn locked(lock: &str, provider: &str) -> (String, Vec<String>) {
         .unwrap_or_else(|| panic!("{provider} not in lock file:\n{lock}"));
     let block = &lock[start..];
     let block = &block[..block.find("\n}").unwrap()];
-    let version = block
-        .split("version     = \"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_string();
-    let hashes = block
-        .split("hashes = [")
-        .nth(1)
-        .unwrap()
-        .split(']')
-        .next()
-        .unwrap();
-    let hashes = hashes
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string)
-        .collect();
+    let version = block.split("version     = \"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    let hashes = block.split("hashes = [").nth(1).unwrap().split(']').next().unwrap();
+    let hashes = hashes.split('"').skip(1).step_by(2).map(str::to_string).collect();
     (version, hashes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_init_installs_modules_and_providers_from_the_registry() {
-    let Some(tf) =
-        terraform_or_skip("terraform_init_installs_modules_and_providers_from_the_registry")
-    else {
+    let Some(tf) = terraform_or_skip("terraform_init_installs_modules_and_providers_from_the_registry") else {
         return;
     };
     let h = Harness::start().await;
@@ -143,17 +107,11 @@ async fn terraform_init_installs_modules_and_providers_from_the_registry() {
     std::fs::write(workdir.join("main.tf"), configuration(&h.host())).unwrap();
 
     let out = init(&tf, &h, workdir).await;
-    assert!(
-        out.status.success(),
-        "terraform init failed\n{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "terraform init failed\n{}", text(&out));
 
     // Modules: the constraint picks by SemVer precedence (1.10.0 > 1.9.0; no pre-release).
-    let modules: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(workdir.join(".terraform/modules/modules.json")).unwrap(),
-    )
-    .unwrap();
+    let modules: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(workdir.join(".terraform/modules/modules.json")).unwrap()).unwrap();
     let version_of = |key: &str| {
         modules["Modules"]
             .as_array()
@@ -162,38 +120,24 @@ async fn terraform_init_installs_modules_and_providers_from_the_registry() {
             .find(|m| m["Key"] == key)
             .map(|m| m["Version"].as_str().unwrap().to_string())
     };
-    assert_eq!(
-        version_of("network").as_deref(),
-        Some("1.10.0"),
-        "{modules}"
-    );
+    assert_eq!(version_of("network").as_deref(), Some("1.10.0"), "{modules}");
     assert_eq!(version_of("naming").as_deref(), Some("0.1.0"), "{modules}");
     assert_eq!(version_of("tags").as_deref(), Some("0.3.0"), "{modules}");
-    let network_main =
-        std::fs::read_to_string(workdir.join(".terraform/modules/network/main.tf")).unwrap();
+    let network_main = std::fs::read_to_string(workdir.join(".terraform/modules/network/main.tf")).unwrap();
     assert!(network_main.contains("network 1.10.0"), "{network_main}");
-    let naming_main =
-        std::fs::read_to_string(workdir.join(".terraform/modules/naming/main.tf")).unwrap();
+    let naming_main = std::fs::read_to_string(workdir.join(".terraform/modules/naming/main.tf")).unwrap();
     assert!(naming_main.contains("naming 0.1.0"), "{naming_main}");
-    assert!(
-        workdir
-            .join(".terraform/modules/tags/variables.tf")
-            .is_file()
-    );
+    assert!(workdir.join(".terraform/modules/tags/variables.tf").is_file());
 
     // Providers: from two origin hostnames through the one mirror, locked with the h1: the
     // mirror served.
     let lock = std::fs::read_to_string(workdir.join(".terraform.lock.hcl")).unwrap();
     let platform = this_platform();
-    for (address, version) in [
-        ("registry.terraform.io/hashicorp/null", "3.2.1"),
-        ("example.com/acme/widget", "0.3.0"),
-    ] {
+    for (address, version) in [("registry.terraform.io/hashicorp/null", "3.2.1"), ("example.com/acme/widget", "0.3.0")]
+    {
         let (locked_version, hashes) = locked(&lock, address);
         assert_eq!(locked_version, version, "{address}\n{lock}");
-        let (status, served) = h
-            .get_json(&format!("/v1/mirror/{address}/{version}.json"))
-            .await;
+        let (status, served) = h.get_json(&format!("/v1/mirror/{address}/{version}.json")).await;
         assert_eq!(status, 200);
         let served_h1 = served["archives"][&platform]["hashes"]
             .as_array()
@@ -202,20 +146,10 @@ async fn terraform_init_installs_modules_and_providers_from_the_registry() {
             .find_map(|v| v.as_str().filter(|s| s.starts_with("h1:")))
             .unwrap()
             .to_string();
+        assert!(hashes.contains(&served_h1), "{address}: lock {hashes:?} lacks served {served_h1}");
+        let installed = workdir.join(format!(".terraform/providers/{address}/{version}/{platform}"));
         assert!(
-            hashes.contains(&served_h1),
-            "{address}: lock {hashes:?} lacks served {served_h1}"
-        );
-        let installed = workdir.join(format!(
-            ".terraform/providers/{address}/{version}/{platform}"
-        ));
-        assert!(
-            installed
-                .join(format!(
-                    "terraform-provider-{}_v{version}",
-                    address.rsplit('/').next().unwrap()
-                ))
-                .is_file(),
+            installed.join(format!("terraform-provider-{}_v{version}", address.rsplit('/').next().unwrap())).is_file(),
             "{}",
             installed.display()
         );
@@ -224,35 +158,17 @@ async fn terraform_init_installs_modules_and_providers_from_the_registry() {
     // A second init with that lock file, downloading everything again, passes.
     std::fs::remove_dir_all(workdir.join(".terraform")).unwrap();
     let out = init(&tf, &h, workdir).await;
-    assert!(
-        out.status.success(),
-        "second terraform init with the lock file failed\n{}",
-        text(&out)
-    );
+    assert!(out.status.success(), "second terraform init with the lock file failed\n{}", text(&out));
 
     // Bytes changed behind the registry's back (raw bucket write, no indexer run): the
     // lock file and the mirror's hashes both refuse them.
-    let key = format!(
-        "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_{platform}.zip"
-    );
-    std::fs::write(
-        h.object_path(&key),
-        provider_zip("null", "3.2.1", "TAMPERED"),
-    )
-    .unwrap();
+    let key = format!("providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_{platform}.zip");
+    std::fs::write(h.object_path(&key), provider_zip("null", "3.2.1", "TAMPERED")).unwrap();
     std::fs::remove_dir_all(workdir.join(".terraform")).unwrap();
     let out = init(&tf, &h, workdir).await;
-    assert!(
-        !out.status.success(),
-        "init must refuse a tampered provider\n{}",
-        text(&out)
-    );
+    assert!(!out.status.success(), "init must refuse a tampered provider\n{}", text(&out));
     let message = text(&out).to_lowercase();
-    assert!(
-        message.contains("checksum"),
-        "expected a checksum error\n{}",
-        text(&out)
-    );
+    assert!(message.contains("checksum"), "expected a checksum error\n{}", text(&out));
 
     std::fs::remove_file(workdir.join(".terraform.lock.hcl")).unwrap();
     std::fs::remove_dir_all(workdir.join(".terraform")).ok();
@@ -278,23 +194,13 @@ async fn terraform_init_reports_a_missing_module_version() {
         return;
     };
     let h = Harness::start().await;
-    h.upload(
-        "modules/acme/network/aws/1.0.0.tar.gz",
-        module_tar_gz(&[("main.tf", "")]),
-    )
-    .await;
+    h.upload("modules/acme/network/aws/1.0.0.tar.gz", module_tar_gz(&[("main.tf", "")])).await;
     let work = TempDir::new("tf-work");
-    let config = format!(
-        "module \"network\" {{\n  source  = \"{}/acme/network/aws\"\n  version = \">= 2.0.0\"\n}}\n",
-        h.host()
-    );
+    let config =
+        format!("module \"network\" {{\n  source  = \"{}/acme/network/aws\"\n  version = \">= 2.0.0\"\n}}\n", h.host());
     std::fs::write(work.path().join("main.tf"), config).unwrap();
     let out = init(&tf, &h, work.path()).await;
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("There is no available version of module"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains("There is no available version of module"), "{}", text(&out));
     h.running.stop().await;
 }

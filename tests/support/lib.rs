@@ -21,6 +21,7 @@ impl Harness {
             listen: "127.0.0.1:0".parse().unwrap(),
             s3_listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().join("data"),
+            write_client_files: true,
         })
         .await
         .expect("local registry starts");
@@ -48,19 +49,12 @@ impl Harness {
     /// Where the embedded S3 keeps an object's bytes on disk (to tamper with it behind the
     /// indexer's back, as someone with raw bucket access could).
     pub fn object_path(&self, key: &str) -> PathBuf {
-        self.running
-            .data_dir
-            .join("s3")
-            .join(registry_local::BUCKET)
-            .join(key)
+        self.running.data_dir.join("s3").join(registry_local::BUCKET).join(key)
     }
 
     pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
         let reply = self.running.app.handle(&http::Method::GET, path).await;
-        (
-            reply.status.as_u16(),
-            serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null),
-        )
+        (reply.status.as_u16(), serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null))
     }
 }
 
@@ -71,10 +65,7 @@ impl TempDir {
     pub fn new(label: &str) -> TempDir {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
         let path = std::env::temp_dir().join(format!(
             "{label}-{}-{nanos}-{}",
             std::process::id(),
@@ -107,8 +98,7 @@ pub fn module_tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
         header.set_mode(0o644);
         header.set_mtime(0);
         header.set_cksum();
-        tar.append_data(&mut header, name, contents.as_bytes())
-            .unwrap();
+        tar.append_data(&mut header, name, contents.as_bytes()).unwrap();
     }
     tar.into_inner().unwrap().finish().unwrap()
 }
@@ -117,8 +107,7 @@ pub fn module_tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
 pub fn module_zip(files: &[(&str, &str)]) -> Vec<u8> {
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for (name, contents) in files {
-        w.start_file(*name, zip::write::SimpleFileOptions::default())
-            .unwrap();
+        w.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
         w.write_all(contents.as_bytes()).unwrap();
     }
     w.finish().unwrap().into_inner()
@@ -130,10 +119,8 @@ pub fn module_zip(files: &[(&str, &str)]) -> Vec<u8> {
 pub fn provider_zip(r#type: &str, version: &str, marker: &str) -> Vec<u8> {
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
-    w.start_file(format!("terraform-provider-{type}_v{version}"), options)
-        .unwrap();
-    w.write_all(format!("#!/bin/sh\n# {type} {version} {marker}\nexit 1\n").as_bytes())
-        .unwrap();
+    w.start_file(format!("terraform-provider-{type}_v{version}"), options).unwrap();
+    w.write_all(format!("#!/bin/sh\n# {type} {version} {marker}\nexit 1\n").as_bytes()).unwrap();
     w.finish().unwrap().into_inner()
 }
 
@@ -151,25 +138,14 @@ pub fn this_platform() -> String {
 
 /// The terraform CLI, or `None` after printing a loud SKIPPED line.
 pub fn terraform_or_skip(test: &str) -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("TERRAFORM").map(PathBuf::from),
-        Some(PathBuf::from("/usr/local/bin/terraform")),
-    ];
-    let found = candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
-        .or_else(|| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|d| d.join("terraform"))
-                    .find(|p| p.is_file())
-            })
-        });
+    let candidates =
+        [std::env::var_os("TERRAFORM").map(PathBuf::from), Some(PathBuf::from("/usr/local/bin/terraform"))];
+    let found = candidates.into_iter().flatten().find(|p| p.is_file()).or_else(|| {
+        std::env::var_os("PATH")
+            .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("terraform")).find(|p| p.is_file()))
+    });
     if found.is_none() {
-        eprintln!(
-            "\n=== SKIPPED {test}: terraform CLI not found (set TERRAFORM or install it) ===\n"
-        );
+        eprintln!("\n=== SKIPPED {test}: terraform CLI not found (set TERRAFORM or install it) ===\n");
     }
     found
 }

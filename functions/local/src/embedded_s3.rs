@@ -7,6 +7,11 @@
 //! script can `aws s3 cp` and `terraform init` straight after. Requests signed with the
 //! registry's own access key (its manifest writes) do not trigger indexing, as the indexer in
 //! AWS ignores events caused by its own role.
+//!
+//! Indexing passes run concurrently, as Lambda invocations do; what keeps them from losing
+//! updates is the conditional writes (`If-Match`, `If-None-Match`). s3s-fs checks a condition
+//! and then writes, which two concurrent requests can interleave; S3 does both atomically. So
+//! this wrapper runs conditional PUTs one at a time, which makes them atomic here too.
 
 use std::sync::Arc;
 
@@ -17,6 +22,8 @@ use s3s::service::S3Service;
 use s3s::{Body, HttpError};
 use tokio::sync::Mutex;
 
+use registry::config::Limits;
+use registry::index::Indexer;
 use registry::storage::S3Storage;
 
 /// Access key the registry (and its indexer) sign with; publishers use another one.
@@ -31,20 +38,15 @@ pub struct IndexingS3 {
     inner: S3Service,
     storage: S3Storage,
     bucket: String,
-    /// One indexing pass at a time in this process, so two uploads to one module cannot
-    /// interleave their list-then-write passes and lose a version.
-    serial: Arc<Mutex<()>>,
+    limits: Limits,
+    /// Held for the whole of each conditional PUT: check-and-write becomes atomic.
+    conditional_writes: Arc<Mutex<()>>,
 }
 
 impl IndexingS3 {
-    pub fn new(inner: S3Service, storage: S3Storage) -> Self {
+    pub fn new(inner: S3Service, storage: S3Storage, limits: Limits) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 {
-            inner,
-            storage,
-            bucket,
-            serial: Arc::new(Mutex::new(())),
-        }
+        IndexingS3 { inner, storage, bucket, limits, conditional_writes: Arc::new(Mutex::new(())) }
     }
 
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
@@ -57,11 +59,7 @@ impl IndexingS3 {
         let mut deleted_keys = Vec::new();
         if method == Method::POST && has_param(&query, "delete") && !by_registry {
             // DeleteObjects: the keys are in the XML body; read it (bounded) and pass it on.
-            match request
-                .body_mut()
-                .store_all_limited(DELETE_BODY_LIMIT)
-                .await
-            {
+            match request.body_mut().store_all_limited(DELETE_BODY_LIMIT).await {
                 Ok(bytes) => deleted_keys = keys_in_delete_body(&bytes),
                 Err(e) => {
                     tracing::warn!(error = %e, "DeleteObjects body unreadable; its keys will not be reindexed")
@@ -69,15 +67,21 @@ impl IndexingS3 {
             }
         }
 
-        let response = self.inner.call(request).await?;
+        let conditional = method == Method::PUT
+            && (request.headers().contains_key(http::header::IF_MATCH)
+                || request.headers().contains_key(http::header::IF_NONE_MATCH));
+        let response = if conditional {
+            let _one_at_a_time = self.conditional_writes.lock().await;
+            self.inner.call(request).await?
+        } else {
+            self.inner.call(request).await?
+        };
         if !response.status().is_success() || by_registry {
             return Ok(response);
         }
         let changed: Vec<String> = match self.object_key(&path) {
             Some(key)
-                if method == Method::PUT
-                    && !has_param(&query, "partNumber")
-                    && !has_param(&query, "uploadId") =>
+                if method == Method::PUT && !has_param(&query, "partNumber") && !has_param(&query, "uploadId") =>
             {
                 vec![key]
             }
@@ -86,9 +90,9 @@ impl IndexingS3 {
             None if method == Method::POST && has_param(&query, "delete") => deleted_keys,
             _ => vec![],
         };
+        let indexer = Indexer::new(&self.storage, self.limits.clone());
         for key in changed {
-            let _turn = self.serial.lock().await;
-            match registry::index::on_object_changed(&self.storage, &key).await {
+            match indexer.on_object_changed(&key).await {
                 Ok(Some((owner, outcome))) => tracing::info!(key, ?owner, ?outcome, "published"),
                 Ok(None) => {}
                 Err(e) => tracing::warn!(key, error = %e, "not indexed"),
@@ -99,10 +103,7 @@ impl IndexingS3 {
 
     /// The object key of a path-style request to our bucket (`/BUCKET/KEY`), decoded.
     fn object_key(&self, path: &str) -> Option<String> {
-        let rest = path
-            .strip_prefix('/')?
-            .strip_prefix(self.bucket.as_str())?
-            .strip_prefix('/')?;
+        let rest = path.strip_prefix('/')?.strip_prefix(self.bucket.as_str())?.strip_prefix('/')?;
         if rest.is_empty() {
             return None;
         }
@@ -111,9 +112,7 @@ impl IndexingS3 {
 }
 
 fn has_param(query: &str, name: &str) -> bool {
-    query
-        .split('&')
-        .any(|p| p == name || p.split_once('=').is_some_and(|(k, _)| k == name))
+    query.split('&').any(|p| p == name || p.split_once('=').is_some_and(|(k, _)| k == name))
 }
 
 /// The access key a request is signed with (header or presigned query).
@@ -127,31 +126,18 @@ fn signer<B>(request: &Request<B>) -> Option<String> {
         .map(str::to_string);
     from_header.or_else(|| {
         let query = request.uri().query()?;
-        let credential = query
-            .split('&')
-            .find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
-        percent_decode(credential)?
-            .split('/')
-            .next()
-            .map(str::to_string)
+        let credential = query.split('&').find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
+        percent_decode(credential)?.split('/').next().map(str::to_string)
     })
 }
 
 fn keys_in_delete_body(body: &Bytes) -> Vec<String> {
     let text = String::from_utf8_lossy(body);
-    text.split("<Key>")
-        .skip(1)
-        .filter_map(|s| s.split("</Key>").next())
-        .map(xml_unescape)
-        .collect()
+    text.split("<Key>").skip(1).filter_map(|s| s.split("</Key>").next()).map(xml_unescape).collect()
 }
 
 fn xml_unescape(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
+    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
 }
 
 /// Decode `%XX` escapes; `None` for malformed escapes or non-UTF-8 results.
@@ -187,10 +173,9 @@ mod tests {
         assert!(has_param("uploadId=abc&partNumber=2", "partNumber"));
         assert!(has_param("delete", "delete"));
         assert!(!has_param("x-id=PutObject", "delete"));
-        let body = Bytes::from_static(b"<Delete><Object><Key>modules/a/b/c/1.0.0.zip</Key></Object><Object><Key>a&amp;b</Key></Object></Delete>");
-        assert_eq!(
-            keys_in_delete_body(&body),
-            ["modules/a/b/c/1.0.0.zip", "a&b"]
+        let body = Bytes::from_static(
+            b"<Delete><Object><Key>modules/a/b/c/1.0.0.zip</Key></Object><Object><Key>a&amp;b</Key></Object></Delete>",
         );
+        assert_eq!(keys_in_delete_body(&body), ["modules/a/b/c/1.0.0.zip", "a&b"]);
     }
 }

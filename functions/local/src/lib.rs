@@ -48,6 +48,9 @@ pub struct LocalOptions {
     /// Address of the embedded S3 server (plain HTTP, loopback).
     pub s3_listen: SocketAddr,
     pub data_dir: PathBuf,
+    /// Write `terraform.rc` and `local.env` for this run's addresses (not for `reindex`,
+    /// which must not repoint a running `make dev`'s files at its own ephemeral ports).
+    pub write_client_files: bool,
 }
 
 pub struct Running {
@@ -74,11 +77,7 @@ impl Running {
 
     /// A client with the publisher's credentials, as `aws s3 cp` with `local.env` would use.
     pub fn publisher_client(&self) -> aws_sdk_s3::Client {
-        s3_client(
-            &self.s3_endpoint(),
-            PUBLISHER_ACCESS_KEY,
-            &self.publisher_secret,
-        )
+        s3_client(&self.s3_endpoint(), PUBLISHER_ACCESS_KEY, &self.publisher_secret)
     }
 
     pub async fn stop(self) {
@@ -94,13 +93,7 @@ fn s3_client(endpoint: &str, access_key: &str, secret: &str) -> aws_sdk_s3::Clie
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(REGION))
         .endpoint_url(endpoint)
-        .credentials_provider(Credentials::new(
-            access_key,
-            secret,
-            None,
-            None,
-            "registry-local",
-        ))
+        .credentials_provider(Credentials::new(access_key, secret, None, None, "registry-local"))
         .force_path_style(true)
         .timeout_config(registry::storage::s3::timeouts())
         .build();
@@ -111,43 +104,27 @@ fn s3_client(endpoint: &str, access_key: &str, secret: &str) -> aws_sdk_s3::Clie
 pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let io = |what: &str, e: std::io::Error| LocalError(format!("{what}: {e}"));
     let data_dir = options.data_dir.clone();
-    std::fs::create_dir_all(data_dir.join("s3").join(BUCKET))
-        .map_err(|e| io("create data directory", e))?;
-    let data_dir = data_dir
-        .canonicalize()
-        .map_err(|e| io("data directory", e))?;
+    std::fs::create_dir_all(data_dir.join("s3").join(BUCKET)).map_err(|e| io("create data directory", e))?;
+    let data_dir = data_dir.canonicalize().map_err(|e| io("data directory", e))?;
 
     let publisher_secret = load_or_make_secret(&data_dir.join("publisher.secret"))?;
     // The registry's own key never leaves this process.
     let registry_secret = random_hex(20)?;
 
-    let s3_listener = TcpListener::bind(options.s3_listen)
-        .await
-        .map_err(|e| io(&format!("bind S3 {}", options.s3_listen), e))?;
+    let s3_listener =
+        TcpListener::bind(options.s3_listen).await.map_err(|e| io(&format!("bind S3 {}", options.s3_listen), e))?;
     let s3_addr = s3_listener.local_addr().map_err(|e| io("S3 address", e))?;
-    let listener = TcpListener::bind(options.listen)
-        .await
-        .map_err(|e| io(&format!("bind {}", options.listen), e))?;
-    let registry_addr = listener
-        .local_addr()
-        .map_err(|e| io("registry address", e))?;
+    let listener = TcpListener::bind(options.listen).await.map_err(|e| io(&format!("bind {}", options.listen), e))?;
+    let registry_addr = listener.local_addr().map_err(|e| io("registry address", e))?;
 
-    let storage = S3Storage::new(
-        s3_client(
-            &format!("http://{s3_addr}"),
-            REGISTRY_ACCESS_KEY,
-            &registry_secret,
-        ),
-        BUCKET,
-    );
-    let fs = s3s_fs::FileSystem::new(data_dir.join("s3"))
-        .map_err(|e| LocalError(format!("embedded S3: {e:?}")))?;
+    let storage =
+        S3Storage::new(s3_client(&format!("http://{s3_addr}"), REGISTRY_ACCESS_KEY, &registry_secret), BUCKET);
+    let fs = s3s_fs::FileSystem::new(data_dir.join("s3")).map_err(|e| LocalError(format!("embedded S3: {e:?}")))?;
     let mut builder = s3s::service::S3ServiceBuilder::new(fs);
     let mut auth = s3s::auth::SimpleAuth::new();
     auth.register(REGISTRY_ACCESS_KEY.into(), registry_secret.into());
     auth.register(PUBLISHER_ACCESS_KEY.into(), publisher_secret.clone().into());
     builder.set_auth(auth);
-    let s3 = IndexingS3::new(builder.build(), storage.clone());
 
     let config = Config::from_lookup(|name| match name {
         "REGISTRY_BUCKET" => Some(BUCKET.into()),
@@ -156,6 +133,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     })
     .map_err(|e| LocalError(e.to_string()))?;
     let mirror_path = config.paths.mirror.clone();
+    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.limits.clone());
     let app = Arc::new(App::new(config, storage.clone(), &Service::ALL));
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
@@ -173,7 +151,9 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         shutdown,
         tasks: vec![s3_task, registry_task],
     };
-    write_user_files(&running, &mirror_path)?;
+    if options.write_client_files {
+        write_user_files(&running, &mirror_path)?;
+    }
     Ok(running)
 }
 
@@ -192,9 +172,8 @@ async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Re
                 let s3 = s3.clone();
                 async move { s3.call(request).await }
             });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await
+            if let Err(e) =
+                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
             {
                 tracing::debug!(error = %e, "S3 connection");
             }
@@ -220,12 +199,7 @@ async fn serve_registry(
         let acceptor = acceptor.clone();
         let app = app.clone();
         tokio::spawn(async move {
-            let stream = match tokio::time::timeout(
-                Duration::from_secs(10),
-                acceptor.accept(stream),
-            )
-            .await
-            {
+            let stream = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => return tracing::debug!(error = %e, "TLS handshake"),
                 Err(_) => return tracing::debug!("TLS handshake timed out"),
@@ -245,9 +219,8 @@ async fn serve_registry(
                     Ok::<_, Infallible>(response)
                 }
             });
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await
+            if let Err(e) =
+                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
             {
                 tracing::debug!(error = %e, "connection");
             }
@@ -267,8 +240,7 @@ fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalErr
         host = running.registry_addr,
         base = running.base_url(),
     );
-    std::fs::write(dir.join("terraform.rc"), rc)
-        .map_err(|e| LocalError(format!("write terraform.rc: {e}")))?;
+    std::fs::write(dir.join("terraform.rc"), rc).map_err(|e| LocalError(format!("write terraform.rc: {e}")))?;
     let env = format!(
         "# Written by registry-local: `source` it to publish with the AWS CLI or any S3 client.\n\
          export AWS_ENDPOINT_URL={endpoint}\nexport AWS_ACCESS_KEY_ID={PUBLISHER_ACCESS_KEY}\n\
@@ -288,11 +260,8 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), LocalError>
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
     options.mode(0o600);
-    let mut file = options
-        .open(path)
-        .map_err(|e| LocalError(format!("write {}: {e}", path.display())))?;
-    file.write_all(bytes)
-        .map_err(|e| LocalError(format!("write {}: {e}", path.display())))
+    let mut file = options.open(path).map_err(|e| LocalError(format!("write {}: {e}", path.display())))?;
+    file.write_all(bytes).map_err(|e| LocalError(format!("write {}: {e}", path.display())))
 }
 
 fn load_or_make_secret(path: &Path) -> Result<String, LocalError> {
@@ -317,18 +286,16 @@ fn random_hex(bytes: usize) -> Result<String, LocalError> {
 }
 
 /// Rebuild every manifest from the archives in the data directory, without serving.
-pub async fn reindex(
-    data_dir: &Path,
-) -> Result<Vec<(registry::layout::Owner, registry::index::Outcome)>, LocalError> {
+pub async fn reindex(data_dir: &Path) -> Result<Vec<(registry::layout::Owner, registry::index::Outcome)>, LocalError> {
     let running = start(LocalOptions {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         s3_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data_dir.to_path_buf(),
+        write_client_files: false,
     })
     .await?;
-    let result = registry::index::reindex_all(&running.storage)
-        .await
-        .map_err(|e| LocalError(e.to_string()));
+    let indexer = registry::index::Indexer::new(&running.storage, running.app.config.limits.clone());
+    let result = indexer.reindex_all().await.map_err(|e| LocalError(e.to_string()));
     running.stop().await;
     result
 }

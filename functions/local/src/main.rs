@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use registry_local::{LocalOptions, reindex, start};
 
-const USAGE: &str =
-    "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--data-dir DIR]
+const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--data-dir DIR]
        registry-local reindex [--data-dir DIR]
 defaults: --listen 127.0.0.1:8443, --s3-listen 127.0.0.1:(listen port + 1), --data-dir .data";
 
@@ -15,9 +14,8 @@ defaults: --listen 127.0.0.1:8443, --s3-listen 127.0.0.1:(listen port + 1), --da
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                "info,s3s=warn,s3s_fs=warn,aws_config=warn,aws_smithy_runtime=warn".into()
-            }),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,s3s=warn,s3s_fs=warn,aws_config=warn,aws_smithy_runtime=warn".into()),
         )
         .init();
     match run(std::env::args().skip(1).collect()).await {
@@ -36,24 +34,11 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     let mut data_dir = PathBuf::from(".data");
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
-        let mut value = |flag: &str| {
-            it.next()
-                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
-        };
+        let mut value = |flag: &str| it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
         match arg.as_str() {
             "serve" | "reindex" => command = arg,
-            "--listen" => {
-                listen = value("--listen")?
-                    .parse()
-                    .map_err(|e| format!("--listen: {e}"))?
-            }
-            "--s3-listen" => {
-                s3_listen = Some(
-                    value("--s3-listen")?
-                        .parse()
-                        .map_err(|e| format!("--s3-listen: {e}"))?,
-                )
-            }
+            "--listen" => listen = value("--listen")?.parse().map_err(|e| format!("--listen: {e}"))?,
+            "--s3-listen" => s3_listen = Some(value("--s3-listen")?.parse().map_err(|e| format!("--s3-listen: {e}"))?),
             "--data-dir" => data_dir = PathBuf::from(value("--data-dir")?),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -71,20 +56,12 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         return Ok(());
     }
     let s3_listen = s3_listen.unwrap_or_else(|| {
-        let port = if listen.port() == 0 {
-            0
-        } else {
-            listen.port().wrapping_add(1)
-        };
+        let port = if listen.port() == 0 { 0 } else { listen.port().wrapping_add(1) };
         SocketAddr::new(listen.ip(), port)
     });
-    let running = start(LocalOptions {
-        listen,
-        s3_listen,
-        data_dir,
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let running = start(LocalOptions { listen, s3_listen, data_dir, write_client_files: true })
+        .await
+        .map_err(|e| e.to_string())?;
     let dir = running.data_dir.display();
     println!(
         "\nregistry-local is serving\n\
@@ -102,9 +79,7 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         host = running.registry_addr,
         s3 = running.s3_endpoint(),
     );
-    tokio::signal::ctrl_c()
-        .await
-        .map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
+    tokio::signal::ctrl_c().await.map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
     println!("stopping");
     running.stop().await;
     Ok(())

@@ -5,9 +5,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
-};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
@@ -26,21 +24,13 @@ pub fn server_config(data_dir: &Path, ip: IpAddr) -> Result<Arc<rustls::ServerCo
     // way each start and only the key and the certificate are kept on disk.
     let ca_params = || -> Result<CertificateParams, LocalError> {
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| err("CA", &e))?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "registry-local development CA");
+        params.distinguished_name.push(DnType::CommonName, "registry-local development CA");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         Ok(params)
     };
-    let (ca_pem, ca_key) = match (
-        std::fs::read_to_string(&ca_path),
-        std::fs::read_to_string(&key_path),
-    ) {
+    let (ca_pem, ca_key) = match (std::fs::read_to_string(&ca_path), std::fs::read_to_string(&key_path)) {
         (Ok(pem), Ok(key)) => (pem, KeyPair::from_pem(&key).map_err(|e| err("CA key", &e))?),
         _ => {
             let key = KeyPair::generate().map_err(|e| err("CA key", &e))?;
@@ -53,26 +43,16 @@ pub fn server_config(data_dir: &Path, ip: IpAddr) -> Result<Arc<rustls::ServerCo
     let issuer = Issuer::new(ca_params()?, ca_key);
 
     let leaf_key = KeyPair::generate().map_err(|e| err("leaf key", &e))?;
-    let mut params =
-        CertificateParams::new(vec!["localhost".to_string()]).map_err(|e| err("leaf", &e))?;
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "registry-local");
-    for addr in [
-        ip,
-        IpAddr::from([127, 0, 0, 1]),
-        IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]),
-    ] {
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).map_err(|e| err("leaf", &e))?;
+    params.distinguished_name.push(DnType::CommonName, "registry-local");
+    for addr in [ip, IpAddr::from([127, 0, 0, 1]), IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])] {
         if !params.subject_alt_names.contains(&SanType::IpAddress(addr)) {
             params.subject_alt_names.push(SanType::IpAddress(addr));
         }
     }
-    let leaf = params
-        .signed_by(&leaf_key, &issuer)
-        .map_err(|e| err("leaf", &e))?;
+    let leaf = params.signed_by(&leaf_key, &issuer).map_err(|e| err("leaf", &e))?;
 
-    let ca_der =
-        CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(|e| err("ca.pem", &e))?;
+    let ca_der = CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(|e| err("ca.pem", &e))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

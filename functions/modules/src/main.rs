@@ -6,8 +6,5 @@ use registry::router::Service;
 async fn main() -> Result<(), lambda_http::Error> {
     lambda_http::tracing::init_default_subscriber();
     let app = registry::lambda::s3_app(Service::Modules).await?;
-    lambda_http::run(lambda_http::service_fn(|request| {
-        registry::lambda::handle(&app, request)
-    }))
-    .await
+    lambda_http::run(lambda_http::service_fn(|request| registry::lambda::handle(&app, request))).await
 }

@@ -32,11 +32,7 @@ impl ModuleAddress {
         check("namespace", namespace, is_module_name)?;
         check("name", name, is_module_name)?;
         check("system", system, is_module_system)?;
-        Ok(ModuleAddress {
-            namespace: namespace.into(),
-            name: name.into(),
-            system: system.into(),
-        })
+        Ok(ModuleAddress { namespace: namespace.into(), name: name.into(), system: system.into() })
     }
 }
 
@@ -51,11 +47,7 @@ impl ProviderAddress {
         check("hostname", hostname, is_hostname)?;
         check("namespace", namespace, is_provider_part)?;
         check("type", r#type, is_provider_part)?;
-        Ok(ProviderAddress {
-            hostname: hostname.into(),
-            namespace: namespace.into(),
-            r#type: r#type.into(),
-        })
+        Ok(ProviderAddress { hostname: hostname.into(), namespace: namespace.into(), r#type: r#type.into() })
     }
 }
 
@@ -69,48 +61,23 @@ impl fmt::Display for ProviderAddress {
 /// exactly one URL and one S3 key (`1.0.0`, never `v1.0.0` or `1.0`).
 pub fn parse_version(raw: &str) -> Result<semver::Version, Error> {
     if raw.is_empty() || raw.len() > VERSION_MAX_LEN {
-        return Err(Error::BadRequest(format!(
-            "version must be 1 to {VERSION_MAX_LEN} characters"
-        )));
+        return Err(Error::BadRequest(format!("version must be 1 to {VERSION_MAX_LEN} characters")));
     }
-    let version = semver::Version::parse(raw).map_err(|e| {
-        Error::BadRequest(format!(
-            "version {:?} is not SemVer 2.0: {e}",
-            printable(raw)
-        ))
-    })?;
+    let version = semver::Version::parse(raw)
+        .map_err(|e| Error::BadRequest(format!("version {:?} is not SemVer 2.0: {e}", printable(raw))))?;
     if version.to_string() != raw {
-        return Err(Error::BadRequest(format!(
-            "version {:?} is not in canonical SemVer form",
-            printable(raw)
-        )));
+        return Err(Error::BadRequest(format!("version {:?} is not in canonical SemVer form", printable(raw))));
     }
     Ok(version)
 }
 
 fn check(what: &str, value: &str, ok: fn(&str) -> bool) -> Result<(), Error> {
-    if ok(value) {
-        Ok(())
-    } else {
-        Err(Error::BadRequest(format!(
-            "invalid {what} {:?}",
-            printable(value)
-        )))
-    }
+    if ok(value) { Ok(()) } else { Err(Error::BadRequest(format!("invalid {what} {:?}", printable(value)))) }
 }
 
 /// Echo at most 64 printable ASCII characters of hostile input back in an error message.
 pub(crate) fn printable(raw: &str) -> String {
-    raw.chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_graphic() || c == ' ' {
-                c
-            } else {
-                '?'
-            }
-        })
-        .collect()
+    raw.chars().take(64).map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).collect()
 }
 
 /// Module namespace and name: `[0-9A-Za-z](?:[0-9A-Za-z-_]{0,62}[0-9A-Za-z])?`.
@@ -119,15 +86,12 @@ fn is_module_name(s: &str) -> bool {
     (1..=64).contains(&b.len())
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_')
 }
 
 /// Module target system: `[0-9a-z]{1,64}`.
 fn is_module_system(s: &str) -> bool {
-    (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    (1..=64).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// Provider namespace and type: `[0-9A-Za-z](?:[0-9A-Za-z-]{0,62}[0-9A-Za-z])?`. No `_`: the
@@ -167,8 +131,7 @@ fn is_hostname(s: &str) -> bool {
             (1..=63).contains(&b.len())
                 && b[0] != b'-'
                 && b[b.len() - 1] != b'-'
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         })
 }
 
@@ -234,22 +197,13 @@ mod tests {
             ("a.b", "ns", ""),
         ];
         for (h, ns, t) in bad {
-            assert!(
-                ProviderAddress::parse(h, ns, t).is_err(),
-                "{h:?}/{ns:?}/{t:?}"
-            );
+            assert!(ProviderAddress::parse(h, ns, t).is_err(), "{h:?}/{ns:?}/{t:?}");
         }
     }
 
     #[test]
     fn versions() {
-        for ok in [
-            "0.0.1",
-            "1.2.3",
-            "1.0.0-beta.1",
-            "1.0.0+build.5",
-            "10.20.30-rc.1+meta",
-        ] {
+        for ok in ["0.0.1", "1.2.3", "1.0.0-beta.1", "1.0.0+build.5", "10.20.30-rc.1+meta"] {
             assert_eq!(parse_version(ok).unwrap().to_string(), ok);
         }
         let long = format!("1.0.0-{}", "a".repeat(200));
@@ -266,11 +220,7 @@ mod tests {
             "99999999999999999999.0.0",
             &long[..],
         ] {
-            assert_eq!(
-                parse_version(bad).unwrap_err().status().as_u16(),
-                400,
-                "{bad:?}"
-            );
+            assert_eq!(parse_version(bad).unwrap_err().status().as_u16(), 400, "{bad:?}");
         }
     }
 }

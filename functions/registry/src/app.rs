@@ -29,11 +29,7 @@ pub struct Reply {
 impl Reply {
     fn json(status: StatusCode, value: &Value) -> Self {
         let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
-        Reply {
-            status,
-            headers: vec![("content-type", CONTENT_TYPE_JSON.into())],
-            body: body.into(),
-        }
+        Reply { status, headers: vec![("content-type", CONTENT_TYPE_JSON.into())], body: body.into() }
     }
 
     fn error(err: &Error) -> Self {
@@ -50,10 +46,7 @@ impl Reply {
     }
 
     pub fn header_value(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -67,11 +60,7 @@ impl<S: Storage> App<S> {
     /// An app answering the routes of `services`; other routes answer 404, as they would if
     /// API Gateway had sent a request to the wrong function.
     pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
-        App {
-            config,
-            storage,
-            services: services.to_vec(),
-        }
+        App { config, storage, services: services.to_vec() }
     }
 
     pub async fn handle(&self, method: &Method, raw_path: &str) -> Reply {
@@ -102,27 +91,20 @@ impl<S: Storage> App<S> {
 
     async fn dispatch(&self, route: Route) -> Result<Reply, Error> {
         if !self.services.contains(&route.service()) {
-            return Err(Error::NotFound(format!(
-                "this function does not serve {}",
-                route.name()
-            )));
+            return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
         match route {
             Route::Discovery => Ok(Reply::json(StatusCode::OK, &self.discovery())),
             Route::ModuleVersions(module) => {
                 let manifest = self.module_manifest(&module).await?;
-                Ok(Reply::json(StatusCode::OK, &manifest.versions_response())
-                    .header("cache-control", "no-cache"))
+                Ok(Reply::json(StatusCode::OK, &manifest.versions_response()).header("cache-control", "no-cache"))
             }
             Route::ModuleDownload(module, version) => {
                 let manifest = self.module_manifest(&module).await?;
-                let entry = manifest.find(&version).ok_or_else(|| {
-                    Error::NotFound(format!("module {module} has no version {version}"))
-                })?;
-                let url = self
-                    .storage
-                    .presign_get(&entry.archive, self.config.presign_ttl)
-                    .await?;
+                let entry = manifest
+                    .find(&version)
+                    .ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
+                let url = self.storage.presign_get(&entry.archive, self.config.presign_ttl).await?;
                 // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
                 // A 200 with both works for both and keeps every answer JSON.
                 Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
@@ -137,32 +119,34 @@ impl<S: Storage> App<S> {
                     .await?
                     .ok_or_else(|| Error::NotFound(format!("provider {provider} not found")))?;
                 let index = ProviderIndex::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
-                Ok(Reply::json(StatusCode::OK, &index.response())
-                    .header("cache-control", "no-cache"))
+                if index.versions.is_empty() {
+                    return Err(Error::NotFound(format!("provider {provider} not found")));
+                }
+                Ok(Reply::json(StatusCode::OK, &index.response()).header("cache-control", "no-cache"))
             }
             Route::MirrorVersion(provider, version) => {
                 let key = layout::provider_version(&provider, &version);
-                let object = self.storage.get(&key).await?.ok_or_else(|| {
-                    Error::NotFound(format!("provider {provider} has no version {version}"))
-                })?;
+                let object = self
+                    .storage
+                    .get(&key)
+                    .await?
+                    .ok_or_else(|| Error::NotFound(format!("provider {provider} has no version {version}")))?;
                 let doc = ProviderVersion::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
+                if doc.archives.is_empty() {
+                    return Err(Error::NotFound(format!("provider {provider} has no version {version}")));
+                }
                 let prefix = layout::provider_prefix(&provider);
                 let mut archives = serde_json::Map::new();
                 for (platform, archive) in doc.servable() {
-                    let url = self
-                        .storage
-                        .presign_get(&format!("{prefix}{}", archive.url), self.config.presign_ttl)
-                        .await?;
+                    let url =
+                        self.storage.presign_get(&format!("{prefix}{}", archive.url), self.config.presign_ttl).await?;
                     let mut entry = json!({ "url": url });
                     if !archive.hashes.is_empty() {
                         entry["hashes"] = json!(archive.hashes);
                     }
                     archives.insert(platform.clone(), entry);
                 }
-                Ok(
-                    Reply::json(StatusCode::OK, &json!({ "archives": archives }))
-                        .header("cache-control", "no-store"),
-                )
+                Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives })).header("cache-control", "no-store"))
             }
         }
     }
@@ -173,17 +157,17 @@ impl<S: Storage> App<S> {
         json!({ "modules.v1": self.config.paths.modules })
     }
 
-    async fn module_manifest(
-        &self,
-        module: &crate::address::ModuleAddress,
-    ) -> Result<ModuleManifest, Error> {
+    async fn module_manifest(&self, module: &crate::address::ModuleAddress) -> Result<ModuleManifest, Error> {
         let key = layout::module_manifest(module);
-        let object = self
-            .storage
-            .get(&key)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("module {module} not found")))?;
-        ModuleManifest::parse(&object.bytes).map_err(|e| corrupt(&key, e))
+        let not_found = || Error::NotFound(format!("module {module} not found"));
+        let object = self.storage.get(&key).await?.ok_or_else(not_found)?;
+        let manifest = ModuleManifest::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
+        // Every version yanked: the indexer leaves an empty manifest rather than deleting it
+        // (a delete could race a publish).
+        if manifest.versions.is_empty() {
+            return Err(not_found());
+        }
+        Ok(manifest)
     }
 }
 
@@ -209,25 +193,21 @@ mod tests {
             }]))
             .unwrap(),
         );
-        storage.insert(
-            "providers/registry.terraform.io/hashicorp/null/index.json",
-            r#"{"versions":{"3.2.1":{}}}"#,
-        );
+        storage.insert("providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
         storage.insert(
             "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
             r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:abc=","zh:00"],"indexed":{"size":1,"etag":"e"}}}}"#,
         );
         storage.insert("modules/broken/vpc/aws/manifest.json", "{not json");
+        storage.insert("modules/acme/yanked/aws/manifest.json", r#"{"format":1,"versions":[]}"#);
+        storage.insert("providers/registry.terraform.io/hashicorp/gone/index.json", r#"{"versions":{}}"#);
+        storage.insert("providers/registry.terraform.io/hashicorp/null/3.0.0.json", r#"{"archives":{}}"#);
         App::new(Config::new("bucket"), storage, &Service::ALL)
     }
 
     async fn get(app: &App<MemoryStorage>, path: &str) -> (u16, Value, Reply) {
         let reply = app.handle(&Method::GET, path).await;
-        assert_eq!(
-            reply.header_value("content-type"),
-            Some("application/json"),
-            "{path}"
-        );
+        assert_eq!(reply.header_value("content-type"), Some("application/json"), "{path}");
         let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
         (reply.status.as_u16(), body, reply)
     }
@@ -242,21 +222,12 @@ mod tests {
             ("/v1/modules/acme/vpc/aws/9.9.9/download", 404, 1),
             ("/v1/modules/acme/nope/aws/versions", 404, 1),
             ("/v1/modules/broken/vpc/aws/versions", 500, 1),
-            (
-                "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-                200,
-                1,
-            ),
-            (
-                "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
-                200,
-                1,
-            ),
-            (
-                "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.0.json",
-                404,
-                1,
-            ),
+            ("/v1/modules/acme/yanked/aws/versions", 404, 1),
+            ("/v1/mirror/registry.terraform.io/hashicorp/gone/index.json", 404, 1),
+            ("/v1/mirror/registry.terraform.io/hashicorp/null/3.0.0.json", 404, 1),
+            ("/v1/mirror/registry.terraform.io/hashicorp/null/index.json", 200, 1),
+            ("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", 200, 1),
+            ("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.0.json", 404, 1),
             ("/v1/modules/%2e%2e/vpc/aws/versions", 400, 0),
         ];
         for (path, status, reads) in cases {
@@ -275,20 +246,13 @@ mod tests {
         let (_, body, reply) = get(&app(), "/v1/modules/acme/vpc/aws/1.0.0/download").await;
         let url = reply.header_value("x-terraform-get").unwrap();
         assert_eq!(body["location"], url);
-        assert!(
-            url.starts_with("https://memory.invalid/modules/acme/vpc/aws/1.0.0.tar.gz?"),
-            "{url}"
-        );
+        assert!(url.starts_with("https://memory.invalid/modules/acme/vpc/aws/1.0.0.tar.gz?"), "{url}");
         assert_eq!(reply.header_value("cache-control"), Some("no-store"));
     }
 
     #[tokio::test]
     async fn mirror_version_serves_protocol_fields_only() {
-        let (_, body, _) = get(
-            &app(),
-            "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
-        )
-        .await;
+        let (_, body, _) = get(&app(), "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json").await;
         let archive = &body["archives"]["linux_amd64"];
         assert_eq!(archive["hashes"], json!(["h1:abc=", "zh:00"]));
         assert!(archive["url"].as_str().unwrap().starts_with(
@@ -300,29 +264,20 @@ mod tests {
     #[tokio::test]
     async fn storage_down_is_503_json() {
         let app = app();
-        app.storage
-            .unavailable
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        app.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
         let (status, body, _) = get(&app, "/v1/modules/acme/vpc/aws/versions").await;
         assert_eq!(status, 503);
-        assert_eq!(
-            body,
-            json!({"errors": ["storage is unavailable, try again"]})
-        );
+        assert_eq!(body, json!({"errors": ["storage is unavailable, try again"]}));
     }
 
     #[tokio::test]
     async fn head_has_no_body_and_functions_serve_only_their_routes() {
         let app = app();
-        let reply = app
-            .handle(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions")
-            .await;
+        let reply = app.handle(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions").await;
         assert_eq!(reply.status, StatusCode::OK);
         assert!(reply.body.is_empty());
         let mirror_only = App::new(Config::new("b"), MemoryStorage::new(), &[Service::Mirror]);
-        let reply = mirror_only
-            .handle(&Method::GET, "/v1/modules/acme/vpc/aws/versions")
-            .await;
+        let reply = mirror_only.handle(&Method::GET, "/v1/modules/acme/vpc/aws/versions").await;
         assert_eq!(reply.status, StatusCode::NOT_FOUND);
         assert_eq!(mirror_only.storage.request_count(), 0);
     }

@@ -22,6 +22,27 @@ pub struct Config {
     /// `REGISTRY_S3_FORCE_PATH_STYLE` (`true`/`false`, default false): path-style S3 URLs, for
     /// S3-compatible servers on an IP address such as the local registry's embedded one.
     pub s3_force_path_style: bool,
+    /// What the indexer accepts.
+    pub limits: Limits,
+}
+
+/// Size limits the indexer enforces before an archive is listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// `REGISTRY_MAX_MODULE_ARCHIVE_BYTES`, default 100 MiB.
+    pub module_archive_bytes: u64,
+    /// `REGISTRY_MAX_PROVIDER_ZIP_BYTES`, default 1 GiB (the indexer spools zips to `/tmp`:
+    /// give the function at least this much ephemeral storage).
+    pub provider_zip_bytes: u64,
+    /// `REGISTRY_MAX_UNPACKED_BYTES`, default 4 GiB: total bytes an archive may unpack to
+    /// (decompression bombs).
+    pub unpacked_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { module_archive_bytes: 100 << 20, provider_zip_bytes: 1 << 30, unpacked_bytes: 4 << 30 }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,10 +55,7 @@ pub struct BasePaths {
 
 impl Default for BasePaths {
     fn default() -> Self {
-        BasePaths {
-            modules: MODULES_BASE_PATH_DEFAULT.into(),
-            mirror: MIRROR_BASE_PATH_DEFAULT.into(),
-        }
+        BasePaths { modules: MODULES_BASE_PATH_DEFAULT.into(), mirror: MIRROR_BASE_PATH_DEFAULT.into() }
     }
 }
 
@@ -59,6 +77,7 @@ impl Config {
             presign_ttl: PRESIGN_TTL_DEFAULT,
             paths: BasePaths::default(),
             s3_force_path_style: false,
+            limits: Limits::default(),
         }
     }
 
@@ -82,11 +101,7 @@ impl Config {
                 get("REGISTRY_MODULES_BASE_PATH"),
                 MODULES_BASE_PATH_DEFAULT,
             )?,
-            mirror: base_path(
-                "REGISTRY_MIRROR_BASE_PATH",
-                get("REGISTRY_MIRROR_BASE_PATH"),
-                MIRROR_BASE_PATH_DEFAULT,
-            )?,
+            mirror: base_path("REGISTRY_MIRROR_BASE_PATH", get("REGISTRY_MIRROR_BASE_PATH"), MIRROR_BASE_PATH_DEFAULT)?,
         };
         if paths.modules.starts_with(&paths.mirror) || paths.mirror.starts_with(&paths.modules) {
             return Err(ConfigError(format!(
@@ -94,32 +109,27 @@ impl Config {
                 paths.modules, paths.mirror
             )));
         }
-        let s3_force_path_style = match get("REGISTRY_S3_FORCE_PATH_STYLE")
-            .as_deref()
-            .map(str::trim)
-        {
+        let s3_force_path_style = match get("REGISTRY_S3_FORCE_PATH_STYLE").as_deref().map(str::trim) {
             None | Some("" | "false" | "0") => false,
             Some("true" | "1") => true,
             Some(other) => {
-                return Err(ConfigError(format!(
-                    "REGISTRY_S3_FORCE_PATH_STYLE must be true or false, got {other:?}"
-                )));
+                return Err(ConfigError(format!("REGISTRY_S3_FORCE_PATH_STYLE must be true or false, got {other:?}")));
             }
         };
-        Ok(Config {
-            bucket,
-            presign_ttl,
-            paths,
-            s3_force_path_style,
-        })
+        let defaults = Limits::default();
+        let limit = |var: &str, default: u64| bytes_var(var, get(var), default);
+        let limits = Limits {
+            module_archive_bytes: limit("REGISTRY_MAX_MODULE_ARCHIVE_BYTES", defaults.module_archive_bytes)?,
+            provider_zip_bytes: limit("REGISTRY_MAX_PROVIDER_ZIP_BYTES", defaults.provider_zip_bytes)?,
+            unpacked_bytes: limit("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
+        };
+        Ok(Config { bucket, presign_ttl, paths, s3_force_path_style, limits })
     }
 }
 
 fn parse_ttl(raw: &str) -> Result<Duration, ConfigError> {
     let secs: u64 = raw.trim().parse().map_err(|_| {
-        ConfigError(format!(
-            "REGISTRY_PRESIGN_TTL_SECONDS must be a whole number of seconds, got {raw:?}"
-        ))
+        ConfigError(format!("REGISTRY_PRESIGN_TTL_SECONDS must be a whole number of seconds, got {raw:?}"))
     })?;
     let ttl = Duration::from_secs(secs);
     if !(PRESIGN_TTL_MIN..=PRESIGN_TTL_MAX).contains(&ttl) {
@@ -132,6 +142,14 @@ fn parse_ttl(raw: &str) -> Result<Duration, ConfigError> {
     Ok(ttl)
 }
 
+fn bytes_var(var: &str, raw: Option<String>, default: u64) -> Result<u64, ConfigError> {
+    let Some(raw) = raw else { return Ok(default) };
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ConfigError(format!("{var} must be a positive number of bytes, got {raw:?}"))),
+    }
+}
+
 fn base_path(var: &str, raw: Option<String>, default: &str) -> Result<String, ConfigError> {
     let Some(raw) = raw else {
         return Ok(default.into());
@@ -142,9 +160,7 @@ fn base_path(var: &str, raw: Option<String>, default: &str) -> Result<String, Co
         && raw.ends_with('/')
         && !raw.contains("//")
         && raw.split('/').all(|s| s != "." && s != "..")
-        && raw
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b));
+        && raw.bytes().all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b));
     if !ok {
         return Err(ConfigError(format!(
             "{var} must be a path like /v1/modules/ (starts and ends with '/', letters, digits, '-', '_', '.'), got {raw:?}"
@@ -159,10 +175,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
@@ -178,55 +191,18 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[], "REGISTRY_BUCKET"),
             (&[("REGISTRY_BUCKET", " ")], "REGISTRY_BUCKET"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PRESIGN_TTL_SECONDS", "abc")], "REGISTRY_PRESIGN_TTL_SECONDS"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PRESIGN_TTL_SECONDS", "0")], "REGISTRY_PRESIGN_TTL_SECONDS"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PRESIGN_TTL_SECONDS", "86400")], "REGISTRY_PRESIGN_TTL_SECONDS"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "v1/modules")], "REGISTRY_MODULES_BASE_PATH"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/")], "REGISTRY_MIRROR_BASE_PATH"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/")], "must not overlap"),
             (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_PRESIGN_TTL_SECONDS", "abc"),
-                ],
-                "REGISTRY_PRESIGN_TTL_SECONDS",
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_PROVIDER_ZIP_BYTES", "1GB")],
+                "REGISTRY_MAX_PROVIDER_ZIP_BYTES",
             ),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_PRESIGN_TTL_SECONDS", "0"),
-                ],
-                "REGISTRY_PRESIGN_TTL_SECONDS",
-            ),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_PRESIGN_TTL_SECONDS", "86400"),
-                ],
-                "REGISTRY_PRESIGN_TTL_SECONDS",
-            ),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_MODULES_BASE_PATH", "v1/modules"),
-                ],
-                "REGISTRY_MODULES_BASE_PATH",
-            ),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/"),
-                ],
-                "REGISTRY_MIRROR_BASE_PATH",
-            ),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/"),
-                ],
-                "must not overlap",
-            ),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_S3_FORCE_PATH_STYLE", "yes"),
-                ],
-                "REGISTRY_S3_FORCE_PATH_STYLE",
-            ),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_UNPACKED_BYTES", "0")], "REGISTRY_MAX_UNPACKED_BYTES"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_S3_FORCE_PATH_STYLE", "yes")], "REGISTRY_S3_FORCE_PATH_STYLE"),
         ];
         for (vars, needle) in cases {
             let err = load(vars).unwrap_err();

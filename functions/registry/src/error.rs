@@ -16,6 +16,8 @@ pub enum Error {
     NotFound(String),
     /// The route exists but not for this method.
     MethodNotAllowed,
+    /// A conditional write lost a race (S3 412/409): re-read and try again.
+    Conflict(String),
     /// S3 (or another dependency) could not be reached or answered with a server error.
     Unavailable(String),
     /// Something we wrote is unreadable (a corrupt manifest) or an invariant broke.
@@ -28,6 +30,7 @@ impl Error {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -37,9 +40,8 @@ impl Error {
     pub fn public_message(&self) -> String {
         match self {
             Error::BadRequest(m) | Error::NotFound(m) => m.clone(),
-            Error::MethodNotAllowed => {
-                "method not allowed: this registry answers GET and HEAD".into()
-            }
+            Error::Conflict(_) => "conflicting update, try again".into(),
+            Error::MethodNotAllowed => "method not allowed: this registry answers GET and HEAD".into(),
             Error::Unavailable(_) => "storage is unavailable, try again".into(),
             Error::Internal(_) => "internal error".into(),
         }
@@ -63,6 +65,7 @@ impl fmt::Display for Error {
             Error::BadRequest(m) => write!(f, "bad request: {m}"),
             Error::NotFound(m) => write!(f, "not found: {m}"),
             Error::MethodNotAllowed => write!(f, "method not allowed"),
+            Error::Conflict(m) => write!(f, "conflict: {m}"),
             Error::Unavailable(m) => write!(f, "unavailable: {m}"),
             Error::Internal(m) => write!(f, "internal: {m}"),
         }
@@ -79,26 +82,10 @@ mod tests {
     fn statuses_and_bodies() {
         let cases = [
             (Error::BadRequest("bad version".into()), 400, "bad version"),
-            (
-                Error::NotFound("module not found".into()),
-                404,
-                "module not found",
-            ),
-            (
-                Error::MethodNotAllowed,
-                405,
-                "method not allowed: this registry answers GET and HEAD",
-            ),
-            (
-                Error::Unavailable("s3 timeout on bucket x".into()),
-                503,
-                "storage is unavailable, try again",
-            ),
-            (
-                Error::Internal("manifest at modules/a/b/c parse error".into()),
-                500,
-                "internal error",
-            ),
+            (Error::NotFound("module not found".into()), 404, "module not found"),
+            (Error::MethodNotAllowed, 405, "method not allowed: this registry answers GET and HEAD"),
+            (Error::Unavailable("s3 timeout on bucket x".into()), 503, "storage is unavailable, try again"),
+            (Error::Internal("manifest at modules/a/b/c parse error".into()), 500, "internal error"),
         ];
         for (err, status, text) in cases {
             assert_eq!(err.status().as_u16(), status, "{err}");

@@ -1,591 +1,768 @@
-//! The indexing core: given the archives present under one module or provider prefix, write
-//! that owner's manifest. The local registry calls it on every upload or delete through its
-//! embedded S3; the indexer Lambda will call it on S3 events; `reindex_all` rebuilds every
-//! manifest. It is idempotent: when nothing changed it writes nothing, so its own manifest
-//! writes (which also raise events) end after one extra, read-only pass.
+//! The indexer: given the archives present under one module or provider prefix, write that
+//! owner's manifest. The indexer Lambda calls it on S3 events, the local registry on every
+//! upload or delete through its embedded S3, and `reindex_all` rebuilds every manifest.
+//!
+//! Correctness under concurrent publishes rests on two rules:
+//! 1. read every manifest a pass may replace *before* the listing it computes from, and
+//! 2. write each manifest only if it is still what was read (`If-Match` / `If-None-Match: *`),
+//!    retrying the whole pass (bounded, with jitter) when a write loses a race.
+//!
+//! Any pass that starts after an upload either writes a manifest containing it, or loses a
+//! race to a pass whose manifest it will then read and extend. Manifests are never deleted
+//! (an empty one answers 404), so a yank cannot race a publish into losing it.
+//!
+//! Passes are idempotent: with nothing changed they write nothing, so the events the
+//! indexer's own writes raise end after one read-only pass.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Seek, Write};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Seek, Write};
+use std::time::Duration;
 
-use base64::Engine;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::address::{ModuleAddress, ProviderAddress};
+use crate::archive;
+use crate::config::Limits;
 use crate::error::Error;
 use crate::layout::{self, ObjectKind, Owner, Platform};
-use crate::manifest::{
-    Indexed, ModuleManifest, ModuleVersion, ProviderArchive, ProviderIndex, ProviderVersion,
-};
-use crate::storage::{ObjectInfo, Storage};
+use crate::manifest::{Indexed, ModuleManifest, ModuleVersion, ProviderArchive, ProviderIndex, ProviderVersion};
+use crate::storage::{Object, ObjectInfo, Precondition, Storage};
+
+/// Attempts of one pass before giving up (the caller then reports an error; in Lambda the
+/// event is retried).
+pub const MAX_ATTEMPTS: u32 = 30;
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// The manifest already said this.
     Unchanged,
-    /// Manifests were written (module: 1; provider: index plus changed VERSION.json files).
+    /// Manifests were written; `versions` is how many versions are listed now.
     Written { versions: usize },
-    /// The last archive went, so the manifest went too (the module or provider is now 404).
-    Removed,
 }
 
-/// React to one changed key (created or removed): rebuild the manifest of its owner.
-/// Keys outside the layout are ignored (`None`).
-pub async fn on_object_changed<S: Storage>(
-    storage: &S,
-    key: &str,
-) -> Result<Option<(Owner, Outcome)>, Error> {
-    let Some(kind) = layout::classify(key) else {
-        tracing::debug!(key = %crate::address::printable(key), "key outside the registry layout; ignored");
-        return Ok(None);
-    };
-    let owner = kind.owner();
-    let outcome = reindex(storage, &owner).await?;
-    Ok(Some((owner, outcome)))
+/// A rejection record: why the upload at `key` (with `etag`) was not indexed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Rejection {
+    pub key: String,
+    pub etag: String,
+    pub reason: String,
+    pub rejected_at: String,
 }
 
-pub async fn reindex<S: Storage>(storage: &S, owner: &Owner) -> Result<Outcome, Error> {
-    let outcome = match owner {
-        Owner::Module(m) => reindex_module(storage, m).await?,
-        Owner::Provider(p) => reindex_provider(storage, p).await?,
-    };
-    tracing::info!(?owner, ?outcome, "indexed");
-    Ok(outcome)
+pub struct Indexer<'a, S> {
+    storage: &'a S,
+    limits: Limits,
 }
 
-/// Rebuild every manifest from the archives present (repair, migration). Idempotent.
-pub async fn reindex_all<S: Storage>(storage: &S) -> Result<Vec<(Owner, Outcome)>, Error> {
-    let mut owners = std::collections::BTreeSet::new();
-    for prefix in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX] {
-        for object in storage.list(prefix).await? {
-            if let Some(kind) = layout::classify(&object.key) {
-                owners.insert(kind.owner());
-            }
-        }
-    }
-    let mut results = Vec::with_capacity(owners.len());
-    for owner in owners {
-        let outcome = reindex(storage, &owner).await?;
-        results.push((owner, outcome));
-    }
-    Ok(results)
-}
-
-async fn reindex_module<S: Storage>(storage: &S, module: &ModuleAddress) -> Result<Outcome, Error> {
-    let manifest_key = layout::module_manifest(module);
-    let objects = storage.list(&layout::module_prefix(module)).await?;
-    let existing = match storage.get(&manifest_key).await? {
-        Some(o) => ModuleManifest::parse(&o.bytes)
-            .inspect_err(|e| tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it"))
-            .ok(),
-        None => None,
-    };
-
-    // One archive per version. Two formats of one version is a publishing mistake: keep the
-    // first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS) and say so.
-    let mut chosen: BTreeMap<semver::Version, (ObjectInfo, usize)> = BTreeMap::new();
-    for object in objects {
-        if let Some(ObjectKind::ModuleArchive {
-            module: m,
-            version,
-            extension,
-        }) = layout::classify(&object.key)
-            && &m == module
-        {
-            let rank = layout::MODULE_ARCHIVE_EXTENSIONS
-                .iter()
-                .position(|e| *e == extension)
-                .unwrap_or(usize::MAX);
-            match chosen.get(&version) {
-                Some((kept, kept_rank)) if *kept_rank <= rank => {
-                    tracing::warn!(
-                        kept = kept.key,
-                        ignored = object.key,
-                        "two archives for one version; serving the first"
-                    );
-                }
-                _ => {
-                    chosen.insert(version, (object, rank));
-                }
-            }
-        }
+impl<'a, S: Storage> Indexer<'a, S> {
+    pub fn new(storage: &'a S, limits: Limits) -> Self {
+        Indexer { storage, limits }
     }
 
-    let mut versions = Vec::with_capacity(chosen.len());
-    for (version, (object, _)) in chosen {
-        let reused = existing
-            .as_ref()
-            .and_then(|m| m.find(&version))
-            .filter(|e| e.archive == object.key && e.etag == object.etag && !e.etag.is_empty());
-        let entry = match reused {
-            Some(e) => e.clone(),
-            None => {
-                let mut hasher = Sha256::new();
-                let mut size = 0u64;
-                let etag = storage
-                    .stream(&object.key, |chunk| {
-                        hasher.update(chunk);
-                        size += chunk.len() as u64;
-                        Ok(())
-                    })
-                    .await?;
-                let Some(etag) = etag else { continue }; // deleted since the listing
-                ModuleVersion {
-                    version: version.to_string(),
-                    archive: object.key,
-                    size,
-                    sha256: hex::encode(hasher.finalize()),
-                    etag,
-                }
-            }
+    /// React to one changed key (created or removed): rebuild the manifest of its owner.
+    /// Keys outside the layout are ignored (`None`).
+    pub async fn on_object_changed(&self, key: &str) -> Result<Option<(Owner, Outcome)>, Error> {
+        let Some(kind) = layout::classify(key) else {
+            tracing::debug!(key = %crate::address::printable(key), "key outside the registry layout; ignored");
+            return Ok(None);
         };
-        versions.push(entry);
+        let owner = kind.owner();
+        let outcome = self.reindex(&owner).await?;
+        Ok(Some((owner, outcome)))
     }
 
-    if versions.is_empty() {
-        if existing.is_some() {
-            storage.delete(&manifest_key).await?;
-            return Ok(Outcome::Removed);
+    /// One owner's pass, retried while it loses races.
+    pub async fn reindex(&self, owner: &Owner) -> Result<Outcome, Error> {
+        let mut backoff = FIRST_BACKOFF;
+        for attempt in 1..=MAX_ATTEMPTS {
+            let result = match owner {
+                Owner::Module(m) => self.module_pass(m).await,
+                Owner::Provider(p) => self.provider_pass(p).await,
+            };
+            match result {
+                Err(Error::Conflict(why)) => {
+                    tracing::debug!(?owner, attempt, why, "lost a race; reading again");
+                    tokio::time::sleep(jitter(backoff)).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Ok(outcome) => {
+                    tracing::info!(?owner, ?outcome, attempt, "indexed");
+                    return Ok(outcome);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        return Ok(Outcome::Unchanged);
+        Err(Error::Unavailable(format!("{owner:?}: manifest still contended after {MAX_ATTEMPTS} attempts")))
     }
-    let manifest = ModuleManifest::new(versions);
-    if existing.as_ref() == Some(&manifest) {
-        return Ok(Outcome::Unchanged);
+
+    /// Rebuild every manifest from the archives present (repair, migration). Idempotent.
+    pub async fn reindex_all(&self) -> Result<Vec<(Owner, Outcome)>, Error> {
+        let mut owners = BTreeSet::new();
+        for prefix in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX] {
+            for object in self.storage.list(prefix).await? {
+                if let Some(kind) = layout::classify(&object.key) {
+                    owners.insert(kind.owner());
+                }
+            }
+        }
+        let mut results = Vec::with_capacity(owners.len());
+        for owner in owners {
+            let outcome = self.reindex(&owner).await?;
+            results.push((owner, outcome));
+        }
+        Ok(results)
     }
-    let count = manifest.versions.len();
-    storage
-        .put(
-            &manifest_key,
-            to_json(&manifest)?,
-            crate::app::CONTENT_TYPE_JSON,
-        )
+
+    async fn module_pass(&self, module: &ModuleAddress) -> Result<Outcome, Error> {
+        let manifest_key = layout::module_manifest(module);
+        let prefix = layout::module_prefix(module);
+        // Rule 1: the manifest (and its ETag) before the listing.
+        let read = self.storage.get(&manifest_key).await?;
+        let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
+            tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
+            None
+        });
+        let objects = self.storage.list(&prefix).await?;
+        let mut rejections = Rejections::load(self.storage, &prefix).await?;
+
+        // One archive per version. Two formats of one version is a publishing mistake: keep
+        // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
+        let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
+        for object in objects {
+            if let Some(ObjectKind::ModuleArchive { module: m, version, extension }) = layout::classify(&object.key)
+                && &m == module
+            {
+                let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
+                match chosen.get(&version) {
+                    Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
+                        tracing::warn!(
+                            kept = kept.key,
+                            ignored = object.key,
+                            "two archives for one version; serving the first"
+                        );
+                    }
+                    _ => {
+                        chosen.insert(version, (object, extension));
+                    }
+                }
+            }
+        }
+
+        let mut versions = Vec::with_capacity(chosen.len());
+        for (version, (object, extension)) in chosen {
+            let previous = existing.as_ref().and_then(|m| m.find(&version));
+            if let Some(entry) =
+                previous.filter(|e| e.archive == object.key && e.etag == object.etag && !e.etag.is_empty())
+            {
+                versions.push(entry.clone());
+                rejections.keep(&object.key);
+                continue;
+            }
+            match self.check_module_archive(&object, extension, &mut rejections).await? {
+                Some(entry) => versions.push(entry),
+                // Rejected: what was published for this version stays as it was.
+                None => versions.extend(previous.cloned()),
+            }
+        }
+        rejections.clear_stale(self.storage).await?;
+
+        let manifest = ModuleManifest::new(versions);
+        let unchanged = match &existing {
+            Some(e) => *e == manifest,
+            None => manifest.versions.is_empty(),
+        };
+        if unchanged {
+            return Ok(Outcome::Unchanged);
+        }
+        let count = manifest.versions.len();
+        let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
+        self.storage.put(&manifest_key, to_json(&manifest)?, crate::app::CONTENT_TYPE_JSON, precondition).await?;
+        Ok(Outcome::Written { versions: count })
+    }
+
+    /// Validate and hash a module archive; `None` (with a rejection record) if it is bad.
+    async fn check_module_archive(
+        &self,
+        object: &ObjectInfo,
+        extension: &'static str,
+        rejections: &mut Rejections,
+    ) -> Result<Option<ModuleVersion>, Error> {
+        if rejections.still_rejected(&object.key, &object.etag) {
+            return Ok(None);
+        }
+        let limit = self.limits.module_archive_bytes;
+        if object.size > limit {
+            let reason = format!(
+                "archive is {} bytes, over the limit of {limit} (REGISTRY_MAX_MODULE_ARCHIVE_BYTES)",
+                object.size
+            );
+            rejections.reject(self.storage, object, reason).await?;
+            return Ok(None);
+        }
+        let Some(spooled) = spool(self.storage, &object.key, limit).await? else {
+            return Ok(None);
+        };
+        let unpacked = self.limits.unpacked_bytes;
+        let Spooled { mut file, sha256, size, etag } = spooled;
+        let verdict = blocking(move || {
+            file.rewind().map_err(|e| e.to_string())?;
+            archive::check_module_archive(file, extension, unpacked)
+        })
         .await?;
-    Ok(Outcome::Written { versions: count })
-}
+        let version = match layout::classify(&object.key) {
+            Some(ObjectKind::ModuleArchive { version, .. }) => version.to_string(),
+            _ => return Ok(None),
+        };
+        match verdict {
+            Ok(()) => {
+                rejections.clear(self.storage, &object.key).await?;
+                Ok(Some(ModuleVersion { version, archive: object.key.clone(), size, sha256, etag }))
+            }
+            Err(reason) => {
+                rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
+                Ok(None)
+            }
+        }
+    }
 
-async fn reindex_provider<S: Storage>(
-    storage: &S,
-    provider: &ProviderAddress,
-) -> Result<Outcome, Error> {
-    let index_key = layout::provider_index(provider);
-    let objects = storage.list(&layout::provider_prefix(provider)).await?;
+    async fn provider_pass(&self, provider: &ProviderAddress) -> Result<Outcome, Error> {
+        let prefix = layout::provider_prefix(provider);
+        let index_key = layout::provider_index(provider);
 
-    let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
-    let mut documents: Vec<semver::Version> = Vec::new();
-    let mut has_index = false;
-    for object in objects {
-        match layout::classify(&object.key) {
-            Some(ObjectKind::ProviderArchive {
-                provider: p,
-                version,
-                platform,
-            }) if &p == provider => {
+        // Rule 1: every document this pass may replace, before the listing it computes from.
+        let first = self.storage.list(&prefix).await?;
+        let mut index_read: Option<Object> = None;
+        let mut documents_read: BTreeMap<semver::Version, Object> = BTreeMap::new();
+        for object in &first {
+            match layout::classify(&object.key) {
+                Some(ObjectKind::ProviderIndex(p)) if &p == provider => {
+                    index_read = self.storage.get(&index_key).await?
+                }
+                Some(ObjectKind::ProviderVersion { provider: p, version }) if &p == provider => {
+                    if let Some(doc) = self.storage.get(&object.key).await? {
+                        documents_read.insert(version, doc);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let objects = self.storage.list(&prefix).await?;
+        let mut rejections = Rejections::load(self.storage, &prefix).await?;
+
+        let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
+        for object in objects {
+            if let Some(ObjectKind::ProviderArchive { provider: p, version, platform }) = layout::classify(&object.key)
+                && &p == provider
+            {
                 zips.entry(version).or_default().insert(platform, object);
             }
-            Some(ObjectKind::ProviderVersion {
-                provider: p,
-                version,
-            }) if &p == provider => documents.push(version),
-            Some(ObjectKind::ProviderIndex(p)) if &p == provider => has_index = true,
-            _ => {}
         }
-    }
 
-    let mut changed = false;
-    for (version, platforms) in &zips {
-        let key = layout::provider_version(provider, version);
-        let existing = if documents.contains(version) {
-            match storage.get(&key).await? {
-                Some(o) => ProviderVersion::parse(&o.bytes)
-                    .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
-                    .ok(),
-                None => None,
-            }
-        } else {
-            None
+        let parse = |key: &str, o: &Object| {
+            ProviderVersion::parse(&o.bytes)
+                .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
+                .ok()
         };
-        let mut doc = ProviderVersion::default();
-        for (platform, object) in platforms {
-            let file = layout::provider_archive_name(provider, version, platform);
-            let reused = existing
-                .as_ref()
-                .and_then(|d| d.archives.get(&platform.key()))
-                .filter(|a| {
-                    a.url == file
-                        && a.indexed
-                            .as_ref()
-                            .is_some_and(|i| i.etag == object.etag && !i.etag.is_empty())
+        let mut changed = false;
+        let mut listed = BTreeSet::new();
+        let all_versions: BTreeSet<semver::Version> = zips.keys().chain(documents_read.keys()).cloned().collect();
+        for version in all_versions {
+            let key = layout::provider_version(provider, &version);
+            let read = documents_read.get(&version);
+            let existing = read.and_then(|o| parse(&key, o));
+            let mut doc = ProviderVersion::default();
+            for (platform, object) in zips.get(&version).into_iter().flatten() {
+                let file = layout::provider_archive_name(provider, &version, platform);
+                let previous = existing.as_ref().and_then(|d| d.archives.get(&platform.key()));
+                let unchanged = previous.filter(|a| {
+                    a.url == file && a.indexed.as_ref().is_some_and(|i| i.etag == object.etag && !i.etag.is_empty())
                 });
-            let archive = match reused {
-                Some(a) => a.clone(),
-                None => match hash_provider_zip(storage, &object.key).await? {
-                    Some(h) => ProviderArchive {
-                        url: file,
-                        hashes: vec![h.h1, h.zh],
-                        indexed: Some(Indexed {
-                            size: h.size,
-                            etag: h.etag,
-                        }),
-                    },
-                    None => continue, // deleted since the listing
-                },
+                let archive = match unchanged {
+                    Some(a) => {
+                        rejections.keep(&object.key);
+                        Some(a.clone())
+                    }
+                    // Rejected: what was published for this platform stays as it was.
+                    None => self
+                        .check_provider_zip(provider, object, file, &mut rejections)
+                        .await?
+                        .or_else(|| previous.cloned()),
+                };
+                if let Some(archive) = archive {
+                    doc.archives.insert(platform.key(), archive);
+                }
+            }
+            if !doc.archives.is_empty() {
+                listed.insert(version.to_string());
+            }
+            let same = match &existing {
+                Some(e) => *e == doc,
+                None => doc.archives.is_empty() && read.is_none(),
             };
-            doc.archives.insert(platform.key(), archive);
+            if !same {
+                let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
+                self.storage.put(&key, to_json(&doc)?, crate::app::CONTENT_TYPE_JSON, precondition).await?;
+                changed = true;
+            }
         }
-        if existing.as_ref() != Some(&doc) {
-            storage
-                .put(&key, to_json(&doc)?, crate::app::CONTENT_TYPE_JSON)
-                .await?;
+        rejections.clear_stale(self.storage).await?;
+
+        // index.json last: it never lists a version whose VERSION.json is not written yet.
+        let index = ProviderIndex { versions: listed.iter().map(|v| (v.clone(), serde_json::json!({}))).collect() };
+        let existing_index = index_read.as_ref().and_then(|o| ProviderIndex::parse(&o.bytes).ok());
+        let same = match &existing_index {
+            Some(e) => *e == index,
+            None => index.versions.is_empty() && index_read.is_none(),
+        };
+        if !same {
+            let precondition = Precondition::replacing(index_read.as_ref().map(|o| o.etag.as_str()));
+            self.storage.put(&index_key, to_json(&index)?, crate::app::CONTENT_TYPE_JSON, precondition).await?;
             changed = true;
         }
+        Ok(if changed { Outcome::Written { versions: listed.len() } } else { Outcome::Unchanged })
     }
 
-    // index.json after the VERSION.json files it points at; stale VERSION.json files after
-    // index.json stopped pointing at them. A reader never follows a link to nothing.
-    if zips.is_empty() {
-        if has_index {
-            storage.delete(&index_key).await?;
-            changed = true;
+    /// Validate and hash a provider zip; `None` (with a rejection record) if it is bad.
+    async fn check_provider_zip(
+        &self,
+        provider: &ProviderAddress,
+        object: &ObjectInfo,
+        url: String,
+        rejections: &mut Rejections,
+    ) -> Result<Option<ProviderArchive>, Error> {
+        if rejections.still_rejected(&object.key, &object.etag) {
+            return Ok(None);
         }
-    } else {
-        let index = ProviderIndex {
-            versions: zips
-                .keys()
-                .map(|v| (v.to_string(), serde_json::json!({})))
-                .collect(),
+        let limit = self.limits.provider_zip_bytes;
+        if object.size > limit {
+            let reason =
+                format!("zip is {} bytes, over the limit of {limit} (REGISTRY_MAX_PROVIDER_ZIP_BYTES)", object.size);
+            rejections.reject(self.storage, object, reason).await?;
+            return Ok(None);
+        }
+        let Some(Spooled { mut file, sha256, size, etag }) = spool(self.storage, &object.key, limit).await? else {
+            return Ok(None);
         };
-        let existing = match has_index {
-            true => storage
-                .get(&index_key)
-                .await?
-                .and_then(|o| ProviderIndex::parse(&o.bytes).ok()),
-            false => None,
-        };
-        if existing.as_ref() != Some(&index) {
-            storage
-                .put(&index_key, to_json(&index)?, crate::app::CONTENT_TYPE_JSON)
-                .await?;
-            changed = true;
+        let (r#type, unpacked) = (provider.r#type.clone(), self.limits.unpacked_bytes);
+        let verdict = blocking(move || {
+            file.rewind().map_err(|e| e.to_string())?;
+            archive::check_provider_zip(file, &r#type, unpacked)
+        })
+        .await?;
+        match verdict {
+            Ok(summary) => {
+                if summary.directory_entries > 0 {
+                    tracing::warn!(
+                        key = object.key,
+                        directory_entries = summary.directory_entries,
+                        "provider zip has directory entries: the CLI checks them as empty files but then locks a files-only hash, \
+                         so the next `terraform init` with that lock file fails; rebuild the zip without them (zip -D)"
+                    );
+                }
+                rejections.clear(self.storage, &object.key).await?;
+                Ok(Some(ProviderArchive {
+                    url,
+                    hashes: vec![summary.h1, format!("zh:{sha256}")],
+                    indexed: Some(Indexed { size, etag }),
+                }))
+            }
+            Err(reason) => {
+                rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
+                Ok(None)
+            }
         }
     }
-    for version in documents.iter().filter(|v| !zips.contains_key(v)) {
-        storage
-            .delete(&layout::provider_version(provider, version))
-            .await?;
-        changed = true;
+}
+
+/// The rejection records under one owner's prefix, read once per pass (there are few: one
+/// per upload that is currently bad).
+struct Rejections {
+    /// Record key → the ETag of the upload it rejected.
+    records: BTreeMap<String, String>,
+    /// Uploads present in this pass's listing.
+    present: BTreeSet<String>,
+}
+
+impl Rejections {
+    async fn load<S: Storage>(storage: &S, prefix: &str) -> Result<Self, Error> {
+        let mut records = BTreeMap::new();
+        for object in storage.list(&layout::rejections_under(prefix)).await? {
+            if layout::rejected_key(&object.key).is_none() {
+                continue;
+            }
+            let etag = match storage.get(&object.key).await? {
+                Some(o) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
+                None => continue,
+            };
+            records.insert(object.key, etag);
+        }
+        Ok(Rejections { records, present: BTreeSet::new() })
     }
-    Ok(match (changed, zips.is_empty()) {
-        (false, _) => Outcome::Unchanged,
-        (true, true) => Outcome::Removed,
-        (true, false) => Outcome::Written {
-            versions: zips.len(),
-        },
-    })
+
+    fn keep(&mut self, key: &str) {
+        self.present.insert(key.to_string());
+    }
+
+    /// The upload was rejected before with these very bytes: do not read it again.
+    fn still_rejected(&mut self, key: &str, etag: &str) -> bool {
+        self.keep(key);
+        self.records.get(&layout::rejection(key)).is_some_and(|e| e == etag && !e.is_empty())
+    }
+
+    async fn reject<S: Storage>(&mut self, storage: &S, object: &ObjectInfo, reason: String) -> Result<(), Error> {
+        self.keep(&object.key);
+        tracing::warn!(key = object.key, etag = object.etag, reason, "upload rejected: not indexed");
+        let record =
+            Rejection { key: object.key.clone(), etag: object.etag.clone(), reason, rejected_at: rfc3339_now() };
+        let record_key = layout::rejection(&object.key);
+        storage.put(&record_key, to_json(&record)?, crate::app::CONTENT_TYPE_JSON, Precondition::None).await?;
+        self.records.insert(record_key, object.etag.clone());
+        Ok(())
+    }
+
+    /// The upload at `key` is good now: its record goes.
+    async fn clear<S: Storage>(&mut self, storage: &S, key: &str) -> Result<(), Error> {
+        self.keep(key);
+        let record_key = layout::rejection(key);
+        if self.records.remove(&record_key).is_some() {
+            storage.delete(&record_key).await?;
+        }
+        Ok(())
+    }
+
+    /// Records whose upload is gone (deleted, or no longer considered).
+    async fn clear_stale<S: Storage>(&mut self, storage: &S) -> Result<(), Error> {
+        let stale: Vec<String> = self
+            .records
+            .keys()
+            .filter(|r| layout::rejected_key(r).is_some_and(|k| !self.present.contains(k)))
+            .cloned()
+            .collect();
+        for record_key in stale {
+            storage.delete(&record_key).await?;
+            self.records.remove(&record_key);
+        }
+        Ok(())
+    }
+}
+
+/// An upload copied to a temporary file (Lambda's `/tmp`), hashed on the way: memory stays at
+/// one chunk whatever the size.
+struct Spooled {
+    file: std::fs::File,
+    sha256: String,
+    size: u64,
+    etag: String,
+}
+
+async fn spool<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Option<Spooled>, Error> {
+    let io = |e: std::io::Error| Error::Internal(format!("temporary file for {key}: {e}"));
+    let mut file = tempfile::tempfile().map_err(io)?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let etag = storage
+        .stream(key, |chunk| {
+            size += chunk.len() as u64;
+            if size > limit {
+                return Err(Error::BadRequest(format!("{key} grew over the size limit while being read")));
+            }
+            hasher.update(chunk);
+            file.write_all(chunk).map_err(io)
+        })
+        .await?;
+    Ok(etag.map(|etag| Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag }))
+}
+
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| Error::Internal(format!("archive check task: {e}")))
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<Bytes, Error> {
-    let mut bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Internal(format!("serialise manifest: {e}")))?;
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(format!("serialise manifest: {e}")))?;
     bytes.push(b'\n');
     Ok(bytes.into())
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZipHashes {
-    /// What the CLI checks: `h1:` over every entry of the zip.
-    pub h1: String,
-    /// SHA-256 of the zip file itself.
-    pub zh: String,
-    pub size: u64,
-    pub etag: String,
-    /// Directory entries found (see `h1_of_zip`).
-    pub directory_entries: usize,
+/// Full jitter: a random wait in [d/2, d], so racing passes spread out.
+fn jitter(d: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    let fraction = (h.finish() % 1000) as f64 / 1000.0;
+    d.mul_f64(0.5 + fraction / 2.0)
 }
 
-/// Spool the zip to a temporary file (Lambda's `/tmp`), hashing it on the way (`zh:`), then
-/// hash its entries (`h1:`). Memory stays at one chunk plus one entry buffer, whatever the size.
-pub async fn hash_provider_zip<S: Storage>(
-    storage: &S,
-    key: &str,
-) -> Result<Option<ZipHashes>, Error> {
-    let io = |e: std::io::Error| Error::Internal(format!("temporary file for {key}: {e}"));
-    let mut file = tempfile::tempfile().map_err(io)?;
-    let mut zh = Sha256::new();
-    let mut size = 0u64;
-    let etag = storage
-        .stream(key, |chunk| {
-            zh.update(chunk);
-            size += chunk.len() as u64;
-            file.write_all(chunk).map_err(io)
-        })
-        .await?;
-    let Some(etag) = etag else { return Ok(None) };
-    let zh = format!("zh:{}", hex::encode(zh.finalize()));
-    let key_owned = key.to_string();
-    let (h1, directory_entries) = tokio::task::spawn_blocking(move || {
-        file.rewind()
-            .map_err(|e| Error::Internal(format!("rewind {key_owned}: {e}")))?;
-        h1_of_zip(file).map_err(|e| {
-            Error::BadRequest(format!("{key_owned} is not a readable provider zip: {e}"))
-        })
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("hashing task: {e}")))??;
-    if directory_entries > 0 {
-        tracing::warn!(
-            key,
-            directory_entries,
-            "provider zip has directory entries: the CLI checks them as empty files and then locks a files-only hash, \
-             so the next `terraform init` with that lock file fails; rebuild the zip without directory entries (zip -D)"
-        );
-    }
-    Ok(Some(ZipHashes {
-        h1,
-        zh,
-        size,
-        etag,
-        directory_entries,
-    }))
-}
-
-/// The `h1:` hash exactly as the CLI computes it for a zip (Go's `dirhash.HashZip` with
-/// `Hash1`): for every entry, sorted by name, the line `"<sha256 hex>  <name>\n"`, then
-/// base64 of the SHA-256 of all lines. Directory entries count as empty files, as they do in
-/// the CLI's check. Answers the hash and the number of directory entries.
-pub fn h1_of_zip<R: Read + Seek>(reader: R) -> Result<(String, usize), String> {
-    let mut archive = zip::ZipArchive::new(reader).map_err(|e| e.to_string())?;
-    let mut lines: Vec<(Vec<u8>, String)> = Vec::with_capacity(archive.len());
-    let mut directory_entries = 0;
-    let mut buffer = vec![0u8; 64 * 1024];
-    for i in 0..archive.len() {
-        let mut entry = archive.by_index(i).map_err(|e| e.to_string())?;
-        let name = entry.name_raw().to_vec();
-        if name.contains(&b'\n') {
-            return Err("an entry name contains a newline".into());
-        }
-        if name.ends_with(b"/") {
-            directory_entries += 1;
-        }
-        let mut hasher = Sha256::new();
-        loop {
-            let n = entry
-                .read(&mut buffer)
-                .map_err(|e| format!("entry {}: {e}", String::from_utf8_lossy(&name)))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buffer[..n]);
-        }
-        lines.push((name, hex::encode(hasher.finalize())));
-    }
-    lines.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut summary = Sha256::new();
-    for (name, hex) in &lines {
-        summary.update(hex.as_bytes());
-        summary.update(b"  ");
-        summary.update(name);
-        summary.update(b"\n");
-    }
-    Ok((
-        format!(
-            "h1:{}",
-            base64::engine::general_purpose::STANDARD.encode(summary.finalize())
-        ),
-        directory_entries,
-    ))
+/// Now as `2026-11-22T21:40:00Z` (no date library for one timestamp).
+pub fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::archive::test_archives::{tar_gz_of, zip_of};
     use crate::storage::MemoryStorage;
 
-    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-        for (name, data) in entries {
-            if name.ends_with('/') {
-                w.add_directory(*name, zip::write::SimpleFileOptions::default())
-                    .unwrap();
-            } else {
-                w.start_file(*name, zip::write::SimpleFileOptions::default())
-                    .unwrap();
-                w.write_all(data).unwrap();
-            }
-        }
-        w.finish().unwrap().into_inner()
+    fn module() -> Owner {
+        Owner::Module(ModuleAddress::parse("acme", "vpc", "aws").unwrap())
     }
-
-    #[test]
-    fn h1_matches_the_cli_algorithm() {
-        // Independent computation of the documented algorithm for a two-file zip.
-        let zip = zip_of(&[("terraform-provider-x_v1", b"binary"), ("LICENSE", b"MIT")]);
-        let line =
-            |data: &[u8], name: &str| format!("{}  {name}\n", hex::encode(Sha256::digest(data)));
-        let expected = format!(
-            "{}{}",
-            line(b"MIT", "LICENSE"),
-            line(b"binary", "terraform-provider-x_v1")
-        );
-        let expected = format!(
-            "h1:{}",
-            base64::engine::general_purpose::STANDARD.encode(Sha256::digest(expected.as_bytes()))
-        );
-        assert_eq!(h1_of_zip(std::io::Cursor::new(zip)).unwrap(), (expected, 0));
-        // Directory entries count as empty files and are reported.
-        let with_dir = zip_of(&[("docs/", b""), ("docs/a", b"a")]);
-        let lines = format!("{}{}", line(b"", "docs/"), line(b"a", "docs/a"));
-        let expected = format!(
-            "h1:{}",
-            base64::engine::general_purpose::STANDARD.encode(Sha256::digest(lines.as_bytes()))
-        );
-        assert_eq!(
-            h1_of_zip(std::io::Cursor::new(with_dir)).unwrap(),
-            (expected, 1)
-        );
-        assert!(h1_of_zip(std::io::Cursor::new(b"not a zip".to_vec())).is_err());
+    fn provider() -> Owner {
+        Owner::Provider(ProviderAddress::parse("registry.terraform.io", "hashicorp", "null").unwrap())
+    }
+    fn tf(marker: &str) -> Vec<u8> {
+        tar_gz_of(&[("main.tf", marker.as_bytes())])
+    }
+    fn provider_zip(marker: &str) -> Vec<u8> {
+        zip_of(&[("terraform-provider-null_v3", marker.as_bytes())])
+    }
+    fn manifest(s: &MemoryStorage) -> ModuleManifest {
+        ModuleManifest::parse(&s.peek("modules/acme/vpc/aws/manifest.json").unwrap()).unwrap()
+    }
+    fn versions(s: &MemoryStorage) -> Vec<String> {
+        manifest(s).versions.into_iter().map(|v| v.version).collect()
+    }
+    fn rejection(s: &MemoryStorage, key: &str) -> Option<Rejection> {
+        s.peek(&layout::rejection(key)).map(|b| serde_json::from_slice(&b).unwrap())
     }
 
     #[tokio::test]
     async fn module_manifest_follows_the_archives() {
         let s = MemoryStorage::new();
-        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", "one");
-        s.insert("modules/acme/vpc/aws/1.1.0.zip", "two");
+        let indexer = Indexer::new(&s, Limits::default());
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("one"));
+        s.insert("modules/acme/vpc/aws/1.1.0.zip", zip_of(&[("main.tf", b"two")]));
         s.insert("modules/acme/vpc/aws/notes.txt", "ignored");
-        let owner = Owner::Module(ModuleAddress::parse("acme", "vpc", "aws").unwrap());
-        assert_eq!(
-            reindex(&s, &owner).await.unwrap(),
-            Outcome::Written { versions: 2 }
-        );
-        let m =
-            ModuleManifest::parse(&s.peek("modules/acme/vpc/aws/manifest.json").unwrap()).unwrap();
-        assert_eq!(
-            m.versions
-                .iter()
-                .map(|v| v.version.as_str())
-                .collect::<Vec<_>>(),
-            ["1.1.0", "1.0.0"]
-        );
-        assert_eq!(m.versions[1].sha256, hex::encode(Sha256::digest(b"one")));
-        assert_eq!(m.versions[1].size, 3);
-        assert_eq!(m.versions[0].archive, "modules/acme/vpc/aws/1.1.0.zip");
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Written { versions: 2 });
+        assert_eq!(versions(&s), ["1.1.0", "1.0.0"]);
+        let entry = &manifest(&s).versions[1];
+        assert_eq!(entry.sha256, hex::encode(Sha256::digest(tf("one"))));
+        assert_eq!(entry.size, tf("one").len() as u64);
 
-        // Nothing changed: no write, and unchanged archives are not read again.
+        // Nothing changed: no write, and unchanged archives are not read again
+        // (manifest read, archive listing, rejection listing).
         let before = s.request_count();
-        assert_eq!(reindex(&s, &owner).await.unwrap(), Outcome::Unchanged);
-        assert_eq!(
-            s.request_count() - before,
-            2,
-            "one list and one manifest read"
-        );
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
+        assert_eq!(s.request_count() - before, 3);
 
         // A second format of one version: the preferred extension wins.
-        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", "two-tgz");
-        reindex(&s, &owner).await.unwrap();
-        let m =
-            ModuleManifest::parse(&s.peek("modules/acme/vpc/aws/manifest.json").unwrap()).unwrap();
-        assert_eq!(m.versions[0].archive, "modules/acme/vpc/aws/1.1.0.tar.gz");
+        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("two"));
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].archive, "modules/acme/vpc/aws/1.1.0.tar.gz");
 
-        // Yank everything: the manifest goes.
-        for key in s.keys() {
-            if !key.ends_with("manifest.json") {
-                s.delete(&key).await.unwrap();
-            }
+        // Yank everything: the manifest is emptied (never deleted), which answers 404.
+        for key in s.keys().into_iter().filter(|k| !k.ends_with("manifest.json")) {
+            s.delete(&key).await.unwrap();
         }
-        assert_eq!(reindex(&s, &owner).await.unwrap(), Outcome::Removed);
-        assert!(s.peek("modules/acme/vpc/aws/manifest.json").is_none());
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Written { versions: 0 });
+        assert!(versions(&s).is_empty());
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
+    }
+
+    #[tokio::test]
+    async fn a_bad_upload_is_rejected_visibly_and_harmlessly() {
+        let s = MemoryStorage::new();
+        let limits = Limits { module_archive_bytes: 10_000, ..Limits::default() };
+        let indexer = Indexer::new(&s, limits);
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("good"));
+        indexer.reindex(&module()).await.unwrap();
+        let published = s.peek("modules/acme/vpc/aws/manifest.json");
+
+        let bad = [
+            ("modules/acme/vpc/aws/1.1.0.tar.gz", tar_gz_of(&[("README.md", b"no tf")]), "no .tf"),
+            ("modules/acme/vpc/aws/1.2.0.zip", b"not a zip".to_vec(), "not a readable zip"),
+            ("modules/acme/vpc/aws/1.3.0.tgz", vec![1u8; 20_000], "over the limit of 10000"),
+        ];
+        for (key, bytes, reason) in &bad {
+            s.insert(key, bytes.clone());
+            indexer.on_object_changed(key).await.unwrap();
+            assert_eq!(s.peek("modules/acme/vpc/aws/manifest.json"), published, "{key}: the manifest stays as it was");
+            let record = rejection(&s, key).unwrap_or_else(|| panic!("{key} has a rejection record"));
+            assert!(record.reason.contains(reason), "{}", record.reason);
+            assert_eq!(record.key, *key);
+            assert!(record.rejected_at.ends_with('Z') && record.rejected_at.len() == 20, "{}", record.rejected_at);
+        }
+
+        // A rejected upload is not read again while its bytes are the same.
+        let before = s.request_count();
+        indexer.reindex(&module()).await.unwrap();
+        let reads = s.request_count() - before;
+        assert_eq!(reads, 3 + 3, "manifest, listing, rejection listing and one read per record; no archive read");
+
+        // Overwriting a published version with a bad archive keeps what was published.
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", b"corrupt".to_vec());
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(s.peek("modules/acme/vpc/aws/manifest.json"), published);
+
+        // Fixing an upload clears its record and publishes it; deleting one clears its record.
+        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("fixed"));
+        s.delete("modules/acme/vpc/aws/1.2.0.zip").await.unwrap();
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(versions(&s), ["1.1.0", "1.0.0"]);
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.1.0.tar.gz").is_none());
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.2.0.zip").is_none());
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.3.0.tgz").is_some());
     }
 
     #[tokio::test]
     async fn provider_documents_follow_the_zips() {
         let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
         let prefix = "providers/registry.terraform.io/hashicorp/null/";
-        let zip_a = zip_of(&[("terraform-provider-null_v3.2.1_x5", b"linux")]);
-        let zip_b = zip_of(&[("terraform-provider-null_v3.2.1_x5", b"darwin")]);
+        let zip_a = provider_zip("linux");
+        s.insert(&format!("{prefix}terraform-provider-null_3.2.1_linux_amd64.zip"), zip_a.clone());
+        s.insert(&format!("{prefix}terraform-provider-null_3.2.1_darwin_arm64.zip"), provider_zip("darwin"));
+        s.insert(&format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip"), zip_a.clone());
+        // A document for a version with no zips, as `terraform providers mirror` might leave.
         s.insert(
-            &format!("{prefix}terraform-provider-null_3.2.1_linux_amd64.zip"),
-            zip_a.clone(),
+            &format!("{prefix}2.0.0.json"),
+            r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_2.0.0_linux_amd64.zip"}}}"#,
         );
-        s.insert(
-            &format!("{prefix}terraform-provider-null_3.2.1_darwin_arm64.zip"),
-            zip_b,
-        );
-        s.insert(
-            &format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip"),
-            zip_a.clone(),
-        );
-        // A stale document written by `terraform providers mirror` for a version with no zips.
-        s.insert(&format!("{prefix}2.0.0.json"), r#"{"archives":{}}"#);
-        let (owner, outcome) = on_object_changed(&s, &format!("{prefix}index.json"))
-            .await
-            .unwrap()
-            .unwrap();
+        let (owner, outcome) = indexer.on_object_changed(&format!("{prefix}index.json")).await.unwrap().unwrap();
         assert_eq!(outcome, Outcome::Written { versions: 2 });
         let index = ProviderIndex::parse(&s.peek(&format!("{prefix}index.json")).unwrap()).unwrap();
-        assert_eq!(
-            index.versions.keys().collect::<Vec<_>>(),
-            ["3.1.0", "3.2.1"]
-        );
-        assert!(s.peek(&format!("{prefix}2.0.0.json")).is_none());
+        assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.1.0", "3.2.1"]);
+        let stale = ProviderVersion::parse(&s.peek(&format!("{prefix}2.0.0.json")).unwrap()).unwrap();
+        assert!(stale.archives.is_empty(), "a version with no zips is emptied, which answers 404");
         let doc = ProviderVersion::parse(&s.peek(&format!("{prefix}3.2.1.json")).unwrap()).unwrap();
         let linux = &doc.archives["linux_amd64"];
         assert_eq!(linux.url, "terraform-provider-null_3.2.1_linux_amd64.zip");
-        assert_eq!(
-            linux.hashes[0],
-            h1_of_zip(std::io::Cursor::new(zip_a.clone())).unwrap().0
-        );
-        assert_eq!(
-            linux.hashes[1],
-            format!("zh:{}", hex::encode(Sha256::digest(&zip_a)))
-        );
-        assert_eq!(reindex(&s, &owner).await.unwrap(), Outcome::Unchanged);
+        assert_eq!(linux.hashes[0], archive::summarise_zip(std::io::Cursor::new(zip_a.clone()), u64::MAX).unwrap().h1);
+        assert_eq!(linux.hashes[1], format!("zh:{}", hex::encode(Sha256::digest(&zip_a))));
+        assert_eq!(indexer.reindex(&owner).await.unwrap(), Outcome::Unchanged);
 
-        // A corrupt zip fails indexing with a clear error and leaves the manifests as they were.
+        // A bad zip is rejected; the rest of the provider is indexed as before.
         let before = s.peek(&format!("{prefix}index.json"));
+        let bad = format!("{prefix}terraform-provider-null_4.0.0_linux_amd64.zip");
+        s.insert(&bad, "garbage");
         s.insert(
-            &format!("{prefix}terraform-provider-null_4.0.0_linux_amd64.zip"),
-            "garbage",
+            &format!("{prefix}terraform-provider-null_3.2.1_windows_amd64.zip"),
+            zip_of(&[("README", b"no binary")]),
         );
-        let err = reindex(&s, &owner).await.unwrap_err();
-        assert!(
-            err.to_string().contains("not a readable provider zip"),
-            "{err}"
-        );
+        indexer.reindex(&owner).await.unwrap();
         assert_eq!(s.peek(&format!("{prefix}index.json")), before);
+        assert!(rejection(&s, &bad).unwrap().reason.contains("not a readable zip"));
+        let doc = ProviderVersion::parse(&s.peek(&format!("{prefix}3.2.1.json")).unwrap()).unwrap();
+        assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
     }
 
     #[tokio::test]
     async fn reindex_all_is_idempotent() {
         let s = MemoryStorage::new();
-        s.insert("modules/a/b/c/1.0.0.tgz", "x");
-        s.insert("modules/d/e/f/0.1.0.zip", "y");
+        s.insert("modules/a/b/c/1.0.0.tgz", tar_gz_of(&[("main.tf", b"x")]));
+        s.insert("modules/d/e/f/0.1.0.zip", zip_of(&[("main.tf", b"y")]));
         s.insert(
             "providers/example.com/acme/thing/terraform-provider-thing_1.0.0_linux_amd64.zip",
-            zip_of(&[("bin", b"z")]),
+            zip_of(&[("terraform-provider-thing", b"z")]),
         );
         s.insert("elsewhere/file", "ignored");
-        let first = reindex_all(&s).await.unwrap();
+        let indexer = Indexer::new(&s, Limits::default());
+        let first = indexer.reindex_all().await.unwrap();
         assert_eq!(first.len(), 3);
-        assert!(
-            first
-                .iter()
-                .all(|(_, o)| matches!(o, Outcome::Written { .. }))
-        );
-        let snapshot: Vec<_> = s
-            .keys()
-            .into_iter()
-            .map(|k| (k.clone(), s.peek(&k)))
-            .collect();
-        let second = reindex_all(&s).await.unwrap();
-        assert!(
-            second.iter().all(|(_, o)| *o == Outcome::Unchanged),
-            "{second:?}"
-        );
-        let after: Vec<_> = s
-            .keys()
-            .into_iter()
-            .map(|k| (k.clone(), s.peek(&k)))
-            .collect();
+        assert!(first.iter().all(|(_, o)| matches!(o, Outcome::Written { versions: 1 })), "{first:?}");
+        let snapshot: Vec<_> = s.keys().into_iter().map(|k| (k.clone(), s.peek(&k))).collect();
+        let second = indexer.reindex_all().await.unwrap();
+        assert!(second.iter().all(|(_, o)| *o == Outcome::Unchanged), "{second:?}");
+        let after: Vec<_> = s.keys().into_iter().map(|k| (k.clone(), s.peek(&k))).collect();
         assert_eq!(snapshot, after);
+    }
+
+    /// Storage where, the first time a pass writes the module manifest, a rival pass gets
+    /// there first: it publishes another version and writes its own manifest.
+    struct Racy {
+        inner: MemoryStorage,
+        raced: std::sync::atomic::AtomicBool,
+    }
+
+    impl Storage for Racy {
+        async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
+            self.inner.get(key).await
+        }
+        async fn put(
+            &self,
+            key: &str,
+            body: Bytes,
+            content_type: &str,
+            precondition: Precondition,
+        ) -> Result<(), Error> {
+            if key.ends_with("manifest.json") && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                self.inner.insert("modules/acme/vpc/aws/9.0.0.tar.gz", tf("rival"));
+                Box::pin(Indexer::new(&self.inner, Limits::default()).reindex(&module())).await?;
+            }
+            self.inner.put(key, body, content_type, precondition).await
+        }
+        async fn delete(&self, key: &str) -> Result<(), Error> {
+            self.inner.delete(key).await
+        }
+        async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
+            self.inner.list(prefix).await
+        }
+        async fn stream<F>(&self, key: &str, sink: F) -> Result<Option<String>, Error>
+        where
+            F: FnMut(&[u8]) -> Result<(), Error> + Send,
+        {
+            self.inner.stream(key, sink).await
+        }
+        async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
+            self.inner.presign_get(key, ttl).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pass_that_loses_a_race_reads_again_and_loses_nothing() {
+        let s = Racy { inner: MemoryStorage::new(), raced: false.into() };
+        s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("mine"));
+        let outcome = Indexer::new(&s, Limits::default()).reindex(&module()).await.unwrap();
+        assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival wrote first");
+        // The conditional write failed; the retry read the rival's manifest, found both
+        // versions already there, and had nothing left to write.
+        assert_eq!(outcome, Outcome::Unchanged);
+        assert_eq!(versions(&s.inner), ["9.0.0", "1.0.0"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_passes_lose_no_version() {
+        let s = std::sync::Arc::new(MemoryStorage::new());
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.insert(&format!("modules/acme/vpc/aws/1.{i}.0.tar.gz"), tf(&i.to_string()));
+                Indexer::new(&*s, Limits::default()).reindex(&module()).await.unwrap();
+                let zip = format!(
+                    "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_2.{i}.0_linux_amd64.zip"
+                );
+                s.insert(&zip, provider_zip(&i.to_string()));
+                Indexer::new(&*s, Limits::default()).reindex(&provider()).await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(versions(&s).len(), 50);
+        let index = ProviderIndex::parse(&s.peek("providers/registry.terraform.io/hashicorp/null/index.json").unwrap())
+            .unwrap();
+        assert_eq!(index.versions.len(), 50);
+    }
+
+    #[test]
+    fn timestamps() {
+        let now = rfc3339_now();
+        assert!(now.starts_with("20") && now.as_bytes()[10] == b'T', "{now}");
     }
 }

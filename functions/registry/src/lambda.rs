@@ -14,11 +14,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
 pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
-    Ok(App::new(
-        Config::from_env()?,
-        NoStorage,
-        &[Service::Discovery],
-    ))
+    Ok(App::new(Config::from_env()?, NoStorage, &[Service::Discovery]))
 }
 
 /// The modules or mirror function: config and the S3 client, built once.
@@ -30,10 +26,7 @@ pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
 
 /// Answer one API Gateway request. Never an `Err`: API Gateway would turn it into an opaque
 /// 502, so every failure is already a JSON reply here.
-pub async fn handle<S: Storage>(
-    app: &App<S>,
-    request: Request,
-) -> Result<Response<Body>, Infallible> {
+pub async fn handle<S: Storage>(app: &App<S>, request: Request) -> Result<Response<Body>, Infallible> {
     // The raw path as API Gateway received it. `request.uri()` went through URL parsing,
     // which resolves `..` and `%2e%2e`: routing on it could reach a key the client never named.
     let reply = app.handle(request.method(), request.raw_http_path()).await;

@@ -7,12 +7,14 @@
 //! providers/HOSTNAME/NAMESPACE/TYPE/index.json            as `terraform providers mirror` writes
 //! providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json
 //! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip
+//! rejections/KEY.json                                     why the upload at KEY was not indexed
 //! ```
 
 use crate::address::{ModuleAddress, ProviderAddress};
 
 pub const MODULES_PREFIX: &str = "modules/";
 pub const PROVIDERS_PREFIX: &str = "providers/";
+pub const REJECTIONS_PREFIX: &str = "rejections/";
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
@@ -33,10 +35,7 @@ pub fn module_archive(m: &ModuleAddress, version: &semver::Version, extension: &
 }
 
 pub fn provider_prefix(p: &ProviderAddress) -> String {
-    format!(
-        "{PROVIDERS_PREFIX}{}/{}/{}/",
-        p.hostname, p.namespace, p.r#type
-    )
+    format!("{PROVIDERS_PREFIX}{}/{}/{}/", p.hostname, p.namespace, p.r#type)
 }
 
 pub fn provider_index(p: &ProviderAddress) -> String {
@@ -47,16 +46,24 @@ pub fn provider_version(p: &ProviderAddress, version: &semver::Version) -> Strin
     format!("{}{version}.json", provider_prefix(p))
 }
 
+/// Where the indexer explains why it did not index the upload at `key`.
+pub fn rejection(key: &str) -> String {
+    format!("{REJECTIONS_PREFIX}{key}.json")
+}
+
+/// The prefix of the rejection records for uploads under `prefix`.
+pub fn rejections_under(prefix: &str) -> String {
+    format!("{REJECTIONS_PREFIX}{prefix}")
+}
+
+/// The upload a rejection record is about.
+pub fn rejected_key(rejection_key: &str) -> Option<&str> {
+    rejection_key.strip_prefix(REJECTIONS_PREFIX)?.strip_suffix(".json")
+}
+
 /// The file name `terraform providers mirror` (and every provider release) uses.
-pub fn provider_archive_name(
-    p: &ProviderAddress,
-    version: &semver::Version,
-    platform: &Platform,
-) -> String {
-    format!(
-        "terraform-provider-{}_{version}_{}_{}.zip",
-        p.r#type, platform.os, platform.arch
-    )
+pub fn provider_archive_name(p: &ProviderAddress, version: &semver::Version, platform: &Platform) -> String {
+    format!("terraform-provider-{}_{version}_{}_{}.zip", p.r#type, platform.os, platform.arch)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -126,16 +133,10 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
             return Some(ObjectKind::ModuleManifest(module));
         }
         for extension in MODULE_ARCHIVE_EXTENSIONS {
-            if let Some(v) = file
-                .strip_suffix(extension)
-                .and_then(|s| s.strip_suffix('.'))
+            if let Some(v) = file.strip_suffix(extension).and_then(|s| s.strip_suffix('.'))
                 && let Ok(version) = crate::address::parse_version(v)
             {
-                return Some(ObjectKind::ModuleArchive {
-                    module,
-                    version,
-                    extension,
-                });
+                return Some(ObjectKind::ModuleArchive { module, version, extension });
             }
         }
         return Some(ObjectKind::Unrecognised(Owner::Module(module)));
@@ -152,11 +153,7 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
             return Some(ObjectKind::ProviderVersion { provider, version });
         }
         if let Some((version, platform)) = parse_provider_archive_name(&provider, file) {
-            return Some(ObjectKind::ProviderArchive {
-                provider,
-                version,
-                platform,
-            });
+            return Some(ObjectKind::ProviderArchive { provider, version, platform });
         }
         return Some(ObjectKind::Unrecognised(Owner::Provider(provider)));
     }
@@ -164,36 +161,21 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
 }
 
 /// Parse `terraform-provider-TYPE_VERSION_OS_ARCH.zip` for this provider's TYPE.
-pub fn parse_provider_archive_name(
-    p: &ProviderAddress,
-    file: &str,
-) -> Option<(semver::Version, Platform)> {
-    let rest = file
-        .strip_prefix("terraform-provider-")?
-        .strip_suffix(".zip")?;
+pub fn parse_provider_archive_name(p: &ProviderAddress, file: &str) -> Option<(semver::Version, Platform)> {
+    let rest = file.strip_prefix("terraform-provider-")?.strip_suffix(".zip")?;
     let rest = rest.strip_prefix(p.r#type.as_str())?.strip_prefix('_')?;
     // VERSION may contain '-' and '+' but never '_'; OS and ARCH never contain '_'.
     let mut parts = rest.rsplitn(3, '_');
     let arch = parts.next()?;
     let os = parts.next()?;
     let version = parts.next()?;
-    let platform_ok = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 32
-            && s.bytes()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-    };
+    let platform_ok =
+        |s: &str| !s.is_empty() && s.len() <= 32 && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     if !platform_ok(os) || !platform_ok(arch) {
         return None;
     }
     let version = crate::address::parse_version(version).ok()?;
-    Some((
-        version,
-        Platform {
-            os: os.into(),
-            arch: arch.into(),
-        },
-    ))
+    Some((version, Platform { os: os.into(), arch: arch.into() }))
 }
 
 fn split4(rest: &str) -> Option<[&str; 4]> {
@@ -221,26 +203,14 @@ mod tests {
 
     #[test]
     fn keys() {
-        assert_eq!(
-            module_manifest(&module()),
-            "modules/acme/vpc/aws/manifest.json"
-        );
-        assert_eq!(
-            module_archive(&module(), &v("1.2.0"), "tar.gz"),
-            "modules/acme/vpc/aws/1.2.0.tar.gz"
-        );
-        assert_eq!(
-            provider_index(&provider()),
-            "providers/registry.terraform.io/hashicorp/null/index.json"
-        );
+        assert_eq!(module_manifest(&module()), "modules/acme/vpc/aws/manifest.json");
+        assert_eq!(module_archive(&module(), &v("1.2.0"), "tar.gz"), "modules/acme/vpc/aws/1.2.0.tar.gz");
+        assert_eq!(provider_index(&provider()), "providers/registry.terraform.io/hashicorp/null/index.json");
         assert_eq!(
             provider_version(&provider(), &v("3.2.1")),
             "providers/registry.terraform.io/hashicorp/null/3.2.1.json"
         );
-        let linux = Platform {
-            os: "linux".into(),
-            arch: "amd64".into(),
-        };
+        let linux = Platform { os: "linux".into(), arch: "amd64".into() };
         assert_eq!(
             provider_archive_name(&provider(), &v("3.2.1"), &linux),
             "terraform-provider-null_3.2.1_linux_amd64.zip"
@@ -249,69 +219,35 @@ mod tests {
 
     #[test]
     fn classify_table() {
-        let linux = Platform {
-            os: "linux".into(),
-            arch: "amd64".into(),
-        };
+        let linux = Platform { os: "linux".into(), arch: "amd64".into() };
         let cases: Vec<(&str, Option<ObjectKind>)> = vec![
             (
                 "modules/acme/vpc/aws/1.2.0.tar.gz",
-                Some(ObjectKind::ModuleArchive {
-                    module: module(),
-                    version: v("1.2.0"),
-                    extension: "tar.gz",
-                }),
+                Some(ObjectKind::ModuleArchive { module: module(), version: v("1.2.0"), extension: "tar.gz" }),
             ),
             (
                 "modules/acme/vpc/aws/1.2.0-rc.1.tgz",
-                Some(ObjectKind::ModuleArchive {
-                    module: module(),
-                    version: v("1.2.0-rc.1"),
-                    extension: "tgz",
-                }),
+                Some(ObjectKind::ModuleArchive { module: module(), version: v("1.2.0-rc.1"), extension: "tgz" }),
             ),
             (
                 "modules/acme/vpc/aws/2.0.0.zip",
-                Some(ObjectKind::ModuleArchive {
-                    module: module(),
-                    version: v("2.0.0"),
-                    extension: "zip",
-                }),
+                Some(ObjectKind::ModuleArchive { module: module(), version: v("2.0.0"), extension: "zip" }),
             ),
-            (
-                "modules/acme/vpc/aws/manifest.json",
-                Some(ObjectKind::ModuleManifest(module())),
-            ),
-            (
-                "modules/acme/vpc/aws/1.2.gz",
-                Some(ObjectKind::Unrecognised(Owner::Module(module()))),
-            ),
-            (
-                "modules/acme/vpc/aws/readme.md",
-                Some(ObjectKind::Unrecognised(Owner::Module(module()))),
-            ),
+            ("modules/acme/vpc/aws/manifest.json", Some(ObjectKind::ModuleManifest(module()))),
+            ("modules/acme/vpc/aws/1.2.gz", Some(ObjectKind::Unrecognised(Owner::Module(module())))),
+            ("modules/acme/vpc/aws/readme.md", Some(ObjectKind::Unrecognised(Owner::Module(module())))),
             ("modules/acme/vpc/aws/x/1.0.0.zip", None),
             ("modules/acme/vpc/1.0.0.zip", None),
             ("modules/../vpc/aws/1.0.0.zip", None),
             ("other/acme/vpc/aws/1.0.0.zip", None),
             (
                 "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
-                Some(ObjectKind::ProviderArchive {
-                    provider: provider(),
-                    version: v("3.2.1"),
-                    platform: linux,
-                }),
+                Some(ObjectKind::ProviderArchive { provider: provider(), version: v("3.2.1"), platform: linux }),
             ),
-            (
-                "providers/registry.terraform.io/hashicorp/null/index.json",
-                Some(ObjectKind::ProviderIndex(provider())),
-            ),
+            ("providers/registry.terraform.io/hashicorp/null/index.json", Some(ObjectKind::ProviderIndex(provider()))),
             (
                 "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
-                Some(ObjectKind::ProviderVersion {
-                    provider: provider(),
-                    version: v("3.2.1"),
-                }),
+                Some(ObjectKind::ProviderVersion { provider: provider(), version: v("3.2.1") }),
             ),
             (
                 "providers/registry.terraform.io/hashicorp/null/terraform-provider-random_3.2.1_linux_amd64.zip",
@@ -331,19 +267,11 @@ mod tests {
     #[test]
     fn archive_names_with_prerelease_and_build() {
         let p = provider();
-        let (version, platform) = parse_provider_archive_name(
-            &p,
-            "terraform-provider-null_1.0.0-beta.2+b7_darwin_arm64.zip",
-        )
-        .unwrap();
+        let (version, platform) =
+            parse_provider_archive_name(&p, "terraform-provider-null_1.0.0-beta.2+b7_darwin_arm64.zip").unwrap();
         assert_eq!(version, v("1.0.0-beta.2+b7"));
         assert_eq!(platform.key(), "darwin_arm64");
-        assert!(
-            parse_provider_archive_name(&p, "terraform-provider-null_1.0.0_linux.zip").is_none()
-        );
-        assert!(
-            parse_provider_archive_name(&p, "terraform-provider-null_1.0.0_linux_AMD64.zip")
-                .is_none()
-        );
+        assert!(parse_provider_archive_name(&p, "terraform-provider-null_1.0.0_linux.zip").is_none());
+        assert!(parse_provider_archive_name(&p, "terraform-provider-null_1.0.0_linux_AMD64.zip").is_none());
     }
 }

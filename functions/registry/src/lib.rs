@@ -4,12 +4,14 @@
 //! - [`app`]: the handler every deployment runs; one storage read per request.
 //! - [`layout`]: the only module that knows S3 keys.
 //! - [`manifest`]: manifest formats and their protocol transforms.
-//! - [`index`]: rebuilds manifests from the archives present.
+//! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
+//! - [`archive`]: validation of uploaded archives and the `h1:` hash.
 //! - [`storage`]: the narrow storage interface (S3, in-memory).
 //! - [`lambda`]: the adapter the Lambda `main`s call.
 
 pub mod address;
 pub mod app;
+pub mod archive;
 pub mod config;
 pub mod error;
 pub mod index;

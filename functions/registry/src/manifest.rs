@@ -37,15 +37,12 @@ pub struct ModuleVersion {
 impl ModuleManifest {
     pub fn new(mut versions: Vec<ModuleVersion>) -> Self {
         versions.sort_by(|a, b| newest_first(&a.version, &b.version));
-        ModuleManifest {
-            format: MODULE_MANIFEST_FORMAT,
-            versions,
-        }
+        ModuleManifest { format: MODULE_MANIFEST_FORMAT, versions }
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        let m: ModuleManifest = serde_json::from_slice(bytes)
-            .map_err(|e| Error::Internal(format!("module manifest: {e}")))?;
+        let m: ModuleManifest =
+            serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("module manifest: {e}")))?;
         if m.format != MODULE_MANIFEST_FORMAT {
             return Err(Error::Internal(format!(
                 "module manifest format {} is not {MODULE_MANIFEST_FORMAT}",
@@ -62,11 +59,7 @@ impl ModuleManifest {
 
     /// `GET :namespace/:name/:system/versions`.
     pub fn versions_response(&self) -> Value {
-        let versions: Vec<Value> = self
-            .versions
-            .iter()
-            .map(|v| json!({ "version": v.version }))
-            .collect();
+        let versions: Vec<Value> = self.versions.iter().map(|v| json!({ "version": v.version })).collect();
         json!({ "modules": [{ "versions": versions }] })
     }
 }
@@ -113,8 +106,7 @@ pub struct Indexed {
 
 impl ProviderIndex {
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes)
-            .map_err(|e| Error::Internal(format!("provider index.json: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider index.json: {e}")))
     }
 
     /// `GET :hostname/:namespace/:type/index.json`: only SemVer keys, each with `{}`.
@@ -133,8 +125,7 @@ impl ProviderIndex {
 
 impl ProviderVersion {
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes)
-            .map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
     }
 
     /// The archives whose `url` is a plain file name beside the JSON document, i.e. a key the
@@ -156,9 +147,7 @@ pub fn is_sibling_file_name(url: &str) -> bool {
     !url.is_empty()
         && url.len() <= 255
         && !url.starts_with('.')
-        && url
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"._-+".contains(&c))
+        && url.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-+".contains(&c))
 }
 
 #[cfg(test)]
@@ -178,32 +167,14 @@ mod tests {
     #[test]
     fn versions_sorted_by_precedence() {
         let m = ModuleManifest::new(
-            [
-                "1.0.0",
-                "1.10.0",
-                "1.2.0",
-                "1.10.0-rc.1",
-                "0.9.9",
-                "1.10.0-alpha",
-                "2.0.0-beta.10",
-                "2.0.0-beta.2",
-            ]
-            .map(mv)
-            .to_vec(),
+            ["1.0.0", "1.10.0", "1.2.0", "1.10.0-rc.1", "0.9.9", "1.10.0-alpha", "2.0.0-beta.10", "2.0.0-beta.2"]
+                .map(mv)
+                .to_vec(),
         );
         let order: Vec<&str> = m.versions.iter().map(|v| v.version.as_str()).collect();
         assert_eq!(
             order,
-            [
-                "2.0.0-beta.10",
-                "2.0.0-beta.2",
-                "1.10.0",
-                "1.10.0-rc.1",
-                "1.10.0-alpha",
-                "1.2.0",
-                "1.0.0",
-                "0.9.9"
-            ]
+            ["2.0.0-beta.10", "2.0.0-beta.2", "1.10.0", "1.10.0-rc.1", "1.10.0-alpha", "1.2.0", "1.0.0", "0.9.9"]
         );
         assert_eq!(
             m.versions_response(),
@@ -220,15 +191,8 @@ mod tests {
         assert_eq!(ModuleManifest::parse(&bytes).unwrap(), m);
         assert!(m.find(&semver::Version::parse("1.0.0").unwrap()).is_some());
         assert!(m.find(&semver::Version::parse("1.0.1").unwrap()).is_none());
-        for bad in [
-            &b"not json"[..],
-            br#"{"format":2,"versions":[]}"#,
-            br#"{"versions":[]}"#,
-        ] {
-            assert_eq!(
-                ModuleManifest::parse(bad).unwrap_err().status().as_u16(),
-                500
-            );
+        for bad in [&b"not json"[..], br#"{"format":2,"versions":[]}"#, br#"{"versions":[]}"#] {
+            assert_eq!(ModuleManifest::parse(bad).unwrap_err().status().as_u16(), 500);
         }
     }
 
@@ -236,10 +200,7 @@ mod tests {
     fn provider_documents_from_terraform_providers_mirror() {
         // Shape written by `terraform providers mirror` (Terraform 1.11).
         let index = br#"{"versions":{"3.2.1":{},"3.2.0":{},"latest":{}}}"#;
-        assert_eq!(
-            ProviderIndex::parse(index).unwrap().response(),
-            json!({"versions":{"3.2.0":{},"3.2.1":{}}})
-        );
+        assert_eq!(ProviderIndex::parse(index).unwrap().response(), json!({"versions":{"3.2.0":{},"3.2.1":{}}}));
         let version = br#"{"archives":{
             "linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:abc="]},
             "darwin_arm64":{"url":"../../../other/secret.zip","hashes":["h1:x"]},

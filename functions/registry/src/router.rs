@@ -60,27 +60,9 @@ impl Route {
 pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
     vec![
         (Service::Discovery, DISCOVERY_PATH.to_string()),
-        (
-            Service::Modules,
-            format!(
-                "{}{{namespace}}/{{name}}/{{system}}/versions",
-                paths.modules
-            ),
-        ),
-        (
-            Service::Modules,
-            format!(
-                "{}{{namespace}}/{{name}}/{{system}}/{{version}}/download",
-                paths.modules
-            ),
-        ),
-        (
-            Service::Mirror,
-            format!(
-                "{}{{hostname}}/{{namespace}}/{{type}}/{{file}}",
-                paths.mirror
-            ),
-        ),
+        (Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
+        (Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
+        (Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
     ]
 }
 
@@ -94,27 +76,30 @@ pub fn route(method: &Method, raw_path: &str, paths: &BasePaths) -> Result<Route
 
 fn match_path(path: &str, paths: &BasePaths) -> Result<Route, Error> {
     if path.len() > PATH_MAX_LEN {
-        return Err(Error::BadRequest(format!(
-            "path longer than {PATH_MAX_LEN} bytes"
-        )));
+        return Err(Error::BadRequest(format!("path longer than {PATH_MAX_LEN} bytes")));
     }
     if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
     }
     if let Some(rest) = path.strip_prefix(paths.modules.as_str()) {
         return match segments(rest)?.as_slice() {
-            [namespace, name, system, "versions"] => Ok(Route::ModuleVersions(ModuleAddress::parse(namespace, name, system)?)),
+            [namespace, name, system, "versions"] => {
+                Ok(Route::ModuleVersions(ModuleAddress::parse(namespace, name, system)?))
+            }
             [namespace, name, system, version, "download"] => {
                 Ok(Route::ModuleDownload(ModuleAddress::parse(namespace, name, system)?, parse_version(version)?))
             }
             _ => Err(Error::BadRequest(
-                "module routes are :namespace/:name/:system/versions and :namespace/:name/:system/:version/download".into(),
+                "module routes are :namespace/:name/:system/versions and :namespace/:name/:system/:version/download"
+                    .into(),
             )),
         };
     }
     if let Some(rest) = path.strip_prefix(paths.mirror.as_str()) {
         return match segments(rest)?.as_slice() {
-            [hostname, namespace, r#type, "index.json"] => Ok(Route::MirrorIndex(ProviderAddress::parse(hostname, namespace, r#type)?)),
+            [hostname, namespace, r#type, "index.json"] => {
+                Ok(Route::MirrorIndex(ProviderAddress::parse(hostname, namespace, r#type)?))
+            }
             [hostname, namespace, r#type, file] => {
                 let Some(version) = file.strip_suffix(".json") else {
                     return Err(Error::BadRequest(format!(
@@ -125,23 +110,19 @@ fn match_path(path: &str, paths: &BasePaths) -> Result<Route, Error> {
                 Ok(Route::MirrorVersion(ProviderAddress::parse(hostname, namespace, r#type)?, parse_version(version)?))
             }
             _ => Err(Error::BadRequest(
-                "mirror routes are :hostname/:namespace/:type/index.json and :hostname/:namespace/:type/:version.json".into(),
+                "mirror routes are :hostname/:namespace/:type/index.json and :hostname/:namespace/:type/:version.json"
+                    .into(),
             )),
         };
     }
-    Err(Error::NotFound(format!(
-        "no endpoint at {:?}",
-        printable(path)
-    )))
+    Err(Error::NotFound(format!("no endpoint at {:?}", printable(path))))
 }
 
 /// Split a route's tail into segments; empty segments (`//`, a trailing `/`) break the grammar.
 fn segments(rest: &str) -> Result<Vec<&str>, Error> {
     let parts: Vec<&str> = rest.split('/').collect();
     if parts.len() > 8 || parts.iter().any(|s| s.is_empty()) {
-        return Err(Error::BadRequest(
-            "empty path segment or too many segments".into(),
-        ));
+        return Err(Error::BadRequest("empty path segment or too many segments".into()));
     }
     Ok(parts)
 }
@@ -169,11 +150,7 @@ mod tests {
         let cases: Vec<(Method, &str, Result<Route, u16>)> = vec![
             (M::GET, "/.well-known/terraform.json", Ok(Route::Discovery)),
             (M::HEAD, "/.well-known/terraform.json", Ok(Route::Discovery)),
-            (
-                M::GET,
-                "/v1/modules/acme/vpc/aws/versions",
-                Ok(Route::ModuleVersions(m("acme", "vpc", "aws"))),
-            ),
+            (M::GET, "/v1/modules/acme/vpc/aws/versions", Ok(Route::ModuleVersions(m("acme", "vpc", "aws")))),
             (
                 M::GET,
                 "/v1/modules/acme/vpc/aws/1.2.3/download",
@@ -182,27 +159,17 @@ mod tests {
             (
                 M::GET,
                 "/v1/modules/acme/vpc/aws/1.2.3-rc.1+b5/download",
-                Ok(Route::ModuleDownload(
-                    m("acme", "vpc", "aws"),
-                    v("1.2.3-rc.1+b5"),
-                )),
+                Ok(Route::ModuleDownload(m("acme", "vpc", "aws"), v("1.2.3-rc.1+b5"))),
             ),
             (
                 M::GET,
                 "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-                Ok(Route::MirrorIndex(p(
-                    "registry.terraform.io",
-                    "hashicorp",
-                    "null",
-                ))),
+                Ok(Route::MirrorIndex(p("registry.terraform.io", "hashicorp", "null"))),
             ),
             (
                 M::GET,
                 "/v1/mirror/example.com:8443/acme/thing/1.0.0.json",
-                Ok(Route::MirrorVersion(
-                    p("example.com:8443", "acme", "thing"),
-                    v("1.0.0"),
-                )),
+                Ok(Route::MirrorVersion(p("example.com:8443", "acme", "thing"), v("1.0.0"))),
             ),
             // Grammar breaks: 400.
             (M::GET, "/v1/modules/acme/vpc/versions", Err(400)),
@@ -214,26 +181,10 @@ mod tests {
             (M::GET, "/v1/modules/acme/vpc/aws/1.0/download", Err(400)),
             (M::GET, "/v1/modules/acme/vpc/aws/v1.0.0/download", Err(400)),
             (M::GET, "/v1/modules/acme/vpc/aws/1.0.0/downloads", Err(400)),
-            (
-                M::GET,
-                "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.zip",
-                Err(400),
-            ),
-            (
-                M::GET,
-                "/v1/mirror/registry.terraform.io/hashicorp/null/latest.json",
-                Err(400),
-            ),
-            (
-                M::GET,
-                "/v1/mirror/registry.terraform.io/hashicorp/index.json",
-                Err(400),
-            ),
-            (
-                M::GET,
-                "/v1/mirror/..%2f..%2fetc/hashicorp/null/index.json",
-                Err(400),
-            ),
+            (M::GET, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.zip", Err(400)),
+            (M::GET, "/v1/mirror/registry.terraform.io/hashicorp/null/latest.json", Err(400)),
+            (M::GET, "/v1/mirror/registry.terraform.io/hashicorp/index.json", Err(400)),
+            (M::GET, "/v1/mirror/..%2f..%2fetc/hashicorp/null/index.json", Err(400)),
             (
                 M::GET,
                 "/v1/mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_1.0.0_linux_amd64.zip",
@@ -246,11 +197,7 @@ mod tests {
             (M::GET, "/V1/modules/acme/vpc/aws/versions", Err(404)),
             // Wrong method on a real route: 405.
             (M::POST, "/v1/modules/acme/vpc/aws/versions", Err(405)),
-            (
-                M::PUT,
-                "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-                Err(405),
-            ),
+            (M::PUT, "/v1/mirror/registry.terraform.io/hashicorp/null/index.json", Err(405)),
             (M::DELETE, "/.well-known/terraform.json", Err(405)),
         ];
         for (method, path, want) in cases {
@@ -262,24 +209,15 @@ mod tests {
 
     #[test]
     fn custom_base_paths() {
-        let paths = BasePaths {
-            modules: "/m/".into(),
-            mirror: "/providers/".into(),
-        };
-        assert_eq!(
-            route(&Method::GET, "/m/a/b/c/versions", &paths),
-            Ok(Route::ModuleVersions(m("a", "b", "c")))
-        );
-        assert_eq!(
-            route(&Method::GET, "/v1/modules/a/b/c/versions", &paths)
-                .unwrap_err()
-                .status()
-                .as_u16(),
-            404
-        );
+        let paths = BasePaths { modules: "/m/".into(), mirror: "/providers/".into() };
+        assert_eq!(route(&Method::GET, "/m/a/b/c/versions", &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
+        assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
         assert_eq!(templates.len(), 4);
-        assert!(templates.iter().any(|(s, t)| *s == Service::Mirror
-            && t == "/providers/{hostname}/{namespace}/{type}/{file}"));
+        assert!(
+            templates
+                .iter()
+                .any(|(s, t)| *s == Service::Mirror && t == "/providers/{hostname}/{namespace}/{type}/{file}")
+        );
     }
 }

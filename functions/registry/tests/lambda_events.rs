@@ -26,10 +26,7 @@ fn storage() -> MemoryStorage {
         r#"{"format":1,"versions":[{"version":"1.1.0","archive":"modules/acme/vpc/aws/1.1.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""},
             {"version":"1.0.0","archive":"modules/acme/vpc/aws/1.0.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""}]}"#,
     );
-    s.insert(
-        "providers/registry.terraform.io/hashicorp/null/index.json",
-        r#"{"versions":{"3.2.1":{}}}"#,
-    );
+    s.insert("providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
     s.insert(
         "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
         r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:x="]}}}"#,
@@ -37,21 +34,11 @@ fn storage() -> MemoryStorage {
     s
 }
 
-async fn call<S: registry::storage::Storage>(
-    app: &App<S>,
-    method: &str,
-    path: &str,
-) -> (u16, http::HeaderMap, Value) {
-    let response = registry::lambda::handle(app, event(method, path))
-        .await
-        .unwrap();
+async fn call<S: registry::storage::Storage>(app: &App<S>, method: &str, path: &str) -> (u16, http::HeaderMap, Value) {
+    let response = registry::lambda::handle(app, event(method, path)).await.unwrap();
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    assert_eq!(
-        headers.get("content-type").map(|v| v.to_str().unwrap()),
-        Some("application/json"),
-        "{method} {path}"
-    );
+    assert_eq!(headers.get("content-type").map(|v| v.to_str().unwrap()), Some("application/json"), "{method} {path}");
     let body = match response.body() {
         Body::Text(t) => serde_json::from_str(t).unwrap(),
         Body::Empty => Value::Null,
@@ -64,29 +51,20 @@ async fn call<S: registry::storage::Storage>(
 #[tokio::test]
 async fn the_recorded_event_as_is() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
-    let response = registry::lambda::handle(&app, lambda_http::request::from_str(EVENT).unwrap())
-        .await
-        .unwrap();
+    let response = registry::lambda::handle(&app, lambda_http::request::from_str(EVENT).unwrap()).await.unwrap();
     assert_eq!(response.status(), 200);
-    let Body::Text(text) = response.body() else {
-        panic!("JSON answers are text bodies")
-    };
+    let Body::Text(text) = response.body() else { panic!("JSON answers are text bodies") };
     assert_eq!(
         serde_json::from_str::<Value>(text).unwrap(),
         json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]})
     );
-    assert_eq!(
-        app.storage.request_count(),
-        1,
-        "exactly one S3 request per registry request"
-    );
+    assert_eq!(app.storage.request_count(), 1, "exactly one S3 request per registry request");
 }
 
 #[tokio::test]
 async fn modules_function() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
-    let (status, headers, body) =
-        call(&app, "GET", "/v1/modules/acme/vpc/aws/1.0.0/download").await;
+    let (status, headers, body) = call(&app, "GET", "/v1/modules/acme/vpc/aws/1.0.0/download").await;
     assert_eq!(status, 200);
     let url = headers.get("x-terraform-get").unwrap().to_str().unwrap();
     assert!(url.contains("modules/acme/vpc/aws/1.0.0.tar.gz?"), "{url}");
@@ -96,19 +74,11 @@ async fn modules_function() {
         ("GET", "/v1/modules/acme/vpc/aws/2.0.0/download", 404),
         ("GET", "/v1/modules/acme/other/aws/versions", 404),
         // lambda_http's URI would normalise these; the raw path is what is routed.
-        (
-            "GET",
-            "/v1/modules/acme/vpc/aws/../../../x/y/z/versions",
-            400,
-        ),
+        ("GET", "/v1/modules/acme/vpc/aws/../../../x/y/z/versions", 400),
         ("GET", "/v1/modules/%2e%2e/vpc/aws/versions", 400),
         ("GET", "/v1/modules/acme%2fvpc/aws/x/versions", 400),
         ("POST", "/v1/modules/acme/vpc/aws/versions", 405),
-        (
-            "GET",
-            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-            404,
-        ),
+        ("GET", "/v1/mirror/registry.terraform.io/hashicorp/null/index.json", 404),
         ("GET", "/.well-known/terraform.json", 404),
     ];
     for (method, path, want) in cases {
@@ -121,38 +91,19 @@ async fn modules_function() {
 #[tokio::test]
 async fn mirror_function() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Mirror]);
-    let (status, _, body) = call(
-        &app,
-        "GET",
-        "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-    )
-    .await;
+    let (status, _, body) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/index.json").await;
     assert_eq!((status, body), (200, json!({"versions":{"3.2.1":{}}})));
-    let (status, headers, body) = call(
-        &app,
-        "GET",
-        "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
-    )
-    .await;
+    let (status, headers, body) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json").await;
     assert_eq!(status, 200);
     assert_eq!(headers.get("cache-control").unwrap(), "no-store");
     assert_eq!(body["archives"]["linux_amd64"]["hashes"], json!(["h1:x="]));
-    let (status, _, _) = call(
-        &app,
-        "GET",
-        "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.0.json",
-    )
-    .await;
+    let (status, _, _) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.0.json").await;
     assert_eq!(status, 404);
 }
 
 #[tokio::test]
 async fn discovery_function_needs_no_storage() {
-    let app = App::new(
-        Config::new("bucket"),
-        registry::storage::NoStorage,
-        &[Service::Discovery],
-    );
+    let app = App::new(Config::new("bucket"), registry::storage::NoStorage, &[Service::Discovery]);
     let (status, _, body) = call(&app, "GET", "/.well-known/terraform.json").await;
     assert_eq!((status, body), (200, json!({"modules.v1": "/v1/modules/"})));
     let (status, _, _) = call(&app, "GET", "/v1/modules/acme/vpc/aws/versions").await;
@@ -162,15 +113,7 @@ async fn discovery_function_needs_no_storage() {
 #[tokio::test]
 async fn s3_down_is_503_json_not_502() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
-    app.storage
-        .unavailable
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    app.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
     let (status, _, body) = call(&app, "GET", "/v1/modules/acme/vpc/aws/versions").await;
-    assert_eq!(
-        (status, body),
-        (
-            503,
-            json!({"errors": ["storage is unavailable, try again"]})
-        )
-    );
+    assert_eq!((status, body), (503, json!({"errors": ["storage is unavailable, try again"]})));
 }

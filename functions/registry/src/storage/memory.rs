@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::{Object, ObjectInfo, Storage};
+use super::{Object, ObjectInfo, Precondition, Storage};
 use crate::error::Error;
 
 #[derive(Debug, Default)]
@@ -65,9 +65,21 @@ impl Storage for MemoryStorage {
         Ok(self.lock().get(key).cloned())
     }
 
-    async fn put(&self, key: &str, body: Bytes, _content_type: &str) -> Result<(), Error> {
+    async fn put(&self, key: &str, body: Bytes, _content_type: &str, precondition: Precondition) -> Result<(), Error> {
         self.begin()?;
-        self.insert(key, body);
+        // Check and write under one lock: atomic, as S3's conditional writes are.
+        let mut objects = self.lock();
+        let current = objects.get(key).map(|o| o.etag.as_str());
+        let holds = match &precondition {
+            Precondition::None => true,
+            Precondition::IfMatch(etag) => current == Some(etag.as_str()),
+            Precondition::IfAbsent => current.is_none(),
+        };
+        if !holds {
+            return Err(Error::Conflict(format!("{key}: {precondition:?} does not hold")));
+        }
+        let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&body))[..32]);
+        objects.insert(key.into(), Object { bytes: body, etag });
         Ok(())
     }
 
@@ -83,11 +95,7 @@ impl Storage for MemoryStorage {
             .lock()
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, o)| ObjectInfo {
-                key: k.clone(),
-                size: o.bytes.len() as u64,
-                etag: o.etag.clone(),
-            })
+            .map(|(k, o)| ObjectInfo { key: k.clone(), size: o.bytes.len() as u64, etag: o.etag.clone() })
             .collect())
     }
 
@@ -106,9 +114,6 @@ impl Storage for MemoryStorage {
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
-        Ok(format!(
-            "https://memory.invalid/{key}?X-Amz-Expires={}&X-Amz-Signature=test",
-            ttl.as_secs()
-        ))
+        Ok(format!("https://memory.invalid/{key}?X-Amz-Expires={}&X-Amz-Signature=test", ttl.as_secs()))
     }
 }

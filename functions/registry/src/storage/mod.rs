@@ -29,16 +29,39 @@ pub struct ObjectInfo {
     pub etag: String,
 }
 
+/// The condition of a write: how the indexer never loses a concurrent update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    /// Write whatever is there.
+    None,
+    /// `If-Match: ETAG`: only if the object is still the one read.
+    IfMatch(String),
+    /// `If-None-Match: *`: only if no object exists yet.
+    IfAbsent,
+}
+
+impl Precondition {
+    /// The condition for replacing what a read returned (`None` read: must still be absent).
+    pub fn replacing(read: Option<&str>) -> Self {
+        match read {
+            Some(etag) => Precondition::IfMatch(etag.to_string()),
+            None => Precondition::IfAbsent,
+        }
+    }
+}
+
 pub trait Storage: Send + Sync {
     /// The whole object, or `None` if there is no such key.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Object>, Error>> + Send;
 
-    /// Write a whole object (S3 PUT is atomic: readers see the old or the new bytes).
+    /// Write a whole object (S3 PUT is atomic: readers see the old or the new bytes), if
+    /// `precondition` holds; `Error::Conflict` if it does not.
     fn put(
         &self,
         key: &str,
         body: Bytes,
         content_type: &str,
+        precondition: Precondition,
     ) -> impl Future<Output = Result<(), Error>> + Send;
 
     fn delete(&self, key: &str) -> impl Future<Output = Result<(), Error>> + Send;
@@ -48,21 +71,13 @@ pub trait Storage: Send + Sync {
 
     /// Feed the object's bytes to `sink` chunk by chunk without holding the whole object;
     /// answers the object's ETag as read.
-    fn stream<F>(
-        &self,
-        key: &str,
-        sink: F,
-    ) -> impl Future<Output = Result<Option<String>, Error>> + Send
+    fn stream<F>(&self, key: &str, sink: F) -> impl Future<Output = Result<Option<String>, Error>> + Send
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send;
 
     /// An absolute URL that lets anyone GET this object until `ttl` has passed. Local
     /// computation: no request is made.
-    fn presign_get(
-        &self,
-        key: &str,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
+    fn presign_get(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<String, Error>> + Send;
 }
 
 /// Storage for a function that never reads the bucket (discovery answers from config alone,
@@ -74,7 +89,7 @@ impl Storage for NoStorage {
     async fn get(&self, _: &str) -> Result<Option<Object>, Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
-    async fn put(&self, _: &str, _: Bytes, _: &str) -> Result<(), Error> {
+    async fn put(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<(), Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
     async fn delete(&self, _: &str) -> Result<(), Error> {

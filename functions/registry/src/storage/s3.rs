@@ -9,7 +9,7 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
-use super::{Object, ObjectInfo, Storage};
+use super::{Object, ObjectInfo, Precondition, Storage};
 use crate::error::Error;
 
 #[derive(Debug, Clone)]
@@ -29,23 +29,15 @@ pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
 
 impl S3Storage {
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
-        S3Storage {
-            client,
-            bucket: bucket.into(),
-        }
+        S3Storage { client, bucket: bucket.into() }
     }
 
     /// The client for a Lambda: region, credentials and endpoint from the standard AWS
     /// environment (`AWS_REGION`, role credentials, `AWS_ENDPOINT_URL`...). Built once per
     /// container.
     pub async fn from_env(config: &crate::Config) -> Self {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .timeout_config(timeouts())
-            .load()
-            .await;
-        let s3 = aws_sdk_s3::config::Builder::from(&sdk)
-            .force_path_style(config.s3_force_path_style)
-            .build();
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts()).load().await;
+        let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(config.s3_force_path_style).build();
         S3Storage::new(Client::from_conf(s3), config.bucket.clone())
     }
 
@@ -66,10 +58,9 @@ where
     R: std::fmt::Debug,
 {
     match err {
-        SdkError::ServiceError(se) => matches!(
-            se.err().code(),
-            Some("NoSuchKey" | "NotFound" | "AccessDenied" | "NoSuchBucket")
-        ),
+        SdkError::ServiceError(se) => {
+            matches!(se.err().code(), Some("NoSuchKey" | "NotFound" | "AccessDenied" | "NoSuchBucket"))
+        }
         _ => false,
     }
 }
@@ -87,39 +78,40 @@ fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> E
 
 impl Storage for S3Storage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
-        let out = match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
+        let out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => out,
             Err(e) if is_missing(&e) => return Ok(None),
             Err(e) => return Err(unavailable("GetObject", key, e)),
         };
         let etag = out.e_tag.clone().unwrap_or_default();
-        let bytes = out
-            .body
-            .collect()
-            .await
-            .map_err(|e| unavailable("GetObject body", key, e))?
-            .into_bytes();
+        let bytes = out.body.collect().await.map_err(|e| unavailable("GetObject body", key, e))?.into_bytes();
         Ok(Some(Object { bytes, etag }))
     }
 
-    async fn put(&self, key: &str, body: Bytes, content_type: &str) -> Result<(), Error> {
-        self.client
+    async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
+        let mut request = self
+            .client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
             .content_type(content_type)
-            .body(ByteStream::from(body))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutObject", key, e))?;
-        Ok(())
+            .body(ByteStream::from(body));
+        request = match &precondition {
+            Precondition::None => request,
+            Precondition::IfMatch(etag) => request.if_match(etag),
+            Precondition::IfAbsent => request.if_none_match("*"),
+        };
+        match request.send().await {
+            Ok(_) => Ok(()),
+            // 412: the condition failed; 409: a concurrent conditional write is in flight.
+            Err(SdkError::ServiceError(se))
+                if matches!(se.raw().status().as_u16(), 409 | 412)
+                    || matches!(se.err().code(), Some("PreconditionFailed" | "ConditionalRequestConflict")) =>
+            {
+                Err(Error::Conflict(format!("{key}: {precondition:?} does not hold")))
+            }
+            Err(e) => Err(unavailable("PutObject", key, e)),
+        }
     }
 
     async fn delete(&self, key: &str) -> Result<(), Error> {
@@ -134,13 +126,7 @@ impl Storage for S3Storage {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
-        let mut pages = self
-            .client
-            .list_objects_v2()
-            .bucket(&self.bucket)
-            .prefix(prefix)
-            .into_paginator()
-            .send();
+        let mut pages = self.client.list_objects_v2().bucket(&self.bucket).prefix(prefix).into_paginator().send();
         let mut objects = Vec::new();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| unavailable("ListObjectsV2", prefix, e))?;
@@ -162,14 +148,7 @@ impl Storage for S3Storage {
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send,
     {
-        let mut out = match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
+        let mut out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => out,
             Err(e) if is_missing(&e) => return Ok(None),
             Err(e) => return Err(unavailable("GetObject", key, e)),
@@ -182,8 +161,8 @@ impl Storage for S3Storage {
     }
 
     async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
-        let presigning = PresigningConfig::expires_in(ttl)
-            .map_err(|e| Error::Internal(format!("presign lifetime {ttl:?}: {e}")))?;
+        let presigning =
+            PresigningConfig::expires_in(ttl).map_err(|e| Error::Internal(format!("presign lifetime {ttl:?}: {e}")))?;
         let request = self
             .client
             .get_object()
