@@ -48,3 +48,29 @@ fn to_response(reply: Reply) -> Response<Body> {
     }
     response
 }
+
+/// The indexer function's state: config and the S3 client, built once per container.
+pub struct IndexerFunction<S> {
+    pub config: Config,
+    pub storage: S,
+}
+
+pub async fn indexer_function() -> Result<IndexerFunction<S3Storage>, BoxError> {
+    let config = Config::from_env()?;
+    let storage = S3Storage::from_env(&config).await;
+    Ok(IndexerFunction { config, storage })
+}
+
+/// Answer one indexer invocation (S3 notifications, or `{"reindex": "all"}`). An `Err` makes
+/// Lambda retry the event, so only transient failures are errors.
+pub async fn index<S: Storage>(
+    function: &IndexerFunction<S>,
+    event: lambda_http::LambdaEvent<serde_json::Value>,
+) -> Result<serde_json::Value, BoxError> {
+    let event: crate::events::IndexerEvent = serde_json::from_value(event.payload)
+        .map_err(|e| format!("expected S3 notifications or {{\"reindex\": \"all\"}}: {e}"))?;
+    let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone());
+    let summary = crate::events::handle(&indexer, &function.config.bucket, event).await?;
+    tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
+    Ok(serde_json::to_value(summary)?)
+}

@@ -7,13 +7,15 @@
 //! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
 //! - [`archive`]: validation of uploaded archives and the `h1:` hash.
 //! - [`storage`]: the narrow storage interface (S3, in-memory).
-//! - [`lambda`]: the adapter the Lambda `main`s call.
+//! - [`events`]: S3 notifications and the indexer function's handling of a batch.
+//! - [`lambda`]: what the Lambda `main`s call.
 
 pub mod address;
 pub mod app;
 pub mod archive;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod index;
 pub mod lambda;
 pub mod layout;
