@@ -23,6 +23,7 @@ use s3s::{Body, HttpError};
 use tokio::sync::Mutex;
 
 use registry::config::Limits;
+use registry::events::percent_decode;
 use registry::index::Indexer;
 use registry::storage::S3Storage;
 
@@ -140,36 +141,12 @@ fn xml_unescape(s: &str) -> String {
     s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
 }
 
-/// Decode `%XX` escapes; `None` for malformed escapes or non-UTF-8 results.
-pub fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn decoding_and_parsing() {
-        assert_eq!(
-            percent_decode("modules/a/b/c/1.0.0%2Bbuild.tar.gz").as_deref(),
-            Some("modules/a/b/c/1.0.0+build.tar.gz")
-        );
-        assert_eq!(percent_decode("bad%zz"), None);
-        assert_eq!(percent_decode("cut%2"), None);
+    fn request_parsing() {
         assert!(has_param("uploadId=abc&partNumber=2", "partNumber"));
         assert!(has_param("delete", "delete"));
         assert!(!has_param("x-id=PutObject", "delete"));
