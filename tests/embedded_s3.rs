@@ -103,3 +103,36 @@ async fn uploads_and_deletes_through_s3_update_the_manifest() {
     assert_eq!(status, 404, "a refused upload publishes nothing");
     h.running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_mirror_directory_synced_to_the_bucket_is_merged_not_clobbered() {
+    let h = Harness::start().await;
+    let first = e2e::TempDir::new("mirror-1");
+    let written = e2e::write_providers_mirror(
+        first.path(),
+        &[
+            ("registry.terraform.io/hashicorp/random", "3.6.0", &["linux_amd64", "darwin_arm64"]),
+            ("example.com/acme/widget", "0.4.0", &["linux_amd64"]),
+        ],
+    );
+    h.sync(first.path(), "providers/").await;
+    // A second mirror run made elsewhere, holding only a newer version: its index.json lists
+    // only 3.7.0, and syncing it must not drop 3.6.0.
+    let second = e2e::TempDir::new("mirror-2");
+    let newer = e2e::write_providers_mirror(
+        second.path(),
+        &[("registry.terraform.io/hashicorp/random", "3.7.0", &["linux_amd64"])],
+    );
+    h.sync(second.path(), "providers/").await;
+
+    let (status, index) = h.get_json("/v1/mirror/registry.terraform.io/hashicorp/random/index.json").await;
+    assert_eq!((status, index), (200, serde_json::json!({"versions": {"3.6.0": {}, "3.7.0": {}}})));
+    for (address, version, platform, h1) in written.iter().chain(&newer) {
+        let (status, doc) = h.get_json(&format!("/v1/mirror/{address}/{version}.json")).await;
+        assert_eq!(status, 200, "{address} {version}: {doc}");
+        let hashes = &doc["archives"][platform]["hashes"];
+        assert_eq!(hashes[0], *h1, "{address} {version} {platform}: the h1 terraform providers mirror wrote");
+        assert!(hashes[1].as_str().unwrap().starts_with("zh:"), "{hashes}");
+    }
+    h.running.stop().await;
+}

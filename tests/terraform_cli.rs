@@ -89,7 +89,10 @@ fn locked(lock: &str, provider: &str) -> (String, Vec<String>) {
         .unwrap_or_else(|| panic!("{provider} not in lock file:\n{lock}"));
     let block = &lock[start..];
     let block = &block[..block.find("\n}").unwrap()];
-    let version = block.split("version     = \"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    let version = block
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("version").map(|rest| rest.split('"').nth(1).unwrap().to_string()))
+        .unwrap_or_else(|| panic!("no version in {block}"));
     let hashes = block.split("hashes = [").nth(1).unwrap().split(']').next().unwrap();
     let hashes = hashes.split('"').skip(1).step_by(2).map(str::to_string).collect();
     (version, hashes)
@@ -202,5 +205,47 @@ async fn terraform_init_reports_a_missing_module_version() {
     let out = init(&tf, &h, work.path()).await;
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("There is no available version of module"), "{}", text(&out));
+    h.running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_from_a_synced_providers_mirror_directory() {
+    let Some(tf) = terraform_or_skip("terraform_installs_from_a_synced_providers_mirror_directory") else { return };
+    let h = Harness::start().await;
+    let mirror = TempDir::new("mirror");
+    let platform = this_platform();
+    let written = e2e::write_providers_mirror(
+        mirror.path(),
+        &[
+            ("registry.terraform.io/hashicorp/random", "3.6.0", &[platform.as_str(), "darwin_arm64"]),
+            ("registry.terraform.io/hashicorp/random", "3.6.1", &[platform.as_str()]),
+            ("example.com/acme/widget", "0.4.0", &[platform.as_str()]),
+        ],
+    );
+    h.sync(mirror.path(), "providers/").await;
+
+    let work = TempDir::new("tf-work");
+    let config = r#"terraform {
+  required_providers {
+    random = { source = "hashicorp/random", version = "~> 3.6.0" }
+    widget = { source = "example.com/acme/widget" }
+  }
+}
+"#;
+    std::fs::write(work.path().join("main.tf"), config).unwrap();
+    let out = init(&tf, &h, work.path()).await;
+    assert!(out.status.success(), "terraform init failed\n{}", text(&out));
+    let lock = std::fs::read_to_string(work.path().join(".terraform.lock.hcl")).unwrap();
+    for (address, version) in
+        [("registry.terraform.io/hashicorp/random", "3.6.1"), ("example.com/acme/widget", "0.4.0")]
+    {
+        let (locked_version, hashes) = locked(&lock, address);
+        assert_eq!(locked_version, version, "{lock}");
+        let (_, _, _, h1) = written.iter().find(|(a, v, p, _)| a == address && v == version && *p == platform).unwrap();
+        assert!(
+            hashes.contains(h1),
+            "{address}: the lock file holds the h1 `terraform providers mirror` wrote\n{lock}"
+        );
+    }
     h.running.stop().await;
 }

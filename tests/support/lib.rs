@@ -179,3 +179,95 @@ pub fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     )
 }
+
+/// `h1:` of a zip written independently of the registry's implementation (so the tests do
+/// not check the indexer against itself): sorted `"<sha256>  <name>\n"` lines, hashed, base64.
+pub fn h1_reference(zip_bytes: &[u8]) -> String {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip_bytes)).unwrap();
+    let mut lines = Vec::new();
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).unwrap();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        lines.push(format!("{}  {}\n", hex::encode(Sha256::digest(&data)), String::from_utf8_lossy(entry.name_raw())));
+    }
+    lines.sort_by(|a, b| a.split_once("  ").unwrap().1.cmp(b.split_once("  ").unwrap().1));
+    format!("h1:{}", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(lines.concat().as_bytes())))
+}
+
+/// Write a directory exactly as `terraform providers mirror DIR` does (Terraform 1.11:
+/// `HOSTNAME/NAMESPACE/TYPE/` with the zips, `index.json` and one `VERSION.json` per version,
+/// JSON indented by two spaces, `hashes` holding the `h1:` of each zip). Answers the `h1:`
+/// per (address, version, platform).
+pub fn write_providers_mirror(dir: &Path, packages: &[(&str, &str, &[&str])]) -> Vec<(String, String, String, String)> {
+    let mut written = Vec::new();
+    let mut by_provider: std::collections::BTreeMap<&str, Vec<(&str, &[&str])>> = Default::default();
+    for (address, version, platforms) in packages {
+        by_provider.entry(address).or_default().push((version, platforms));
+    }
+    for (address, versions) in by_provider {
+        let provider_dir = dir.join(address);
+        std::fs::create_dir_all(&provider_dir).unwrap();
+        let r#type = address.rsplit('/').next().unwrap();
+        let mut index = serde_json::Map::new();
+        for (version, platforms) in versions {
+            let mut archives = serde_json::Map::new();
+            for platform in platforms {
+                let file = format!("terraform-provider-{type}_{version}_{platform}.zip");
+                let bytes = provider_zip(r#type, version, platform);
+                let h1 = h1_reference(&bytes);
+                std::fs::write(provider_dir.join(&file), &bytes).unwrap();
+                archives.insert(platform.to_string(), serde_json::json!({ "url": file, "hashes": [h1.clone()] }));
+                written.push((address.to_string(), version.to_string(), platform.to_string(), h1));
+            }
+            let doc = serde_json::to_string_pretty(&serde_json::json!({ "archives": archives })).unwrap();
+            std::fs::write(provider_dir.join(format!("{version}.json")), doc).unwrap();
+            index.insert(version.to_string(), serde_json::json!({}));
+        }
+        let doc = serde_json::to_string_pretty(&serde_json::json!({ "versions": index })).unwrap();
+        std::fs::write(provider_dir.join("index.json"), doc).unwrap();
+    }
+    written
+}
+
+impl Harness {
+    /// Upload a directory tree under `prefix` the way `aws s3 sync` does: many files at once,
+    /// in no particular order. Here the JSON files go last, after the zips, so they overwrite
+    /// what the indexer wrote for those zips: the worst order for a registry that must merge.
+    pub async fn sync(&self, dir: &Path, prefix: &str) {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() { stack.push(path) } else { files.push(path) }
+            }
+        }
+        files.sort_by_key(|p| p.extension().is_some_and(|e| e == "json"));
+        let (zips, json): (Vec<_>, Vec<_>) = files.into_iter().partition(|p| p.extension().is_some_and(|e| e == "zip"));
+        for group in [zips, json] {
+            let mut uploads = tokio::task::JoinSet::new();
+            for path in group {
+                let key = format!("{prefix}{}", path.strip_prefix(dir).unwrap().to_string_lossy());
+                let client = self.running.publisher_client();
+                let bytes = std::fs::read(&path).unwrap();
+                uploads.spawn(async move {
+                    client
+                        .put_object()
+                        .bucket(registry_local::BUCKET)
+                        .key(&key)
+                        .body(bytes.into())
+                        .send()
+                        .await
+                        .unwrap_or_else(|e| panic!("sync {key}: {e:?}"));
+                });
+            }
+            while let Some(done) = uploads.join_next().await {
+                done.unwrap();
+            }
+        }
+    }
+}

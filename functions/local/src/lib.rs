@@ -77,7 +77,13 @@ impl Running {
 
     /// A client with the publisher's credentials, as `aws s3 cp` with `local.env` would use.
     pub fn publisher_client(&self) -> aws_sdk_s3::Client {
-        s3_client(&self.s3_endpoint(), PUBLISHER_ACCESS_KEY, &self.publisher_secret)
+        // An upload answers after its indexing pass, which waits its turn under contention:
+        // patient timeouts, like the AWS CLI's.
+        let patient = aws_sdk_s3::config::timeout::TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .read_timeout(Duration::from_secs(120))
+            .build();
+        s3_client(&self.s3_endpoint(), PUBLISHER_ACCESS_KEY, &self.publisher_secret, patient)
     }
 
     pub async fn stop(self) {
@@ -88,14 +94,19 @@ impl Running {
     }
 }
 
-fn s3_client(endpoint: &str, access_key: &str, secret: &str) -> aws_sdk_s3::Client {
+fn s3_client(
+    endpoint: &str,
+    access_key: &str,
+    secret: &str,
+    timeouts: aws_sdk_s3::config::timeout::TimeoutConfig,
+) -> aws_sdk_s3::Client {
     let config = aws_sdk_s3::config::Builder::new()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(REGION))
         .endpoint_url(endpoint)
         .credentials_provider(Credentials::new(access_key, secret, None, None, "registry-local"))
         .force_path_style(true)
-        .timeout_config(registry::storage::s3::timeouts())
+        .timeout_config(timeouts)
         .build();
     aws_sdk_s3::Client::from_conf(config)
 }
@@ -117,8 +128,15 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let listener = TcpListener::bind(options.listen).await.map_err(|e| io(&format!("bind {}", options.listen), e))?;
     let registry_addr = listener.local_addr().map_err(|e| io("registry address", e))?;
 
-    let storage =
-        S3Storage::new(s3_client(&format!("http://{s3_addr}"), REGISTRY_ACCESS_KEY, &registry_secret), BUCKET);
+    let storage = S3Storage::new(
+        s3_client(
+            &format!("http://{s3_addr}"),
+            REGISTRY_ACCESS_KEY,
+            &registry_secret,
+            registry::storage::s3::timeouts(),
+        ),
+        BUCKET,
+    );
     let fs = s3s_fs::FileSystem::new(data_dir.join("s3")).map_err(|e| LocalError(format!("embedded S3: {e:?}")))?;
     let mut builder = s3s::service::S3ServiceBuilder::new(fs);
     let mut auth = s3s::auth::SimpleAuth::new();

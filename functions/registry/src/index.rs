@@ -19,6 +19,7 @@ use std::io::{Seek, Write};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::address::{ModuleAddress, ProviderAddress};
@@ -34,6 +35,8 @@ use crate::storage::{Object, ObjectInfo, Precondition, Storage};
 pub const MAX_ATTEMPTS: u32 = 30;
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Concurrent reads of a provider's `VERSION.json` documents in one pass.
+const DOCUMENT_READS_IN_FLIGHT: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -234,21 +237,27 @@ impl<'a, S: Storage> Indexer<'a, S> {
 
         // Rule 1: every document this pass may replace, before the listing it computes from.
         let first = self.storage.list(&prefix).await?;
-        let mut index_read: Option<Object> = None;
-        let mut documents_read: BTreeMap<semver::Version, Object> = BTreeMap::new();
+        let has_index = first.iter().any(|o| o.key == index_key);
+        // A provider may have hundreds of versions: read their documents concurrently, a
+        // bounded number at a time.
+        let mut reads = Vec::new();
         for object in &first {
-            match layout::classify(&object.key) {
-                Some(ObjectKind::ProviderIndex(p)) if &p == provider => {
-                    index_read = self.storage.get(&index_key).await?
-                }
-                Some(ObjectKind::ProviderVersion { provider: p, version }) if &p == provider => {
-                    if let Some(doc) = self.storage.get(&object.key).await? {
-                        documents_read.insert(version, doc);
-                    }
-                }
-                _ => {}
+            if let Some(ObjectKind::ProviderVersion { provider: p, version }) = layout::classify(&object.key)
+                && &p == provider
+            {
+                let (storage, key) = (self.storage, object.key.clone());
+                reads.push(async move { storage.get(&key).await.map(|doc| doc.map(|doc| (version, doc))) });
             }
         }
+        let reads: Vec<_> =
+            futures_util::stream::iter(reads).buffer_unordered(DOCUMENT_READS_IN_FLIGHT).collect().await;
+        let mut documents_read: BTreeMap<semver::Version, Object> = BTreeMap::new();
+        for read in reads {
+            if let Some((version, doc)) = read? {
+                documents_read.insert(version, doc);
+            }
+        }
+        let index_read = if has_index { self.storage.get(&index_key).await? } else { None };
         let objects = self.storage.list(&prefix).await?;
         let mut rejections = Rejections::load(self.storage, &prefix).await?;
 

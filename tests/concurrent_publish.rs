@@ -1,0 +1,69 @@
+//! No lost updates: many publishers upload versions of one module and one provider at the
+//! same time through the embedded S3. Every upload runs its own indexing pass, all of them
+//! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed.
+
+use std::time::Instant;
+
+use e2e::{Harness, module_tar_gz, provider_zip};
+use tokio::task::JoinSet;
+
+const VERSIONS: usize = 50;
+
+fn rounds() -> usize {
+    std::env::var("CONCURRENT_PUBLISH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_publishes_lose_no_version() {
+    let h = Harness::start().await;
+    let started = Instant::now();
+    let mut lost = 0;
+    for round in 0..rounds() {
+        let name = format!("race{round}");
+        let mut uploads = JoinSet::new();
+        for i in 0..VERSIONS {
+            let client = h.running.publisher_client();
+            let module_key = format!("modules/acme/{name}/aws/1.{i}.0.tar.gz");
+            let module = module_tar_gz(&[("main.tf", &format!("# {name} {i}\n"))]);
+            uploads.spawn(upload(client.clone(), module_key, module));
+            let zip_key =
+                format!("providers/example.com/acme/{name}/terraform-provider-{name}_1.{i}.0_linux_amd64.zip");
+            uploads.spawn(upload(client, zip_key, provider_zip(&name, &format!("1.{i}.0"), "linux_amd64")));
+        }
+        while let Some(done) = uploads.join_next().await {
+            done.expect("upload task");
+        }
+
+        // Every upload has answered, so every pass has finished.
+        let (status, body) = h.get_json(&format!("/v1/modules/acme/{name}/aws/versions")).await;
+        assert_eq!(status, 200, "{body}");
+        let modules = body["modules"][0]["versions"].as_array().unwrap().len();
+        let (status, body) = h.get_json(&format!("/v1/mirror/example.com/acme/{name}/index.json")).await;
+        assert_eq!(status, 200, "{body}");
+        let providers = body["versions"].as_object().unwrap().len();
+        for i in 0..VERSIONS {
+            let (status, doc) = h.get_json(&format!("/v1/mirror/example.com/acme/{name}/1.{i}.0.json")).await;
+            assert_eq!(status, 200, "round {round} provider 1.{i}.0: {doc}");
+            assert!(doc["archives"]["linux_amd64"]["hashes"][0].as_str().unwrap().starts_with("h1:"));
+        }
+        lost += (VERSIONS - modules) + (VERSIONS - providers);
+        assert_eq!((modules, providers), (VERSIONS, VERSIONS), "round {round}: versions lost");
+    }
+    eprintln!(
+        "concurrent publish: {} rounds x {VERSIONS} module + {VERSIONS} provider versions, {lost} lost, {:.1} s",
+        rounds(),
+        started.elapsed().as_secs_f64()
+    );
+    h.running.stop().await;
+}
+
+async fn upload(client: aws_sdk_s3::Client, key: String, bytes: Vec<u8>) {
+    client
+        .put_object()
+        .bucket(registry_local::BUCKET)
+        .key(&key)
+        .body(bytes.into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
+}
