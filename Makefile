@@ -8,7 +8,7 @@ CARGO     ?= cargo
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: dev test unit e2e reindex lint fmt clean
+.PHONY: dev test unit e2e reindex bench bench-index lint fmt clean
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -31,6 +31,14 @@ e2e:
 ## Rebuild every manifest in $(DATA_DIR) from the archives present (idempotent).
 reindex:
 	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
+
+## Benchmarks (figures go to docs/PERFORMANCE.md).
+bench: bench-index
+
+## Peak RSS while indexing a SIZE_MIB (default 1024) provider zip, with an independent h1: check.
+bench-index:
+	$(CARGO) build -q -p registry-local --bin registry-local
+	BIN=$${CARGO_TARGET_DIR:-target}/debug/registry-local bash bench/index_rss.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
