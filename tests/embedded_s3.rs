@@ -136,3 +136,48 @@ async fn a_providers_mirror_directory_synced_to_the_bucket_is_merged_not_clobber
     }
     h.running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
+    let h = Harness::start().await;
+    for v in ["1.0.0", "1.1.0"] {
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), e2e::module_tar_gz(&[("main.tf", v)])).await;
+    }
+    let zip = "providers/example.com/acme/widget/terraform-provider-widget_0.1.0_linux_amd64.zip";
+    h.upload(zip, e2e::provider_zip("widget", "0.1.0", "linux_amd64")).await;
+    let (_, versions_before) = h.get_json("/v1/modules/acme/network/aws/versions").await;
+    let (_, widget_before) = h.get_json("/v1/mirror/example.com/acme/widget/0.1.0.json").await;
+
+    // Manifests lost and corrupted behind the registry's back.
+    std::fs::remove_file(h.object_path("modules/acme/network/aws/manifest.json")).unwrap();
+    std::fs::write(h.object_path("providers/example.com/acme/widget/index.json"), "{corrupt").unwrap();
+    assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.0, 404);
+    // Unreadable: 503 when the bytes fail S3 checksum validation, 500 when they parse badly.
+    assert!(h.get_json("/v1/mirror/example.com/acme/widget/index.json").await.0 >= 500);
+
+    let first = registry_local::reindex(&h.running.data_dir).await.unwrap();
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().all(|(_, o)| matches!(o, registry::index::Outcome::Written { .. })), "{first:?}");
+    assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.1, versions_before);
+    let (_, widget_after) = h.get_json("/v1/mirror/example.com/acme/widget/0.1.0.json").await;
+    assert_eq!(widget_after["archives"]["linux_amd64"]["hashes"], widget_before["archives"]["linux_amd64"]["hashes"]);
+    assert_eq!(h.get_json("/v1/mirror/example.com/acme/widget/index.json").await.0, 200);
+
+    let second = registry_local::reindex(&h.running.data_dir).await.unwrap();
+    assert!(second.iter().all(|(_, o)| *o == registry::index::Outcome::Unchanged), "{second:?}");
+
+    // An archive corrupted at rest (its bytes no longer match S3's stored checksum) and an
+    // upload replacing another: the rebuild rejects what it cannot read and keeps going;
+    // what was published stays published.
+    std::fs::write(h.object_path("modules/acme/network/aws/1.0.0.tar.gz"), b"bit rot").unwrap();
+    std::fs::write(h.object_path(zip), b"bit rot").unwrap();
+    registry_local::reindex(&h.running.data_dir).await.expect("the rebuild does not stop at a corrupt archive");
+    assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.1, versions_before);
+    for key in ["modules/acme/network/aws/1.0.0.tar.gz", zip] {
+        let record =
+            h.running.storage.get(&registry::layout::rejection(key)).await.unwrap().expect("a rejection record");
+        let record: serde_json::Value = serde_json::from_slice(&record.bytes).unwrap();
+        assert!(record["reason"].as_str().unwrap().contains("integrity check"), "{record}");
+    }
+    h.running.stop().await;
+}

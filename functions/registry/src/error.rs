@@ -22,6 +22,9 @@ pub enum Error {
     Unavailable(String),
     /// Something we wrote is unreadable (a corrupt manifest) or an invariant broke.
     Internal(String),
+    /// An object's bytes are unusable as stored (they fail S3's integrity check, or exceed a
+    /// limit while being read): the indexer rejects such an upload instead of failing.
+    Corrupt(String),
 }
 
 impl Error {
@@ -32,7 +35,7 @@ impl Error {
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::Internal(_) | Error::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -43,7 +46,7 @@ impl Error {
             Error::Conflict(_) => "conflicting update, try again".into(),
             Error::MethodNotAllowed => "method not allowed: this registry answers GET and HEAD".into(),
             Error::Unavailable(_) => "storage is unavailable, try again".into(),
-            Error::Internal(_) => "internal error".into(),
+            Error::Internal(_) | Error::Corrupt(_) => "internal error".into(),
         }
     }
 
@@ -68,6 +71,7 @@ impl fmt::Display for Error {
             Error::Conflict(m) => write!(f, "conflict: {m}"),
             Error::Unavailable(m) => write!(f, "unavailable: {m}"),
             Error::Internal(m) => write!(f, "internal: {m}"),
+            Error::Corrupt(m) => write!(f, "corrupt: {m}"),
         }
     }
 }
@@ -86,6 +90,7 @@ mod tests {
             (Error::MethodNotAllowed, 405, "method not allowed: this registry answers GET and HEAD"),
             (Error::Unavailable("s3 timeout on bucket x".into()), 503, "storage is unavailable, try again"),
             (Error::Internal("manifest at modules/a/b/c parse error".into()), 500, "internal error"),
+            (Error::Corrupt("checksum mismatch".into()), 500, "internal error"),
         ];
         for (err, status, text) in cases {
             assert_eq!(err.status().as_u16(), status, "{err}");

@@ -56,31 +56,34 @@ pub struct Summary {
     pub indexed: Vec<String>,
     pub unchanged: Vec<String>,
     pub ignored_keys: usize,
+    /// Keys under `modules/` or `providers/` that fit no module or provider.
+    pub rejected_keys: usize,
 }
 
 impl S3Event {
-    /// The owners (modules, providers) whose manifests the batch may have changed, each once.
-    /// Records for another bucket or another kind of event, and keys outside the layout, are
-    /// ignored.
-    pub fn owners(&self, bucket: &str) -> (BTreeSet<Owner>, usize) {
+    /// The owners (modules, providers) whose manifests the batch may have changed, each once;
+    /// the keys under `modules/` or `providers/` that fit no owner (they get a rejection
+    /// record); and how many records were ignored (another bucket or kind of event, keys
+    /// elsewhere in the bucket).
+    pub fn owners(&self, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
         let mut owners = BTreeSet::new();
+        let mut misplaced = BTreeSet::new();
         let mut ignored = 0;
         for record in &self.records {
             let relevant = record.s3.bucket.name == bucket
                 && (record.event_name.starts_with("ObjectCreated:") || record.event_name.starts_with("ObjectRemoved:"));
-            let owner = relevant
-                .then(|| decode_event_key(&record.s3.object.key))
-                .flatten()
-                .and_then(|key| layout::classify(&key))
-                .map(|kind| kind.owner());
-            match owner {
-                Some(o) => {
-                    owners.insert(o);
+            let key = relevant.then(|| decode_event_key(&record.s3.object.key)).flatten();
+            match key.as_deref().map(|k| (layout::classify(k), layout::expected_name(k))) {
+                Some((Some(kind), _)) => {
+                    owners.insert(kind.owner());
                 }
-                None => ignored += 1,
+                Some((None, Some(_))) => {
+                    misplaced.extend(key);
+                }
+                _ => ignored += 1,
             }
         }
-        (owners, ignored)
+        (owners, misplaced, ignored)
     }
 }
 
@@ -98,8 +101,12 @@ pub async fn handle<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: I
             )));
         }
         IndexerEvent::S3(event) => {
-            let (owners, ignored) = event.owners(bucket);
+            let (owners, misplaced, ignored) = event.owners(bucket);
             summary.ignored_keys = ignored;
+            for key in &misplaced {
+                indexer.on_object_changed(key).await?;
+            }
+            summary.rejected_keys = misplaced.len();
             let mut results = Vec::with_capacity(owners.len());
             let mut failure = None;
             for owner in owners {

@@ -69,12 +69,26 @@ impl<'a, S: Storage> Indexer<'a, S> {
     /// Keys outside the layout are ignored (`None`).
     pub async fn on_object_changed(&self, key: &str) -> Result<Option<(Owner, Outcome)>, Error> {
         let Some(kind) = layout::classify(key) else {
-            tracing::debug!(key = %crate::address::printable(key), "key outside the registry layout; ignored");
+            if layout::expected_name(key).is_some() {
+                self.misplaced(key).await?;
+            } else {
+                tracing::debug!(key = %crate::address::printable(key), "key outside the registry layout; ignored");
+            }
             return Ok(None);
         };
         let owner = kind.owner();
         let outcome = self.reindex(&owner).await?;
         Ok(Some((owner, outcome)))
+    }
+
+    /// A key under `modules/` or `providers/` that belongs to no module or provider (bad
+    /// names, wrong depth): say so in a rejection record while it exists.
+    async fn misplaced(&self, key: &str) -> Result<(), Error> {
+        let present = self.storage.list(key).await?.into_iter().find(|o| o.key == key);
+        match (present, layout::expected_name(key)) {
+            (Some(object), Some(expected)) => write_rejection(self.storage, &object, expected).await,
+            _ => self.storage.delete(&layout::rejection(key)).await,
+        }
     }
 
     /// One owner's pass, retried while it loses races.
@@ -134,7 +148,12 @@ impl<'a, S: Storage> Indexer<'a, S> {
         // One archive per version. Two formats of one version is a publishing mistake: keep
         // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
         let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
+        let mut misnamed = Vec::new();
         for object in objects {
+            if let Some(ObjectKind::Unrecognised(_)) = layout::classify(&object.key) {
+                misnamed.push(object);
+                continue;
+            }
             if let Some(ObjectKind::ModuleArchive { module: m, version, extension }) = layout::classify(&object.key)
                 && &m == module
             {
@@ -154,6 +173,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
             }
         }
 
+        rejections.misnamed(self.storage, &misnamed).await?;
         let mut versions = Vec::with_capacity(chosen.len());
         for (version, (object, extension)) in chosen {
             let previous = existing.as_ref().and_then(|m| m.find(&version));
@@ -205,11 +225,15 @@ impl<'a, S: Storage> Indexer<'a, S> {
             rejections.reject(self.storage, object, reason).await?;
             return Ok(None);
         }
-        let Some(spooled) = spool(self.storage, &object.key, limit).await? else {
-            return Ok(None);
+        let Spooled { mut file, sha256, size, etag } = match spool(self.storage, &object.key, limit).await? {
+            None => return Ok(None),
+            Some(Err(reason)) => {
+                rejections.reject(self.storage, object, reason).await?;
+                return Ok(None);
+            }
+            Some(Ok(spooled)) => spooled,
         };
         let unpacked = self.limits.unpacked_bytes;
-        let Spooled { mut file, sha256, size, etag } = spooled;
         let verdict = blocking(move || {
             file.rewind().map_err(|e| e.to_string())?;
             archive::check_module_archive(file, extension, unpacked)
@@ -262,7 +286,12 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let mut rejections = Rejections::load(self.storage, &prefix).await?;
 
         let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
+        let mut misnamed = Vec::new();
         for object in objects {
+            if let Some(ObjectKind::Unrecognised(_)) = layout::classify(&object.key) {
+                misnamed.push(object);
+                continue;
+            }
             if let Some(ObjectKind::ProviderArchive { provider: p, version, platform }) = layout::classify(&object.key)
                 && &p == provider
             {
@@ -270,6 +299,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
             }
         }
 
+        rejections.misnamed(self.storage, &misnamed).await?;
         let parse = |key: &str, o: &Object| {
             ProviderVersion::parse(&o.bytes)
                 .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
@@ -352,8 +382,13 @@ impl<'a, S: Storage> Indexer<'a, S> {
             rejections.reject(self.storage, object, reason).await?;
             return Ok(None);
         }
-        let Some(Spooled { mut file, sha256, size, etag }) = spool(self.storage, &object.key, limit).await? else {
-            return Ok(None);
+        let Spooled { mut file, sha256, size, etag } = match spool(self.storage, &object.key, limit).await? {
+            None => return Ok(None),
+            Some(Err(reason)) => {
+                rejections.reject(self.storage, object, reason).await?;
+                return Ok(None);
+            }
+            Some(Ok(spooled)) => spooled,
         };
         let (r#type, unpacked) = (provider.r#type.clone(), self.limits.unpacked_bytes);
         let verdict = blocking(move || {
@@ -423,12 +458,20 @@ impl Rejections {
 
     async fn reject<S: Storage>(&mut self, storage: &S, object: &ObjectInfo, reason: String) -> Result<(), Error> {
         self.keep(&object.key);
-        tracing::warn!(key = object.key, etag = object.etag, reason, "upload rejected: not indexed");
-        let record =
-            Rejection { key: object.key.clone(), etag: object.etag.clone(), reason, rejected_at: rfc3339_now() };
-        let record_key = layout::rejection(&object.key);
-        storage.put(&record_key, to_json(&record)?, crate::app::CONTENT_TYPE_JSON, Precondition::None).await?;
-        self.records.insert(record_key, object.etag.clone());
+        write_rejection(storage, object, reason).await?;
+        self.records.insert(layout::rejection(&object.key), object.etag.clone());
+        Ok(())
+    }
+
+    /// Files under an owner's prefix with names the registry does not index.
+    async fn misnamed<S: Storage>(&mut self, storage: &S, objects: &[ObjectInfo]) -> Result<(), Error> {
+        for object in objects {
+            if !self.still_rejected(&object.key, &object.etag)
+                && let Some(expected) = layout::expected_name(&object.key)
+            {
+                self.reject(storage, object, expected).await?;
+            }
+        }
         Ok(())
     }
 
@@ -458,6 +501,14 @@ impl Rejections {
     }
 }
 
+async fn write_rejection<S: Storage>(storage: &S, object: &ObjectInfo, reason: String) -> Result<(), Error> {
+    tracing::warn!(key = object.key, etag = object.etag, reason, "upload rejected: not indexed");
+    let record = Rejection { key: object.key.clone(), etag: object.etag.clone(), reason, rejected_at: rfc3339_now() };
+    storage
+        .put(&layout::rejection(&object.key), to_json(&record)?, crate::app::CONTENT_TYPE_JSON, Precondition::None)
+        .await
+}
+
 /// An upload copied to a temporary file (Lambda's `/tmp`), hashed on the way: memory stays at
 /// one chunk whatever the size.
 struct Spooled {
@@ -467,7 +518,9 @@ struct Spooled {
     etag: String,
 }
 
-async fn spool<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Option<Spooled>, Error> {
+/// `None` if the object is gone; `Some(Err(reason))` if its bytes are unusable (over the
+/// limit, failing the integrity check): the caller rejects it.
+async fn spool<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Option<Result<Spooled, String>>, Error> {
     let io = |e: std::io::Error| Error::Internal(format!("temporary file for {key}: {e}"));
     let mut file = tempfile::tempfile().map_err(io)?;
     let mut hasher = Sha256::new();
@@ -476,13 +529,19 @@ async fn spool<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Option<
         .stream(key, |chunk| {
             size += chunk.len() as u64;
             if size > limit {
-                return Err(Error::BadRequest(format!("{key} grew over the size limit while being read")));
+                return Err(Error::Corrupt(format!(
+                    "the object grew over the size limit of {limit} bytes while being read"
+                )));
             }
             hasher.update(chunk);
             file.write_all(chunk).map_err(io)
         })
-        .await?;
-    Ok(etag.map(|etag| Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag }))
+        .await;
+    match etag {
+        Ok(etag) => Ok(etag.map(|etag| Ok(Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag }))),
+        Err(Error::Corrupt(reason)) => Ok(Some(Err(reason))),
+        Err(e) => Err(e),
+    }
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
@@ -563,11 +622,16 @@ mod tests {
         assert_eq!(entry.sha256, hex::encode(Sha256::digest(tf("one"))));
         assert_eq!(entry.size, tf("one").len() as u64);
 
-        // Nothing changed: no write, and unchanged archives are not read again
-        // (manifest read, archive listing, rejection listing).
+        // notes.txt is not indexed, and says why.
+        assert!(
+            rejection(&s, "modules/acme/vpc/aws/notes.txt").unwrap().reason.contains("is not a module archive name")
+        );
+
+        // Nothing changed: no write, and unchanged archives are not read again (manifest,
+        // archive listing, rejection listing, the one rejection record).
         let before = s.request_count();
         assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
-        assert_eq!(s.request_count() - before, 3);
+        assert_eq!(s.request_count() - before, 4);
 
         // A second format of one version: the preferred extension wins.
         s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("two"));
@@ -626,6 +690,36 @@ mod tests {
         assert!(rejection(&s, "modules/acme/vpc/aws/1.1.0.tar.gz").is_none());
         assert!(rejection(&s, "modules/acme/vpc/aws/1.2.0.zip").is_none());
         assert!(rejection(&s, "modules/acme/vpc/aws/1.3.0.tgz").is_some());
+    }
+
+    #[tokio::test]
+    async fn misnamed_and_misplaced_uploads_are_explained() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let keys = [
+            "modules/acme/vpc/aws/v1.0.0.tar.gz",
+            "modules/acme/vpc/1.0.0.tar.gz",
+            "modules/Acme Corp/vpc/aws/1.0.0.tar.gz",
+            "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_v3.2.1_linux_amd64.zip",
+            "providers/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
+        ];
+        for key in keys {
+            s.insert(key, tf("x"));
+            indexer.on_object_changed(key).await.unwrap();
+            let record = rejection(&s, key).unwrap_or_else(|| panic!("{key} has no rejection record"));
+            assert!(record.reason.contains("the registry indexes"), "{key}: {}", record.reason);
+        }
+        assert!(s.peek("modules/acme/vpc/aws/manifest.json").is_none(), "nothing was published");
+        // Keys elsewhere in the bucket are not the registry's business.
+        s.insert("docs/readme.md", "x");
+        assert_eq!(indexer.on_object_changed("docs/readme.md").await.unwrap(), None);
+        assert!(rejection(&s, "docs/readme.md").is_none());
+        // Deleting them clears their records.
+        for key in keys {
+            s.delete(key).await.unwrap();
+            indexer.on_object_changed(key).await.unwrap();
+            assert!(rejection(&s, key).is_none(), "{key}");
+        }
     }
 
     #[tokio::test]

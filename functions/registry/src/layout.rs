@@ -61,6 +61,27 @@ pub fn rejected_key(rejection_key: &str) -> Option<&str> {
     rejection_key.strip_prefix(REJECTIONS_PREFIX)?.strip_suffix(".json")
 }
 
+/// For a key under `modules/` or `providers/` that the registry does not index, what it
+/// expects there instead (the reason in its rejection record). `None` for other prefixes.
+pub fn expected_name(key: &str) -> Option<String> {
+    let key_text = crate::address::printable(key);
+    if key.starts_with(MODULES_PREFIX) {
+        Some(format!(
+            "{key_text:?} is not a module archive name: the registry indexes modules/NAMESPACE/NAME/SYSTEM/VERSION.tar.gz \
+             (or .tgz, .zip), with VERSION in SemVer form such as 1.2.0 (no leading v), NAMESPACE and NAME of letters, \
+             digits, '-' and '_', SYSTEM of lower-case letters and digits"
+        ))
+    } else if key.starts_with(PROVIDERS_PREFIX) {
+        Some(format!(
+            "{key_text:?} is not a provider package name: the registry indexes \
+             providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip, with VERSION in SemVer form \
+             (no leading v) and HOSTNAME the provider's lower-case origin host"
+        ))
+    } else {
+        None
+    }
+}
+
 /// The file name `terraform providers mirror` (and every provider release) uses.
 pub fn provider_archive_name(p: &ProviderAddress, version: &semver::Version, platform: &Platform) -> String {
     format!("terraform-provider-{}_{version}_{}_{}.zip", p.r#type, platform.os, platform.arch)

@@ -34,6 +34,7 @@ fn function() -> IndexerFunction<MemoryStorage> {
     // The state of the bucket after the batch's uploads and delete.
     storage.insert("modules/acme/network/aws/1.2.0.tar.gz", tar_gz("# 1.2.0"));
     storage.insert("modules/acme/network/aws/1.1.0.tar.gz", tar_gz("# 1.1.0"));
+    storage.insert("modules/acme/network/v2.0.0.tar.gz", tar_gz("# misplaced"));
     storage.insert(
         "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1+ent_linux_amd64.zip",
         provider_zip(),
@@ -50,9 +51,13 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
         json!({
             "indexed": ["module acme/network/aws", "provider registry.terraform.io/hashicorp/null"],
             "unchanged": [],
-            "ignored_keys": 1
+            "ignored_keys": 1,
+            "rejected_keys": 1
         })
     );
+    let record: Value =
+        serde_json::from_slice(&f.storage.peek("rejections/modules/acme/network/v2.0.0.tar.gz.json").unwrap()).unwrap();
+    assert!(record["reason"].as_str().unwrap().contains("is not a module archive name"), "{record}");
     let manifest: Value =
         serde_json::from_slice(&f.storage.peek("modules/acme/network/aws/manifest.json").unwrap()).unwrap();
     let versions: Vec<&str> =
@@ -73,7 +78,7 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
 async fn other_buckets_and_unknown_events_are_ignored() {
     let f = IndexerFunction { config: Config::new("another-bucket"), storage: MemoryStorage::new() };
     let answer = index(&f, invocation(serde_json::from_str(BATCH).unwrap())).await.unwrap();
-    assert_eq!(answer["ignored_keys"], 4);
+    assert_eq!(answer["ignored_keys"], 5);
     assert_eq!(f.storage.keys(), Vec::<String>::new());
 
     let err = index(&f, invocation(json!({"hello": "world"}))).await.unwrap_err();

@@ -67,13 +67,17 @@ where
 
 fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> Error {
     // The full error chain goes to the log only; clients see a generic 503 body.
-    let mut detail = format!("{op} {key}: {err}");
+    Error::Unavailable(format!("{op} {key}: {}", error_chain(&err)))
+}
+
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
-        detail.push_str(&format!(": {s}"));
+        text.push_str(&format!(": {s}"));
         source = s.source();
     }
-    Error::Unavailable(detail)
+    text
 }
 
 impl Storage for S3Storage {
@@ -84,7 +88,18 @@ impl Storage for S3Storage {
             Err(e) => return Err(unavailable("GetObject", key, e)),
         };
         let etag = out.e_tag.clone().unwrap_or_default();
-        let bytes = out.body.collect().await.map_err(|e| unavailable("GetObject body", key, e))?.into_bytes();
+        let bytes = match out.body.collect().await {
+            Ok(body) => body.into_bytes(),
+            // The object's bytes no longer match the checksum S3 stored with them: corrupt at
+            // rest, not a passing fault. Answer it as unreadable content (readers then answer
+            // 500; the indexer rewrites it, `If-Match` this ETag) rather than as an outage that
+            // would also block the repair.
+            Err(e) if error_chain(&e).contains("checksum mismatch") => {
+                tracing::error!(key, etag, error = %error_chain(&e), "object fails its integrity check");
+                Bytes::new()
+            }
+            Err(e) => return Err(unavailable("GetObject body", key, e)),
+        };
         Ok(Some(Object { bytes, etag }))
     }
 
@@ -154,7 +169,16 @@ impl Storage for S3Storage {
             Err(e) => return Err(unavailable("GetObject", key, e)),
         };
         while let Some(chunk) = out.body.next().await {
-            let chunk = chunk.map_err(|e| unavailable("GetObject body", key, e))?;
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) if error_chain(&e).contains("checksum mismatch") => {
+                    return Err(Error::Corrupt(format!(
+                        "the stored bytes fail S3's integrity check ({})",
+                        error_chain(&e)
+                    )));
+                }
+                Err(e) => return Err(unavailable("GetObject body", key, e)),
+            };
             sink(&chunk)?;
         }
         Ok(Some(out.e_tag.unwrap_or_default()))
