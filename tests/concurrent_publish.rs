@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use e2e::{Harness, module_tar_gz, provider_zip};
+use e2e::{Harness, module_tar_gz, provider_zip, upload};
 use tokio::task::JoinSet;
 
 const VERSIONS: usize = 50;
@@ -55,15 +55,4 @@ async fn concurrent_publishes_lose_no_version() {
         started.elapsed().as_secs_f64()
     );
     h.running.stop().await;
-}
-
-async fn upload(client: aws_sdk_s3::Client, key: String, bytes: Vec<u8>) {
-    client
-        .put_object()
-        .bucket(registry_local::BUCKET)
-        .key(&key)
-        .body(bytes.into())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
 }

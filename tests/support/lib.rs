@@ -35,15 +35,7 @@ impl Harness {
 
     /// Publish as a user would: an S3 PutObject signed with the publisher's key.
     pub async fn upload(&self, key: &str, bytes: Vec<u8>) {
-        self.running
-            .publisher_client()
-            .put_object()
-            .bucket(registry_local::BUCKET)
-            .key(key)
-            .body(ByteStream::from(bytes))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
+        upload(self.running.publisher_client(), key.to_string(), bytes).await
     }
 
     /// Where the embedded S3 keeps an object's bytes on disk (to tamper with it behind the
@@ -56,6 +48,13 @@ impl Harness {
         let reply = self.running.app.handle(&http::Method::GET, path).await;
         (reply.status.as_u16(), serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null))
     }
+}
+
+/// One PutObject to the local registry's bucket (owned arguments, so it can be spawned).
+pub async fn upload(client: aws_sdk_s3::Client, key: String, bytes: Vec<u8>) {
+    let body = ByteStream::from(bytes);
+    let sent = client.put_object().bucket(registry_local::BUCKET).key(&key).body(body).send().await;
+    sent.unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
 }
 
 /// A temporary directory removed on drop (kept when `KEEP_TEST_DIRS` is set, for debugging).
@@ -254,16 +253,7 @@ impl Harness {
                 let key = format!("{prefix}{}", path.strip_prefix(dir).unwrap().to_string_lossy());
                 let client = self.running.publisher_client();
                 let bytes = std::fs::read(&path).unwrap();
-                uploads.spawn(async move {
-                    client
-                        .put_object()
-                        .bucket(registry_local::BUCKET)
-                        .key(&key)
-                        .body(bytes.into())
-                        .send()
-                        .await
-                        .unwrap_or_else(|e| panic!("sync {key}: {e:?}"));
-                });
+                uploads.spawn(upload(client, key, bytes));
             }
             while let Some(done) = uploads.join_next().await {
                 done.unwrap();

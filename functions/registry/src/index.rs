@@ -206,6 +206,30 @@ impl<'a, S: Storage> Indexer<'a, S> {
         Ok(Outcome::Written { versions: count })
     }
 
+    /// Spool an upload for checking. `None` if there is nothing to check: rejected before with
+    /// these bytes, too large (rejected now), unreadable as stored (rejected now), or gone.
+    async fn fetch(
+        &self,
+        object: &ObjectInfo,
+        (limit, limit_var): (u64, &str),
+        rejections: &mut Rejections,
+    ) -> Result<Option<Spooled>, Error> {
+        if rejections.still_rejected(&object.key, &object.etag) {
+            return Ok(None);
+        }
+        let reason = if object.size > limit {
+            format!("{} bytes, over the limit of {limit} ({limit_var})", object.size)
+        } else {
+            match spool(self.storage, &object.key, limit).await? {
+                None => return Ok(None),
+                Some(Ok(spooled)) => return Ok(Some(spooled)),
+                Some(Err(reason)) => reason,
+            }
+        };
+        rejections.reject(self.storage, object, reason).await?;
+        Ok(None)
+    }
+
     /// Validate and hash a module archive; `None` (with a rejection record) if it is bad.
     async fn check_module_archive(
         &self,
@@ -213,25 +237,9 @@ impl<'a, S: Storage> Indexer<'a, S> {
         extension: &'static str,
         rejections: &mut Rejections,
     ) -> Result<Option<ModuleVersion>, Error> {
-        if rejections.still_rejected(&object.key, &object.etag) {
+        let limit = (self.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
+        let Some(Spooled { mut file, sha256, size, etag }) = self.fetch(object, limit, rejections).await? else {
             return Ok(None);
-        }
-        let limit = self.limits.module_archive_bytes;
-        if object.size > limit {
-            let reason = format!(
-                "archive is {} bytes, over the limit of {limit} (REGISTRY_MAX_MODULE_ARCHIVE_BYTES)",
-                object.size
-            );
-            rejections.reject(self.storage, object, reason).await?;
-            return Ok(None);
-        }
-        let Spooled { mut file, sha256, size, etag } = match spool(self.storage, &object.key, limit).await? {
-            None => return Ok(None),
-            Some(Err(reason)) => {
-                rejections.reject(self.storage, object, reason).await?;
-                return Ok(None);
-            }
-            Some(Ok(spooled)) => spooled,
         };
         let unpacked = self.limits.unpacked_bytes;
         let verdict = blocking(move || {
@@ -372,23 +380,9 @@ impl<'a, S: Storage> Indexer<'a, S> {
         url: String,
         rejections: &mut Rejections,
     ) -> Result<Option<ProviderArchive>, Error> {
-        if rejections.still_rejected(&object.key, &object.etag) {
+        let limit = (self.limits.provider_zip_bytes, "REGISTRY_MAX_PROVIDER_ZIP_BYTES");
+        let Some(Spooled { mut file, sha256, size, etag }) = self.fetch(object, limit, rejections).await? else {
             return Ok(None);
-        }
-        let limit = self.limits.provider_zip_bytes;
-        if object.size > limit {
-            let reason =
-                format!("zip is {} bytes, over the limit of {limit} (REGISTRY_MAX_PROVIDER_ZIP_BYTES)", object.size);
-            rejections.reject(self.storage, object, reason).await?;
-            return Ok(None);
-        }
-        let Spooled { mut file, sha256, size, etag } = match spool(self.storage, &object.key, limit).await? {
-            None => return Ok(None),
-            Some(Err(reason)) => {
-                rejections.reject(self.storage, object, reason).await?;
-                return Ok(None);
-            }
-            Some(Ok(spooled)) => spooled,
         };
         let (r#type, unpacked) = (provider.r#type.clone(), self.limits.unpacked_bytes);
         let verdict = blocking(move || {
