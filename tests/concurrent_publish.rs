@@ -2,6 +2,9 @@
 //! same time through the embedded S3. Every upload runs its own indexing pass, all of them
 //! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed.
 
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Instant;
 
 use e2e::{Harness, module_tar_gz, provider_zip, upload};

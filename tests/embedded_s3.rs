@@ -1,6 +1,9 @@
 //! Integration against the embedded S3-compatible server: real HTTP, real SigV4 presigned
 //! URLs, verified by the server.
 
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use bytes::Bytes;

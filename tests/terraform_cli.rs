@@ -2,6 +2,9 @@
 //! `terraform init` installs modules through the module registry protocol and providers
 //! through the network mirror, verified against the hashes the mirror serves.
 
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use e2e::{

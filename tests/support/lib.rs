@@ -1,6 +1,9 @@
 //! Shared pieces of the end-to-end tests: a local registry in a temporary directory, archive
 //! builders, and the real `terraform` CLI run in isolation.
 
+// Test support: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -155,7 +158,7 @@ pub fn terraform(tf: &Path, harness: &Harness, workdir: &Path, args: &[&str]) ->
     let data = &harness.running.data_dir;
     let home = workdir.join(".home");
     std::fs::create_dir_all(&home).unwrap();
-    let output = Command::new(tf)
+    Command::new(tf)
         .args(args)
         .current_dir(workdir)
         .env_clear()
@@ -167,8 +170,7 @@ pub fn terraform(tf: &Path, harness: &Harness, workdir: &Path, args: &[&str]) ->
         .env("TF_IN_AUTOMATION", "1")
         .env("CHECKPOINT_DISABLE", "1")
         .output()
-        .expect("terraform runs");
-    output
+        .expect("terraform runs")
 }
 
 pub fn text(output: &Output) -> String {

@@ -1,6 +1,9 @@
 //! Handler tests: real API Gateway HTTP API v2 event JSON, parsed by lambda_http exactly as
 //! the Lambda runtime does, answered by the same handler the Lambda binaries run.
 
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
 use lambda_http::Body;
 use registry::router::Service;
 use registry::storage::MemoryStorage;

@@ -1,5 +1,8 @@
 //! The indexer function fed a real S3 notification batch (payload as S3 delivers it).
 
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
 use registry::Config;
 use registry::lambda::{IndexerFunction, index};
 use registry::storage::MemoryStorage;
