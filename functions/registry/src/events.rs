@@ -30,7 +30,16 @@ pub struct S3Event {
 pub struct S3Record {
     #[serde(rename = "eventName", default)]
     pub event_name: String,
+    #[serde(rename = "userIdentity", default)]
+    pub user_identity: Option<UserIdentity>,
     pub s3: S3Entity,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct UserIdentity {
+    /// For a write by a Lambda function's role: `AWS:ROLE_ID:FUNCTION_NAME`.
+    #[serde(rename = "principalId", default)]
+    pub principal_id: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,12 +74,20 @@ impl S3Event {
     /// the keys under `modules/` or `providers/` that fit no owner (they get a rejection
     /// record); and how many records were ignored (another bucket or kind of event, keys
     /// elsewhere in the bucket).
-    pub fn owners(&self, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
+    ///
+    /// `own_session` is the indexer's own role session name (its function name): records of
+    /// its own manifest writes are skipped, so it does not wake itself up.
+    pub fn owners(&self, bucket: &str, own_session: Option<&str>) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
         let mut owners = BTreeSet::new();
         let mut misplaced = BTreeSet::new();
         let mut ignored = 0;
         for record in &self.records {
+            let by_self = match (own_session, &record.user_identity) {
+                (Some(session), Some(who)) => who.principal_id.rsplit(':').next() == Some(session),
+                _ => false,
+            };
             let relevant = record.s3.bucket.name == bucket
+                && !by_self
                 && (record.event_name.starts_with("ObjectCreated:") || record.event_name.starts_with("ObjectRemoved:"));
             let key = relevant.then(|| decode_event_key(&record.s3.object.key)).flatten();
             match key.as_deref().map(|k| (layout::classify(k), layout::expected_name(k))) {
@@ -90,7 +107,12 @@ impl S3Event {
 /// Handle one invocation. Transient failures (S3 unavailable, a manifest still contended
 /// after every retry) are returned as errors so that Lambda retries the event; everything
 /// else, including rejected uploads, is an answer.
-pub async fn handle<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: IndexerEvent) -> Result<Summary, Error> {
+pub async fn handle<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    bucket: &str,
+    own_session: Option<&str>,
+    event: IndexerEvent,
+) -> Result<Summary, Error> {
     let mut summary = Summary::default();
     let results = match event {
         IndexerEvent::Reindex { reindex } if reindex == "all" => indexer.reindex_all().await?,
@@ -101,7 +123,7 @@ pub async fn handle<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: I
             )));
         }
         IndexerEvent::S3(event) => {
-            let (owners, misplaced, ignored) = event.owners(bucket);
+            let (owners, misplaced, ignored) = event.owners(bucket, own_session);
             summary.ignored_keys = ignored;
             for key in &misplaced {
                 indexer.on_object_changed(key).await?;

@@ -53,12 +53,15 @@ fn to_response(reply: Reply) -> Response<Body> {
 pub struct IndexerFunction<S> {
     pub config: Config,
     pub storage: S,
+    /// `AWS_LAMBDA_FUNCTION_NAME`: the role session name of this function's own writes.
+    pub own_session: Option<String>,
 }
 
 pub async fn indexer_function() -> Result<IndexerFunction<S3Storage>, BoxError> {
     let config = Config::from_env()?;
     let storage = S3Storage::from_env(&config).await;
-    Ok(IndexerFunction { config, storage })
+    let own_session = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty());
+    Ok(IndexerFunction { config, storage, own_session })
 }
 
 /// Answer one indexer invocation (S3 notifications, or `{"reindex": "all"}`). An `Err` makes
@@ -70,7 +73,8 @@ pub async fn index<S: Storage>(
     let event: crate::events::IndexerEvent = serde_json::from_value(event.payload)
         .map_err(|e| format!("expected S3 notifications or {{\"reindex\": \"all\"}}: {e}"))?;
     let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone());
-    let summary = crate::events::handle(&indexer, &function.config.bucket, event).await?;
+    let own_session = function.own_session.as_deref();
+    let summary = crate::events::handle(&indexer, &function.config.bucket, own_session, event).await?;
     tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
     Ok(serde_json::to_value(summary)?)
 }

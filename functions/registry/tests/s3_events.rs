@@ -42,7 +42,7 @@ fn function() -> IndexerFunction<MemoryStorage> {
         "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1+ent_linux_amd64.zip",
         provider_zip(),
     );
-    IndexerFunction { config: Config::new("acme-registry"), storage }
+    IndexerFunction { config: Config::new("acme-registry"), storage, own_session: Some("registry-indexer".into()) }
 }
 
 #[tokio::test]
@@ -54,7 +54,7 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
         json!({
             "indexed": ["module acme/network/aws", "provider registry.terraform.io/hashicorp/null"],
             "unchanged": [],
-            "ignored_keys": 1,
+            "ignored_keys": 2,
             "rejected_keys": 1
         })
     );
@@ -79,9 +79,9 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
 
 #[tokio::test]
 async fn other_buckets_and_unknown_events_are_ignored() {
-    let f = IndexerFunction { config: Config::new("another-bucket"), storage: MemoryStorage::new() };
+    let f = IndexerFunction { config: Config::new("another-bucket"), storage: MemoryStorage::new(), own_session: None };
     let answer = index(&f, invocation(serde_json::from_str(BATCH).unwrap())).await.unwrap();
-    assert_eq!(answer["ignored_keys"], 5);
+    assert_eq!(answer["ignored_keys"], 6);
     assert_eq!(f.storage.keys(), Vec::<String>::new());
 
     let err = index(&f, invocation(json!({"hello": "world"}))).await.unwrap_err();
