@@ -32,6 +32,15 @@ pub enum Service {
 
 impl Service {
     pub const ALL: [Service; 3] = [Service::Discovery, Service::Modules, Service::Mirror];
+
+    /// The Lambda binary (and infra function key) that serves it.
+    pub fn function_name(&self) -> &'static str {
+        match self {
+            Service::Discovery => "discovery",
+            Service::Modules => "modules",
+            Service::Mirror => "mirror",
+        }
+    }
 }
 
 impl Route {

@@ -1,0 +1,128 @@
+# The bucket is the registry's only state: private, encrypted, versioned, TLS only.
+resource "aws_s3_bucket" "registry" {
+  count  = var.create_bucket ? 1 : 0
+  bucket = local.bucket_name
+  tags   = var.tags
+
+  # checkov:skip=CKV_AWS_18:Server access logs need a second bucket; CloudTrail data events are the better audit trail and stay the user's choice.
+  # checkov:skip=CKV_AWS_144:Cross-region replication doubles storage cost; the bucket is versioned and manifests can be rebuilt from archives.
+}
+
+resource "aws_s3_bucket_public_access_block" "registry" {
+  count                   = var.create_bucket ? 1 : 0
+  bucket                  = aws_s3_bucket.registry[0].id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_ownership_controls" "registry" {
+  count  = var.create_bucket ? 1 : 0
+  bucket = aws_s3_bucket.registry[0].id
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "registry" {
+  count  = var.create_bucket ? 1 : 0
+  bucket = aws_s3_bucket.registry[0].id
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = var.kms_key_arn != "" ? "aws:kms" : "AES256"
+      kms_master_key_id = var.kms_key_arn != "" ? var.kms_key_arn : null
+    }
+    bucket_key_enabled = var.kms_key_arn != ""
+  }
+}
+
+resource "aws_s3_bucket_versioning" "registry" {
+  count  = var.create_bucket ? 1 : 0
+  bucket = aws_s3_bucket.registry[0].id
+  versioning_configuration {
+    status = "Enabled"
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "registry" {
+  count  = var.create_bucket ? 1 : 0
+  bucket = aws_s3_bucket.registry[0].id
+
+  # Overwritten and deleted objects stay recoverable for 90 days, then go.
+  rule {
+    id     = "noncurrent-versions"
+    status = "Enabled"
+    filter {}
+    noncurrent_version_expiration {
+      noncurrent_days = 90
+    }
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 7
+    }
+  }
+}
+
+data "aws_iam_policy_document" "bucket" {
+  statement {
+    sid     = "DenyInsecureTransport"
+    effect  = "Deny"
+    actions = ["s3:*"]
+    resources = [
+      local.bucket_arn,
+      "${local.bucket_arn}/*",
+    ]
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_s3_bucket_policy" "registry" {
+  count  = var.create_bucket ? 1 : 0
+  bucket = aws_s3_bucket.registry[0].id
+  policy = data.aws_iam_policy_document.bucket.json
+
+  depends_on = [aws_s3_bucket_public_access_block.registry]
+}
+
+# Uploads of archives (and of the JSON a `terraform providers mirror` directory holds) wake
+# the indexer. Its own writes either do not match (modules/**/manifest.json, rejections/) or
+# are skipped by the indexer itself (providers/**/*.json written by its own role).
+resource "aws_s3_bucket_notification" "registry" {
+  bucket = local.bucket_name
+
+  dynamic "lambda_function" {
+    for_each = {
+      modules-tar-gz = { prefix = "modules/", suffix = ".tar.gz" }
+      modules-tgz    = { prefix = "modules/", suffix = ".tgz" }
+      modules-zip    = { prefix = "modules/", suffix = ".zip" }
+      providers-zip  = { prefix = "providers/", suffix = ".zip" }
+      providers-json = { prefix = "providers/", suffix = ".json" }
+    }
+    content {
+      id                  = lambda_function.key
+      lambda_function_arn = aws_lambda_function.function["indexer"].arn
+      events              = ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"]
+      filter_prefix       = lambda_function.value.prefix
+      filter_suffix       = lambda_function.value.suffix
+    }
+  }
+
+  depends_on = [aws_lambda_permission.s3_invokes_indexer, aws_s3_bucket.registry]
+}
+
+resource "aws_lambda_permission" "s3_invokes_indexer" {
+  statement_id   = "AllowS3Invoke"
+  action         = "lambda:InvokeFunction"
+  function_name  = aws_lambda_function.function["indexer"].function_name
+  principal      = "s3.amazonaws.com"
+  source_arn     = local.bucket_arn
+  source_account = data.aws_caller_identity.current.account_id
+}

@@ -1,0 +1,72 @@
+# One arm64 provided.al2023 function per Lambda binary, each with its own role and log group.
+resource "aws_lambda_function" "function" {
+  for_each = local.functions
+
+  function_name    = "${var.name}-${each.key}"
+  role             = aws_iam_role.function[each.key].arn
+  filename         = "${var.lambda_dir}/${each.key}/bootstrap.zip"
+  source_code_hash = filebase64sha256("${var.lambda_dir}/${each.key}/bootstrap.zip")
+  handler          = "bootstrap"
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  memory_size      = each.value.memory
+  timeout          = each.value.timeout
+  kms_key_arn      = var.kms_key_arn != "" ? var.kms_key_arn : null
+
+  reserved_concurrent_executions = var.reserved_concurrency
+
+  ephemeral_storage {
+    size = each.value.storage
+  }
+
+  environment {
+    variables = local.environment[each.key]
+  }
+
+  logging_config {
+    log_format            = "JSON"
+    application_log_level = "INFO"
+    system_log_level      = "WARN"
+    log_group             = aws_cloudwatch_log_group.function[each.key].name
+  }
+
+  tracing_config {
+    mode = "PassThrough"
+  }
+
+  dynamic "dead_letter_config" {
+    # S3 invokes the indexer asynchronously: events it still fails on after Lambda's retries
+    # are kept for inspection and replay.
+    for_each = each.key == "indexer" ? [1] : []
+    content {
+      target_arn = aws_sqs_queue.indexer_dlq.arn
+    }
+  }
+
+  tags = var.tags
+
+  # checkov:skip=CKV_AWS_117:The functions reach only S3 and need no VPC; a VPC would add NAT or endpoint cost.
+  # checkov:skip=CKV_AWS_272:Code signing needs a signing profile the user must own; zips are built from this repository.
+  # checkov:skip=CKV_AWS_116:Only the indexer is invoked asynchronously and it has a dead-letter queue; API Gateway invokes the others synchronously.
+  # checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket name, limits); kms_key_arn encrypts them when set.
+}
+
+resource "aws_cloudwatch_log_group" "function" {
+  for_each = local.functions
+
+  name              = "/aws/lambda/${var.name}-${each.key}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn != "" ? var.kms_key_arn : null
+  tags              = var.tags
+
+  # checkov:skip=CKV_AWS_338:Request logs are operational, not an audit record; a year of retention is the user's choice (log_retention_days).
+  # checkov:skip=CKV_AWS_158:Logs hold no secrets (no tokens, no URL signatures); kms_key_arn encrypts them when set.
+}
+
+resource "aws_sqs_queue" "indexer_dlq" {
+  name                      = "${var.name}-indexer-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = var.kms_key_arn == "" ? true : null
+  kms_master_key_id         = var.kms_key_arn != "" ? var.kms_key_arn : null
+  tags                      = var.tags
+}

@@ -1,0 +1,42 @@
+data "aws_caller_identity" "current" {}
+data "aws_region" "current" {}
+data "aws_partition" "current" {}
+
+locals {
+  bucket_name = var.bucket_name != "" ? var.bucket_name : "${var.name}-${data.aws_caller_identity.current.account_id}-${data.aws_region.current.name}"
+  bucket_arn  = "arn:${data.aws_partition.current.partition}:s3:::${local.bucket_name}"
+
+  # One function per Lambda binary in functions/ (the consistency test checks this list).
+  functions = {
+    discovery = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    modules   = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    mirror    = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    indexer   = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
+  }
+
+  # Exactly the routes the router serves (functions/registry/src/router.rs), with the
+  # function that answers each. The consistency test checks both directions.
+  routes = {
+    "GET /.well-known/terraform.json"                                = "discovery"
+    "GET /v1/modules/{namespace}/{name}/{system}/versions"           = "modules"
+    "GET /v1/modules/{namespace}/{name}/{system}/{version}/download" = "modules"
+    "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"            = "mirror"
+  }
+
+  common_environment = {
+    REGISTRY_BUCKET              = local.bucket_name
+    REGISTRY_PRESIGN_TTL_SECONDS = tostring(var.presign_ttl_seconds)
+    RUST_LOG                     = "info"
+  }
+  environment = {
+    discovery = local.common_environment
+    modules   = local.common_environment
+    mirror    = local.common_environment
+    indexer = merge(local.common_environment, {
+      REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
+      REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)
+    })
+  }
+
+  hostname = var.domain_name != "" ? var.domain_name : replace(aws_apigatewayv2_api.registry.api_endpoint, "https://", "")
+}

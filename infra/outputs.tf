@@ -1,0 +1,35 @@
+output "registry_hostname" {
+  description = "The registry's hostname: module sources are HOSTNAME/NAMESPACE/NAME/SYSTEM."
+  value       = local.hostname
+}
+
+output "modules_base_url" {
+  description = "Base URL of the module registry protocol (announced by discovery)."
+  value       = "https://${local.hostname}/v1/modules/"
+}
+
+output "mirror_url" {
+  description = "Base URL of the provider network mirror, for provider_installation { network_mirror { url } }."
+  value       = "https://${local.hostname}/v1/mirror/"
+}
+
+output "bucket_name" {
+  description = "Where to publish: modules/NS/NAME/SYSTEM/VERSION.tar.gz and providers/HOSTNAME/NS/TYPE/*.zip."
+  value       = local.bucket_name
+}
+
+output "regional_hostname" {
+  description = "Target for the custom domain's DNS record (CNAME or alias), when domain_name is set."
+  value       = var.domain_name != "" ? aws_apigatewayv2_domain_name.registry[0].domain_name_configuration[0].target_domain_name : null
+}
+
+output "cli_config" {
+  description = "A terraform/tofu CLI configuration that installs providers through the mirror."
+  value       = <<-EOT
+    provider_installation {
+      network_mirror {
+        url = "https://${local.hostname}/v1/mirror/"
+      }
+    }
+  EOT
+}

@@ -1,0 +1,128 @@
+variable "name" {
+  description = "Prefix for every resource name (functions, roles, API, log groups)."
+  type        = string
+  default     = "tf-registry"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,40}$", var.name))
+    error_message = "name must be 2-41 lower-case letters, digits or '-', starting with a letter."
+  }
+}
+
+variable "lambda_dir" {
+  description = "Directory holding NAME/bootstrap.zip for each function, as `make build` writes it (target/lambda)."
+  type        = string
+}
+
+variable "create_bucket" {
+  description = "Create the registry bucket. Set false to use an existing bucket named bucket_name (you then own its settings)."
+  type        = bool
+  default     = true
+}
+
+variable "bucket_name" {
+  description = "Name of the registry bucket (created, or existing when create_bucket is false). Empty: NAME-ACCOUNT_ID-REGION."
+  type        = string
+  default     = ""
+}
+
+variable "presign_ttl_seconds" {
+  description = "Lifetime of presigned archive URLs, 1 to 3600 seconds."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.presign_ttl_seconds >= 1 && var.presign_ttl_seconds <= 3600
+    error_message = "presign_ttl_seconds must be between 1 and 3600."
+  }
+}
+
+variable "read_memory_mb" {
+  description = "Memory of the discovery, modules and mirror functions."
+  type        = number
+  default     = 256
+}
+
+variable "read_timeout_seconds" {
+  description = "Timeout of the discovery, modules and mirror functions (API Gateway gives up at 30 s)."
+  type        = number
+  default     = 15
+}
+
+variable "indexer_memory_mb" {
+  description = "Memory of the indexer function."
+  type        = number
+  default     = 512
+}
+
+variable "indexer_timeout_seconds" {
+  description = "Timeout of the indexer function."
+  type        = number
+  default     = 300
+}
+
+variable "indexer_ephemeral_storage_mb" {
+  description = "The indexer's /tmp, where it spools provider zips: at least max_provider_zip_bytes."
+  type        = number
+  default     = 2048
+}
+
+variable "max_module_archive_bytes" {
+  description = "Largest module archive the indexer accepts."
+  type        = number
+  default     = 104857600
+}
+
+variable "max_provider_zip_bytes" {
+  description = "Largest provider zip the indexer accepts."
+  type        = number
+  default     = 1073741824
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions per function (caps cost and protects the account's other functions); -1 for none."
+  type        = number
+  default     = 50
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' and the API's log groups."
+  type        = number
+  default     = 30
+}
+
+variable "throttling_rate_limit" {
+  description = "API Gateway steady-state requests per second."
+  type        = number
+  default     = 200
+}
+
+variable "throttling_burst_limit" {
+  description = "API Gateway burst of requests."
+  type        = number
+  default     = 400
+}
+
+variable "domain_name" {
+  description = "Custom hostname for the registry (registry.example.com), so module addresses read registry.example.com/NS/NAME/SYSTEM. Empty: the API's execute-api hostname."
+  type        = string
+  default     = ""
+}
+
+variable "certificate_arn" {
+  description = "ACM certificate (in this region) for domain_name. Required when domain_name is set."
+  type        = string
+  default     = ""
+}
+
+variable "kms_key_arn" {
+  description = "Customer-managed KMS key for the bucket, the log groups and the functions' environment. Empty: AWS-managed encryption."
+  type        = string
+  default     = ""
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,63 @@
+//! The deployment matches the code: every route the router serves has an API Gateway route
+//! to the function that serves it, every API Gateway route has a handler, and every Lambda
+//! binary has a function resource (and nothing else does).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use registry::config::BasePaths;
+use registry::router::route_templates;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
+}
+
+/// The entries of a `NAME = { ... }` map in `infra/main.tf`'s locals: (key, value) per line.
+fn hcl_map(name: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo().join("infra/main.tf")).expect("infra/main.tf");
+    let start = text.find(&format!("\n  {name} = {{")).unwrap_or_else(|| panic!("no `{name} = {{` in infra/main.tf"));
+    let body = &text[start..];
+    let body =
+        &body[body.find('{').unwrap_or(0) + 1..body.find("\n  }").unwrap_or_else(|| panic!("`{name}` not closed"))];
+    body.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                return None;
+            }
+            let (key, value) = line.split_once('=')?;
+            Some((key.trim().trim_matches('"').to_string(), value.trim().trim_matches('"').to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_router_route_has_an_api_gateway_route_and_back() {
+    let router: BTreeSet<(String, String)> = route_templates(&BasePaths::default())
+        .into_iter()
+        .map(|(service, path)| (format!("GET {path}"), service.function_name().to_string()))
+        .collect();
+    let infra: BTreeSet<(String, String)> = hcl_map("routes").into_iter().collect();
+    let missing_in_infra: Vec<_> = router.difference(&infra).collect();
+    let unknown_to_router: Vec<_> = infra.difference(&router).collect();
+    assert!(missing_in_infra.is_empty(), "routes the router serves but API Gateway lacks: {missing_in_infra:?}");
+    assert!(unknown_to_router.is_empty(), "API Gateway routes no handler serves: {unknown_to_router:?}");
+}
+
+#[test]
+fn every_lambda_binary_has_a_function_and_back() {
+    // Lambda binaries: the crates under functions/ with a main, except the local registry.
+    let mut binaries = BTreeSet::new();
+    for entry in std::fs::read_dir(repo().join("functions")).expect("functions/") {
+        let dir = entry.expect("entry").path();
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if dir.join("src/main.rs").is_file() && name != "local" {
+            binaries.insert(name);
+        }
+    }
+    let functions: BTreeSet<String> = hcl_map("functions").into_iter().map(|(k, _)| k).collect();
+    assert_eq!(binaries, functions, "Lambda binaries in functions/ vs function resources in infra/main.tf");
+    for (_, function) in hcl_map("routes") {
+        assert!(functions.contains(&function), "a route targets {function}, which has no function resource");
+    }
+}
