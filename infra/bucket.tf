@@ -6,6 +6,8 @@ resource "aws_s3_bucket" "registry" {
 
   # checkov:skip=CKV_AWS_18:Server access logs need a second bucket; CloudTrail data events are the better audit trail and stay the user's choice.
   # checkov:skip=CKV_AWS_144:Cross-region replication doubles storage cost; the bucket is versioned and manifests can be rebuilt from archives.
+  # checkov:skip=CKV_AWS_19:Encrypted by aws_s3_bucket_server_side_encryption_configuration.registry; checkov cannot evaluate its SSE-S3/KMS conditional (it passes with a literal AES256).
+  # checkov:skip=CKV_AWS_145:SSE-S3 by default (a KMS key costs $1/month plus requests, against near-zero idle cost); set kms_key_arn for SSE-KMS.
 }
 
 resource "aws_s3_bucket_public_access_block" "registry" {

@@ -20,10 +20,16 @@ variable "region" {
   default     = "eu-west-1"
 }
 
+variable "lambda_dir" {
+  description = "Where `make build` left NAME/bootstrap.zip."
+  type        = string
+  default     = "../../../target/lambda"
+}
+
 module "registry" {
   source     = "../.."
   name       = "tf-registry"
-  lambda_dir = "${path.module}/../../../target/lambda"
+  lambda_dir = var.lambda_dir
 }
 
 output "registry_hostname" {
