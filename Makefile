@@ -9,8 +9,6 @@ TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda
 LAMBDAS   := discovery modules mirror indexer
-# terraform reads no user CLI config here (fmt/validate need none; avoids a warning when absent).
-TF_ENV    := TF_CLI_CONFIG_FILE=/dev/null
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
@@ -27,22 +25,9 @@ test:
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory infra-check
 
-## Offline checks of infra/: terraform fmt, and checkov with 0 failed checks.
+## Offline checks of infra/: terraform fmt, validate and test (mocked provider), checkov.
 infra-check:
-	@if command -v $(TERRAFORM) >/dev/null 2>&1; then \
-	  echo "terraform fmt -check -recursive infra"; $(TF_ENV) $(TERRAFORM) fmt -check -recursive infra; \
-	else echo "=== SKIPPED: terraform fmt (terraform CLI not found) ==="; fi
-	@if [ -d /opt/tf-plugins ] && command -v $(TERRAFORM) >/dev/null 2>&1; then \
-	  echo "terraform validate infra/examples/minimal (AWS provider from /opt/tf-plugins)"; \
-	  tmp=$$(mktemp -d) && printf 'provider_installation {\n  filesystem_mirror {\n    path = "/opt/tf-plugins"\n  }\n}\n' > $$tmp/tf.rc && \
-	  cp -r infra $$tmp/infra && rm -rf $$tmp/infra/examples/minimal/.terraform && \
-	  (cd $$tmp/infra/examples/minimal && TF_CLI_CONFIG_FILE=$$tmp/tf.rc TF_DATA_DIR=$$tmp/.tf \
-	    $(TERRAFORM) init -input=false -backend=false >/dev/null && \
-	    TF_CLI_CONFIG_FILE=$$tmp/tf.rc TF_DATA_DIR=$$tmp/.tf $(TERRAFORM) validate) ; rc=$$?; rm -rf $$tmp; exit $$rc; \
-	else echo "=== SKIPPED: terraform validate of infra/ (no AWS provider at /opt/tf-plugins, and no network to fetch it) ==="; fi
-	@if command -v checkov >/dev/null 2>&1; then \
-	  echo "checkov -d infra"; checkov -d infra --framework terraform --quiet --compact --skip-download; \
-	else echo "=== SKIPPED: checkov not installed (pip install checkov; .ci/run does) ==="; fi
+	TERRAFORM=$(TERRAFORM) bash infra/tests/check.sh
 
 ## Tools for packaging: cargo-lambda (prebuilt, with zig) and the arm64 Rust target.
 setup:
