@@ -12,18 +12,21 @@ LAMBDAS   := discovery modules mirror indexer
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy
+.PHONY: dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
 	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG)
 
-## Every test: unit, Lambda handler, embedded S3 integration, and end to end with the real terraform CLI.
+## Every test: unit, Lambda handler, embedded S3 integration, end to end with the real terraform CLI,
+## the infra checks, and the Lambda binaries under the Runtime API emulator.
 test:
 	@command -v terraform >/dev/null 2>&1 || [ -x /usr/local/bin/terraform ] || [ -n "$$TERRAFORM" ] || \
 	  echo "=== SKIPPED: terraform CLI not found: the end-to-end tests will report SKIPPED and not run ==="
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) --no-print-directory infra-check
+	@if command -v cargo-lambda >/dev/null 2>&1; then $(MAKE) --no-print-directory lambda-test; \
+	else echo "=== SKIPPED: lambda-test (cargo-lambda not installed: make setup; .ci/run installs it) ==="; fi
 
 ## Offline checks of infra/: terraform fmt, validate and test (mocked provider), checkov.
 infra-check:
@@ -38,6 +41,10 @@ setup:
 build:
 	$(CARGO) lambda build --release --arm64 --output-format zip $(addprefix -p ,$(LAMBDAS))
 	@for f in $(LAMBDAS); do ls -l $(LAMBDA_DIR)/$$f/bootstrap.zip; done
+
+## Each Lambda binary under cargo lambda watch (Runtime API emulator), real events, embedded S3.
+lambda-test:
+	bash tests/lambda/run.sh
 
 ## Deploy infra/examples/minimal with your AWS credentials (terraform init + apply).
 deploy: build
