@@ -112,29 +112,21 @@ impl<S: Storage> App<S> {
                     .header("cache-control", "no-store"))
             }
             Route::MirrorIndex(provider) => {
-                let key = layout::provider_index(&provider);
-                let object = self
-                    .storage
-                    .get(&key)
-                    .await?
-                    .ok_or_else(|| Error::NotFound(format!("provider {provider} not found")))?;
-                let index = ProviderIndex::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
-                if index.versions.is_empty() {
-                    return Err(Error::NotFound(format!("provider {provider} not found")));
-                }
+                let missing = || Error::NotFound(format!("provider {provider} not found"));
+                let index = self
+                    .manifest(
+                        &layout::provider_index(&provider),
+                        ProviderIndex::parse,
+                        |i| i.versions.is_empty(),
+                        missing,
+                    )
+                    .await?;
                 Ok(Reply::json(StatusCode::OK, &index.response()).header("cache-control", "no-cache"))
             }
             Route::MirrorVersion(provider, version) => {
                 let key = layout::provider_version(&provider, &version);
-                let object = self
-                    .storage
-                    .get(&key)
-                    .await?
-                    .ok_or_else(|| Error::NotFound(format!("provider {provider} has no version {version}")))?;
-                let doc = ProviderVersion::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
-                if doc.archives.is_empty() {
-                    return Err(Error::NotFound(format!("provider {provider} has no version {version}")));
-                }
+                let missing = || Error::NotFound(format!("provider {provider} has no version {version}"));
+                let doc = self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing).await?;
                 let prefix = layout::provider_prefix(&provider);
                 let mut archives = serde_json::Map::new();
                 for (platform, archive) in doc.servable() {
@@ -158,21 +150,27 @@ impl<S: Storage> App<S> {
     }
 
     async fn module_manifest(&self, module: &crate::address::ModuleAddress) -> Result<ModuleManifest, Error> {
-        let key = layout::module_manifest(module);
-        let not_found = || Error::NotFound(format!("module {module} not found"));
-        let object = self.storage.get(&key).await?.ok_or_else(not_found)?;
-        let manifest = ModuleManifest::parse(&object.bytes).map_err(|e| corrupt(&key, e))?;
-        // Every version yanked: the indexer leaves an empty manifest rather than deleting it
-        // (a delete could race a publish).
-        if manifest.versions.is_empty() {
-            return Err(not_found());
+        let missing = || Error::NotFound(format!("module {module} not found"));
+        self.manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), missing).await
+    }
+
+    /// The one storage read of a request: a manifest, parsed. Absent, or empty (the indexer
+    /// empties rather than deletes: a delete could race a publish): `missing()`, a 404.
+    /// Unreadable: 500, with the detail in the log only.
+    async fn manifest<T>(
+        &self,
+        key: &str,
+        parse: fn(&[u8]) -> Result<T, Error>,
+        is_empty: fn(&T) -> bool,
+        missing: impl Fn() -> Error,
+    ) -> Result<T, Error> {
+        let object = self.storage.get(key).await?.ok_or_else(&missing)?;
+        let manifest = parse(&object.bytes).map_err(|e| Error::Internal(format!("unreadable manifest {key}: {e}")))?;
+        if is_empty(&manifest) {
+            return Err(missing());
         }
         Ok(manifest)
     }
-}
-
-fn corrupt(key: &str, e: Error) -> Error {
-    Error::Internal(format!("unreadable manifest {key}: {e}"))
 }
 
 #[cfg(test)]
