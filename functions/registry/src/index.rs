@@ -150,26 +150,24 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
         let mut misnamed = Vec::new();
         for object in objects {
-            if let Some(ObjectKind::Unrecognised(_)) = layout::classify(&object.key) {
-                misnamed.push(object);
-                continue;
-            }
-            if let Some(ObjectKind::ModuleArchive { module: m, version, extension }) = layout::classify(&object.key)
-                && &m == module
-            {
-                let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
-                match chosen.get(&version) {
-                    Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
-                        tracing::warn!(
-                            kept = kept.key,
-                            ignored = object.key,
-                            "two archives for one version; serving the first"
-                        );
-                    }
-                    _ => {
-                        chosen.insert(version, (object, extension));
+            match layout::classify(&object.key) {
+                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+                Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
+                    let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
+                    match chosen.get(&version) {
+                        Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
+                            tracing::warn!(
+                                kept = kept.key,
+                                ignored = object.key,
+                                "two archives for one version; serving the first"
+                            );
+                        }
+                        _ => {
+                            chosen.insert(version, (object, extension));
+                        }
                     }
                 }
+                _ => {}
             }
         }
 
@@ -296,14 +294,12 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
         let mut misnamed = Vec::new();
         for object in objects {
-            if let Some(ObjectKind::Unrecognised(_)) = layout::classify(&object.key) {
-                misnamed.push(object);
-                continue;
-            }
-            if let Some(ObjectKind::ProviderArchive { provider: p, version, platform }) = layout::classify(&object.key)
-                && &p == provider
-            {
-                zips.entry(version).or_default().insert(platform, object);
+            match layout::classify(&object.key) {
+                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+                Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
+                    zips.entry(version).or_default().insert(platform, object);
+                }
+                _ => {}
             }
         }
 
