@@ -12,7 +12,7 @@ LAMBDAS   := discovery modules mirror indexer
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -61,6 +61,18 @@ unit:
 ## End-to-end tests only (real terraform CLI against the local registry).
 e2e:
 	$(CARGO) test -p e2e
+
+## Tokens, for the local registry's DATA_DIR, or a deployed bucket with BUCKET=name (AWS env).
+## make token-create NAME=ci MODULES='acme,team-*' PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90
+TOKEN_TARGET = $(if $(BUCKET),--bucket $(BUCKET),--data-dir $(DATA_DIR))
+token-create:
+	@$(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
+	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \
+	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(TOKEN_TARGET)
+token-list:
+	@$(CARGO) run -q -p registry-local --bin registry-local -- token list $(TOKEN_TARGET)
+token-revoke:
+	@$(CARGO) run -q -p registry-local --bin registry-local -- token revoke --name "$(NAME)" $(TOKEN_TARGET)
 
 ## Rebuild every manifest in $(DATA_DIR) from the archives present (idempotent).
 reindex:

@@ -21,10 +21,11 @@ resource "aws_iam_role" "function" {
 }
 
 locals {
-  read_prefixes = {
+  # What each read function may GetObject: its manifests and archives, and the token store.
+  read_objects = {
     discovery = []
-    modules   = ["modules/"]
-    mirror    = ["providers/"]
+    modules   = ["modules/*", "access/tokens.json"]
+    mirror    = ["providers/*", "access/tokens.json"]
   }
   indexer_prefixes = ["modules/", "providers/", "rejections/"]
 }
@@ -39,11 +40,11 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
-    for_each = length(lookup(local.read_prefixes, each.key, [])) > 0 ? [1] : []
+    for_each = length(lookup(local.read_objects, each.key, [])) > 0 ? [1] : []
     content {
-      sid       = "ReadOwnPrefix"
+      sid       = "ReadOwnObjects"
       actions   = ["s3:GetObject"]
-      resources = [for p in local.read_prefixes[each.key] : "${local.bucket_arn}/${p}*"]
+      resources = [for o in local.read_objects[each.key] : "${local.bucket_arn}/${o}"]
     }
   }
 

@@ -115,6 +115,24 @@ variable "certificate_arn" {
   default     = ""
 }
 
+variable "anonymous_modules" {
+  description = "Module namespaces anyone may read without a token (globs, e.g. [\"public\"]). Empty: every read needs a token."
+  type        = list(string)
+  default     = []
+}
+
+variable "anonymous_providers" {
+  description = "Mirrored providers anyone may read without a token (HOSTNAME/NAMESPACE/TYPE globs)."
+  type        = list(string)
+  default     = []
+}
+
+variable "tokens_cache_seconds" {
+  description = "How long a function keeps the token store before reading it again (0-300): a revoked token stops working within this."
+  type        = number
+  default     = 30
+}
+
 variable "kms_key_arn" {
   description = "Customer-managed KMS key for the bucket, the log groups and the functions' environment. Empty: AWS-managed encryption."
   type        = string

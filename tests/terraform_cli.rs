@@ -252,3 +252,67 @@ async fn terraform_installs_from_a_synced_providers_mirror_directory() {
     }
     h.running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_sends_its_token_and_the_registry_enforces_scopes() {
+    let Some(tf) = terraform_or_skip("terraform_sends_its_token_and_the_registry_enforces_scopes") else { return };
+    let h = Harness::start().await;
+    for namespace in ["acme", "other"] {
+        let main = format!("output \"who\" {{\n  value = \"{namespace}\"\n}}\n");
+        h.upload(&format!("modules/{namespace}/network/aws/1.0.0.tar.gz"), module_tar_gz(&[("main.tf", &main)])).await;
+    }
+    let platform = this_platform();
+    let zip = format!("providers/example.com/acme/widget/terraform-provider-widget_0.1.0_{platform}.zip");
+    h.upload(&zip, e2e::provider_zip("widget", "0.1.0", &platform)).await;
+
+    // A token for the acme modules and hashicorp providers only (added before the registry
+    // has read its token store, so no cache is in the way).
+    let scoped = "trg_scoped_test_token_0123456789abcdef";
+    let record = registry::access::manage::record(
+        "scoped",
+        scoped,
+        vec!["acme".into()],
+        vec!["registry.terraform.io/hashicorp/*".into()],
+        None,
+    );
+    registry::access::manage::upsert(&h.running.storage, record).await.unwrap();
+    let rc = std::fs::read_to_string(h.running.data_dir.join("terraform.rc")).unwrap();
+    let work = TempDir::new("tf-access");
+    let scoped_rc = work.path().join("scoped.rc");
+    std::fs::write(&scoped_rc, rc.replace(&h.running.dev_token, scoped)).unwrap();
+    let anonymous_rc = work.path().join("anonymous.rc");
+    std::fs::write(&anonymous_rc, &rc[..rc.find("credentials").unwrap()]).unwrap();
+
+    let run = |name: &str, config: String, cli_config: &std::path::Path| {
+        let dir = work.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.tf"), config).unwrap();
+        tokio::task::block_in_place(|| {
+            e2e::terraform_with_config(&tf, &h, cli_config, &dir, &["init", "-input=false", "-no-color"])
+        })
+    };
+    let module = |namespace: &str| {
+        format!("module \"m\" {{\n  source  = \"{}/{namespace}/network/aws\"\n  version = \"1.0.0\"\n}}\n", h.host())
+    };
+    let widget = "terraform {\n  required_providers {\n    widget = { source = \"example.com/acme/widget\" }\n  }\n}\n"
+        .to_string();
+
+    let out = run("anonymous", module("acme"), &anonymous_rc);
+    assert!(!out.status.success(), "no credentials must be refused\n{}", text(&out));
+    assert!(text(&out).contains("401"), "the CLI reports the 401\n{}", text(&out));
+
+    let out = run("in-scope", module("acme"), &scoped_rc);
+    assert!(out.status.success(), "the scoped token reads its namespace\n{}", text(&out));
+
+    let out = run("out-of-scope", module("other"), &scoped_rc);
+    assert!(!out.status.success(), "another namespace must be refused\n{}", text(&out));
+    assert!(
+        !text(&out).contains("401") && !text(&out).contains("403"),
+        "it must look like a missing module\n{}",
+        text(&out)
+    );
+
+    let out = run("provider-out-of-scope", widget, &scoped_rc);
+    assert!(!out.status.success(), "a provider outside the token's scope must be refused\n{}", text(&out));
+    h.running.stop().await;
+}

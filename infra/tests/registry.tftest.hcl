@@ -99,12 +99,12 @@ run "least_privilege" {
     error_message = "modules may only GetObject"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")]) == ["arn:aws:s3:::tf-registry-123456789012-eu-west-1/modules/*"]
-    error_message = "modules reads only modules/*"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/modules/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/access/tokens.json"])
+    error_message = "modules reads only modules/* and the token store"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")]) == ["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/*"]
-    error_message = "mirror reads only providers/*"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/access/tokens.json"])
+    error_message = "mirror reads only providers/* and the token store"
   }
   assert {
     condition     = !contains(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.actions]), "s3:*")

@@ -53,10 +53,15 @@ for _ in $(seq 300); do (echo > "/dev/tcp/127.0.0.1/$WATCH_PORT") 2>/dev/null &&
 
 # Events: the recorded API Gateway v2 event with another path; an S3 notification batch.
 events=functions/registry/tests/events
+token="$(cat "$work/data/dev-token")"
 event() {
-  python3 - "$events/apigw_v2_module_versions.json" "$1" > "$work/event.json" <<'PY'
+  python3 - "$events/apigw_v2_module_versions.json" "$1" "${2-$token}" > "$work/event.json" <<'PY'
 import json, sys
 e = json.load(open(sys.argv[1]))
+if sys.argv[3]:
+    e["headers"]["authorization"] = "Bearer " + sys.argv[3]
+else:
+    e["headers"].pop("authorization", None)
 e["rawPath"] = e["requestContext"]["http"]["path"] = sys.argv[2]
 e["routeKey"] = e["requestContext"]["routeKey"] = "$default"
 e.pop("pathParameters", None)
@@ -66,8 +71,9 @@ PY
 invoke() { cargo lambda invoke "$1" -A 127.0.0.1 -P "$WATCH_PORT" --data-file "$2"; }
 # check NAME FUNCTION PATH STATUS NEEDLE: the answer's status and a string its body or headers hold.
 failures=0
+# SEND_TOKEN overrides the bearer token sent ("" sends none).
 check() {
-  event "$3"
+  event "$3" "${SEND_TOKEN-$token}"
   local out; out="$(invoke "$2" "$work/event.json" 2>&1)" || true
   if python3 - "$out" "$4" "$5" <<'PY'
 import json, sys
@@ -107,6 +113,8 @@ check "modules: versions" modules "/v1/modules/acme/network/aws/versions" 200 '{
 check "modules: download is a presigned URL" modules "/v1/modules/acme/network/aws/1.0.0/download" 200 "X-Amz-Signature"
 check "modules: unknown version is 404" modules "/v1/modules/acme/network/aws/9.9.9/download" 404 '\"errors\"'
 check "modules: encoded dot-dot is 400" modules "/v1/modules/%2e%2e/network/aws/versions" 400 '\"errors\"'
+SEND_TOKEN="" check "modules: no token is 401 with a Bearer challenge" modules "/v1/modules/acme/network/aws/versions" 401 '"www-authenticate": "Bearer realm='
+SEND_TOKEN="tfr_not-a-real-token" check "mirror: unknown token is 401" mirror "/v1/mirror/example.com/acme/widget/index.json" 401 '\"errors\"'
 check "mirror: index.json" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
 check "mirror: VERSION.json with h1" mirror "/v1/mirror/example.com/acme/widget/0.1.0.json" 200 'h1:'
 

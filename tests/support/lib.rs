@@ -48,7 +48,8 @@ impl Harness {
     }
 
     pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
-        let reply = self.running.app.handle(&http::Method::GET, path).await;
+        let token = format!("Bearer {}", self.running.dev_token);
+        let reply = self.running.app.handle(&http::Method::GET, path, Some(&token)).await;
         (reply.status.as_u16(), serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null))
     }
 }
@@ -155,6 +156,11 @@ pub fn terraform_or_skip(test: &str) -> Option<PathBuf> {
 /// Run terraform in `workdir` with nothing from the user's environment that could change
 /// its behaviour: its own CLI config, CA bundle, data dir and HOME.
 pub fn terraform(tf: &Path, harness: &Harness, workdir: &Path, args: &[&str]) -> Output {
+    terraform_with_config(tf, harness, &harness.running.data_dir.join("terraform.rc"), workdir, args)
+}
+
+/// `terraform` with another CLI configuration file (other credentials, or none).
+pub fn terraform_with_config(tf: &Path, harness: &Harness, cli_config: &Path, workdir: &Path, args: &[&str]) -> Output {
     let data = &harness.running.data_dir;
     let home = workdir.join(".home");
     std::fs::create_dir_all(&home).unwrap();
@@ -164,7 +170,7 @@ pub fn terraform(tf: &Path, harness: &Harness, workdir: &Path, args: &[&str]) ->
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &home)
-        .env("TF_CLI_CONFIG_FILE", data.join("terraform.rc"))
+        .env("TF_CLI_CONFIG_FILE", cli_config)
         .env("SSL_CERT_FILE", data.join("ca.pem"))
         .env("TF_DATA_DIR", workdir.join(".terraform"))
         .env("TF_IN_AUTOMATION", "1")

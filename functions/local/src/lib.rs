@@ -58,6 +58,8 @@ pub struct Running {
     pub s3_addr: SocketAddr,
     pub data_dir: PathBuf,
     pub publisher_secret: String,
+    /// The `local-dev` token (all modules and providers), also in `terraform.rc`.
+    pub dev_token: String,
     /// Storage as the registry sees it (signed with the registry's key).
     pub storage: S3Storage,
     /// The handler the HTTPS server runs, for tests that compare what it serves.
@@ -159,11 +161,13 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let s3_task = tokio::spawn(serve_s3(s3_listener, s3, watcher.clone()));
     let registry_task = tokio::spawn(serve_registry(listener, tls, app.clone(), watcher));
 
+    let dev_token = ensure_dev_token(&storage, &data_dir).await?;
     let running = Running {
         registry_addr,
         s3_addr,
         data_dir,
         publisher_secret,
+        dev_token,
         storage,
         app,
         shutdown,
@@ -226,7 +230,9 @@ async fn serve_registry(
                 let app = app.clone();
                 async move {
                     // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
-                    let reply = app.handle(request.method(), request.uri().path()).await;
+                    let authorization =
+                        request.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+                    let reply = app.handle(request.method(), request.uri().path(), authorization).await;
                     let mut response = http::Response::new(Full::new(reply.body));
                     *response.status_mut() = reply.status;
                     for (name, value) in reply.headers {
@@ -251,14 +257,19 @@ fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalErr
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
-         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
-         provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n",
+                  # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
+         provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n\n\
+         # The local-dev token (every module and provider). The CLI sends it to discovery,\n\
+         # module and mirror requests, never to the archive URLs.\n\
+         credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n",
         rc = dir.join("terraform.rc").display(),
         ca = dir.join(tls::CA_FILE).display(),
         host = running.registry_addr,
         base = running.base_url(),
+        token = running.dev_token,
     );
-    std::fs::write(dir.join("terraform.rc"), rc).map_err(|e| LocalError(format!("write terraform.rc: {e}")))?;
+    // It holds a token: owner-only.
+    write_private(&dir.join("terraform.rc"), rc.as_bytes())?;
     let env = format!(
         "# Written by registry-local: `source` it to publish with the AWS CLI or any S3 client.\n\
          export AWS_ENDPOINT_URL={endpoint}\nexport AWS_ACCESS_KEY_ID={PUBLISHER_ACCESS_KEY}\n\
@@ -267,6 +278,36 @@ fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalErr
         secret = running.publisher_secret,
     );
     write_private(&dir.join("local.env"), env.as_bytes())
+}
+
+/// The `local-dev` token: its plaintext kept in `DATA_DIR/dev-token` (owner-only) so that
+/// `terraform.rc` can carry it; its hash in the token store, like any other token's.
+async fn ensure_dev_token(storage: &S3Storage, data_dir: &Path) -> Result<String, LocalError> {
+    let path = data_dir.join("dev-token");
+    let token = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
+        Ok(t) if t.starts_with(registry::access::TOKEN_PREFIX) => t,
+        _ => {
+            let t = new_token()?;
+            write_private(&path, t.as_bytes())?;
+            t
+        }
+    };
+    let tokens = registry::access::manage::list(storage).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+    let current =
+        tokens.iter().any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::access::hash(&token)));
+    if !current {
+        let all = vec!["*".to_string()];
+        let record = registry::access::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None);
+        registry::access::manage::upsert(storage, record).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+    }
+    Ok(token)
+}
+
+pub const DEV_TOKEN_NAME: &str = "local-dev";
+
+/// A new token: the prefix and 32 random bytes, hex (256 bits of entropy).
+pub fn new_token() -> Result<String, LocalError> {
+    Ok(format!("{}{}", registry::access::TOKEN_PREFIX, random_hex(32)?))
 }
 
 /// Write a file only its owner may read (secrets, keys).
@@ -319,3 +360,107 @@ pub async fn reindex(data_dir: &Path) -> Result<Vec<(registry::layout::Owner, re
 }
 
 pub type Body = Full<Bytes>;
+
+/// Where token commands act: the local registry's data directory, or a deployed bucket
+/// (credentials and region from the standard AWS environment).
+#[derive(Debug, Clone)]
+pub enum TokenTarget {
+    DataDir(PathBuf),
+    Bucket(String),
+}
+
+#[derive(Debug, Clone)]
+pub enum TokenAction {
+    Create { name: String, modules: Vec<String>, providers: Vec<String>, expires_days: Option<u64> },
+    List,
+    Revoke { name: String },
+}
+
+/// Run a token command; answers what to print. `create` is the only time a token is shown.
+pub async fn token_command(action: TokenAction, target: TokenTarget) -> Result<String, LocalError> {
+    match target {
+        TokenTarget::Bucket(bucket) => {
+            let storage = S3Storage::from_env(&Config::new(bucket)).await;
+            token_action(&storage, action).await
+        }
+        TokenTarget::DataDir(data_dir) => {
+            let running = start(LocalOptions {
+                listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                s3_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                data_dir,
+                write_client_files: false,
+            })
+            .await?;
+            let result = token_action(&running.storage, action).await;
+            running.stop().await;
+            result
+        }
+    }
+}
+
+async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String, LocalError> {
+    use registry::access::manage;
+    let err = |e: registry::Error| LocalError(format!("token store: {e}"));
+    match action {
+        TokenAction::Create { name, modules, providers, expires_days } => {
+            check_token_name(&name)?;
+            for glob in modules.iter().chain(&providers) {
+                if glob.is_empty() || glob.len() > 300 || !glob.bytes().all(|b| b.is_ascii_graphic()) {
+                    return Err(LocalError(format!("invalid scope glob {glob:?}")));
+                }
+            }
+            if modules.is_empty() && providers.is_empty() {
+                return Err(LocalError("a token needs --modules or --providers (globs, e.g. acme,team-* or *)".into()));
+            }
+            let expires_at = expires_days.map(|days| {
+                let now =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+                registry::index::rfc3339((now + days * 86_400) as i64)
+            });
+            let token = new_token()?;
+            manage::upsert(storage, manage::record(&name, &token, modules, providers, expires_at.clone()))
+                .await
+                .map_err(err)?;
+            Ok(format!(
+                "token {name:?} created{}. It is shown only now:\n\n  {token}\n\n\
+                 Give it to the terraform CLI in its configuration (or paste it at `terraform login HOST`):\n\n  \
+                 credentials \"HOST\" {{\n    token = \"{token}\"\n  }}\n",
+                expires_at.map(|at| format!(", expires {at}")).unwrap_or_default()
+            ))
+        }
+        TokenAction::List => {
+            let tokens = manage::list(storage).await.map_err(err)?;
+            let mut out =
+                format!("{:<24} {:<21} {:<21} {:<24} {}\n", "NAME", "CREATED", "EXPIRES", "MODULES", "PROVIDERS");
+            for t in &tokens {
+                out.push_str(&format!(
+                    "{:<24} {:<21} {:<21} {:<24} {}\n",
+                    t.name,
+                    t.created_at,
+                    t.expires_at.as_deref().unwrap_or("never"),
+                    t.modules.join(","),
+                    t.providers.join(",")
+                ));
+            }
+            Ok(out)
+        }
+        TokenAction::Revoke { name } => {
+            if manage::revoke(storage, &name).await.map_err(err)? {
+                Ok(format!(
+                    "token {name:?} revoked (containers stop accepting it within REGISTRY_TOKENS_CACHE_SECONDS)\n"
+                ))
+            } else {
+                Err(LocalError(format!("no token named {name:?}")))
+            }
+        }
+    }
+}
+
+fn check_token_name(name: &str) -> Result<(), LocalError> {
+    let ok = (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(LocalError(format!("token names are 1-64 letters, digits, '-', '_', '.', got {name:?}")))
+    }
+}

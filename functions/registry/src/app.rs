@@ -2,12 +2,14 @@
 //! routes) and the local registry (serving all of them). It maps (method, raw path) to a
 //! JSON reply with exactly one storage read for any route that needs one.
 
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::access::{self, Decision, Resource, TokenStore};
 use crate::config::Config;
 use crate::error::Error;
 use crate::layout;
@@ -33,11 +35,12 @@ impl Reply {
     }
 
     fn error(err: &Error) -> Self {
-        Reply {
-            status: err.status(),
-            headers: vec![("content-type", CONTENT_TYPE_JSON.into())],
-            body: err.body().into(),
+        let mut headers = vec![("content-type", CONTENT_TYPE_JSON.into())];
+        if matches!(err, Error::Unauthorized(_)) {
+            // RFC 6750: how to authenticate. The terraform CLI sends credentials it has anyway.
+            headers.push(("www-authenticate", r#"Bearer realm="terraform-registry""#.into()));
         }
+        Reply { status: err.status(), headers, body: err.body().into() }
     }
 
     fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -54,19 +57,23 @@ pub struct App<S> {
     pub config: Config,
     pub storage: S,
     services: Vec<Service>,
+    /// The token store as last read, and when (kept for `config.tokens_cache`).
+    tokens: Mutex<Option<(Instant, Option<Arc<TokenStore>>)>>,
 }
 
 impl<S: Storage> App<S> {
     /// An app answering the routes of `services`; other routes answer 404, as they would if
     /// API Gateway had sent a request to the wrong function.
     pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
-        App { config, storage, services: services.to_vec() }
+        App { config, storage, services: services.to_vec(), tokens: Mutex::new(None) }
     }
 
-    pub async fn handle(&self, method: &Method, raw_path: &str) -> Reply {
+    /// Answer one request. `authorization` is the request's `Authorization` header, if any;
+    /// it is never logged.
+    pub async fn handle(&self, method: &Method, raw_path: &str, authorization: Option<&str>) -> Reply {
         let started = Instant::now();
         let (route_name, result) = match router::route(method, raw_path, &self.config.paths) {
-            Ok(route) => (route.name(), self.dispatch(route).await),
+            Ok(route) => (route.name(), self.dispatch(route, authorization).await),
             Err(e) => ("none", Err(e)),
         };
         let mut reply = match &result {
@@ -89,10 +96,11 @@ impl<S: Storage> App<S> {
         reply
     }
 
-    async fn dispatch(&self, route: Route) -> Result<Reply, Error> {
+    async fn dispatch(&self, route: Route, authorization: Option<&str>) -> Result<Reply, Error> {
         if !self.services.contains(&route.service()) {
             return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
+        self.authorize(&route, authorization).await?;
         match route {
             Route::Discovery => Ok(Reply::json(StatusCode::OK, &self.discovery())),
             Route::ModuleVersions(module) => {
@@ -149,6 +157,49 @@ impl<S: Storage> App<S> {
         json!({ "modules.v1": self.config.paths.modules })
     }
 
+    /// The one access check, for Lambdas and the local registry alike (see `access`).
+    async fn authorize(&self, route: &Route, authorization: Option<&str>) -> Result<(), Error> {
+        let resource = match route {
+            Route::Discovery => Resource::Discovery,
+            Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => Resource::Module(m),
+            Route::MirrorIndex(p) | Route::MirrorVersion(p, _) => Resource::Provider(p),
+        };
+        // The store matters only when a token is presented for something that needs one.
+        let store = match (authorization, resource) {
+            (Some(_), Resource::Module(_) | Resource::Provider(_)) => self.tokens().await?,
+            _ => None,
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        match access::decide(&self.config.access, store.as_deref(), authorization, resource, now) {
+            Decision::Allow => Ok(()),
+            Decision::Unauthenticated(why) => Err(Error::Unauthorized(why.into())),
+            // Exactly what a request for something that does not exist gets.
+            Decision::Hidden => Err(Error::NotFound(match route {
+                Route::MirrorVersion(p, v) => format!("provider {p} has no version {v}"),
+                Route::MirrorIndex(p) => format!("provider {p} not found"),
+                Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => format!("module {m} not found"),
+                Route::Discovery => "not found".into(),
+            })),
+        }
+    }
+
+    /// The token store, read at most once per `tokens_cache` per container. An unreadable
+    /// store fails closed (500); it never lets requests through.
+    async fn tokens(&self) -> Result<Option<Arc<TokenStore>>, Error> {
+        let lock = || self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, store)) = lock().as_ref()
+            && at.elapsed() < self.config.tokens_cache
+        {
+            return Ok(store.clone());
+        }
+        let store = match self.storage.get(layout::TOKENS).await? {
+            None => None,
+            Some(o) => Some(Arc::new(TokenStore::parse(&o.bytes)?)),
+        };
+        *lock() = Some((Instant::now(), store.clone()));
+        Ok(store)
+    }
+
     async fn module_manifest(&self, module: &crate::address::ModuleAddress) -> Result<ModuleManifest, Error> {
         let missing = || Error::NotFound(format!("module {module} not found"));
         self.manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), missing).await
@@ -200,11 +251,18 @@ mod tests {
         storage.insert("modules/acme/yanked/aws/manifest.json", r#"{"format":1,"versions":[]}"#);
         storage.insert("providers/registry.terraform.io/hashicorp/gone/index.json", r#"{"versions":{}}"#);
         storage.insert("providers/registry.terraform.io/hashicorp/null/3.0.0.json", r#"{"archives":{}}"#);
-        App::new(Config::new("bucket"), storage, &Service::ALL)
+        App::new(open(Config::new("bucket")), storage, &Service::ALL)
+    }
+
+    /// Routing tests: anonymous reads allowed everywhere, so access does not get in the way.
+    fn open(mut config: Config) -> Config {
+        config.access.anonymous_modules = vec!["*".into()];
+        config.access.anonymous_providers = vec!["*".into()];
+        config
     }
 
     async fn get(app: &App<MemoryStorage>, path: &str) -> (u16, Value, Reply) {
-        let reply = app.handle(&Method::GET, path).await;
+        let reply = app.handle(&Method::GET, path, None).await;
         assert_eq!(reply.header_value("content-type"), Some("application/json"), "{path}");
         let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
         (reply.status.as_u16(), body, reply)
@@ -271,12 +329,61 @@ mod tests {
     #[tokio::test]
     async fn head_has_no_body_and_functions_serve_only_their_routes() {
         let app = app();
-        let reply = app.handle(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions").await;
+        let reply = app.handle(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions", None).await;
         assert_eq!(reply.status, StatusCode::OK);
         assert!(reply.body.is_empty());
-        let mirror_only = App::new(Config::new("b"), MemoryStorage::new(), &[Service::Mirror]);
-        let reply = mirror_only.handle(&Method::GET, "/v1/modules/acme/vpc/aws/versions").await;
+        let mirror_only = App::new(open(Config::new("b")), MemoryStorage::new(), &[Service::Mirror]);
+        let reply = mirror_only.handle(&Method::GET, "/v1/modules/acme/vpc/aws/versions", None).await;
         assert_eq!(reply.status, StatusCode::NOT_FOUND);
         assert_eq!(mirror_only.storage.request_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn access_is_checked_once_here_for_every_deployment() {
+        let storage = app().storage;
+        storage
+            .insert("modules/other/vpc/aws/manifest.json", storage.peek("modules/acme/vpc/aws/manifest.json").unwrap());
+        let ci = crate::access::manage::record("ci", "trg_ci", vec!["acme".into()], vec![], None);
+        let store = crate::access::TokenStore { format: 1, tokens: vec![ci] };
+        storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
+        let app = App::new(Config::new("bucket"), storage, &Service::ALL);
+        let call = |path: &'static str, auth: Option<&'static str>| {
+            let app = &app;
+            async move {
+                let reply = app.handle(&Method::GET, path, auth).await;
+                let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+                (reply.status.as_u16(), body, reply)
+            }
+        };
+
+        // Discovery needs nothing; the rest needs a token.
+        assert_eq!(call("/.well-known/terraform.json", None).await.0, 200);
+        let (status, body, reply) = call("/v1/modules/acme/vpc/aws/versions", None).await;
+        assert_eq!((status, body), (401, json!({"errors": ["a bearer token is required"]})));
+        assert_eq!(reply.header_value("www-authenticate"), Some(r#"Bearer realm="terraform-registry""#));
+        let before = app.storage.request_count();
+        assert_eq!(call("/v1/modules/acme/vpc/aws/versions", Some("Bearer trg_guess")).await.0, 401);
+        assert_eq!(app.storage.request_count() - before, 1, "a presented token: the token store, and no manifest");
+        assert_eq!(call("/v1/mirror/registry.terraform.io/hashicorp/null/index.json", None).await.0, 401);
+
+        // In scope: allowed. The token store is cached now: one read (the manifest) per request.
+        let before = app.storage.request_count();
+        assert_eq!(call("/v1/modules/acme/vpc/aws/versions", Some("Bearer trg_ci")).await.0, 200);
+        assert_eq!(app.storage.request_count() - before, 1, "warm: the manifest only");
+        let before = app.storage.request_count();
+        assert_eq!(call("/v1/modules/acme/vpc/aws/1.0.0/download", Some("Bearer trg_ci")).await.0, 200);
+        assert_eq!(app.storage.request_count() - before, 1, "warm: the manifest only");
+
+        // Out of scope: exactly what a module that does not exist gets, and no manifest read.
+        let hidden = call("/v1/modules/other/vpc/aws/versions", Some("Bearer trg_ci")).await;
+        let absent = call("/v1/modules/ghost/vpc/aws/versions", Some("Bearer trg_ci")).await;
+        assert_eq!((hidden.0, absent.0), (404, 404));
+        assert_eq!(hidden.1, json!({"errors": ["module other/vpc/aws not found"]}));
+        assert_eq!(absent.1, json!({"errors": ["module ghost/vpc/aws not found"]}));
+        assert_eq!(hidden.2.headers, absent.2.headers);
+        assert_eq!(
+            call("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", Some("Bearer trg_ci")).await.0,
+            404
+        );
     }
 }

@@ -24,6 +24,11 @@ pub struct Config {
     pub s3_force_path_style: bool,
     /// What the indexer accepts.
     pub limits: Limits,
+    /// Who may read without a token (`REGISTRY_ANONYMOUS_MODULES`, `REGISTRY_ANONYMOUS_PROVIDERS`).
+    pub access: crate::access::Policy,
+    /// `REGISTRY_TOKENS_CACHE_SECONDS` (default 30, at most 300): how long a container keeps
+    /// the token store before reading it again; a revoked token stops working within this.
+    pub tokens_cache: Duration,
 }
 
 /// Size limits the indexer enforces before an archive is listed.
@@ -78,6 +83,8 @@ impl Config {
             paths: BasePaths::default(),
             s3_force_path_style: false,
             limits: Limits::default(),
+            access: crate::access::Policy::default(),
+            tokens_cache: Duration::from_secs(30),
         }
     }
 
@@ -123,7 +130,34 @@ impl Config {
             provider_zip_bytes: limit("REGISTRY_MAX_PROVIDER_ZIP_BYTES", defaults.provider_zip_bytes)?,
             unpacked_bytes: limit("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
         };
-        Ok(Config { bucket, presign_ttl, paths, s3_force_path_style, limits })
+        let globs = |var: &str| -> Result<Vec<String>, ConfigError> {
+            let list: Vec<String> = get(var)
+                .unwrap_or_default()
+                .split(',')
+                .map(|g| g.trim().to_string())
+                .filter(|g| !g.is_empty())
+                .collect();
+            match list.iter().find(|g| g.len() > 300 || !g.bytes().all(|b| b.is_ascii_graphic())) {
+                Some(bad) => Err(ConfigError(format!("{var} holds an invalid glob {bad:?}"))),
+                None => Ok(list),
+            }
+        };
+        let access = crate::access::Policy {
+            anonymous_modules: globs("REGISTRY_ANONYMOUS_MODULES")?,
+            anonymous_providers: globs("REGISTRY_ANONYMOUS_PROVIDERS")?,
+        };
+        let tokens_cache = match get("REGISTRY_TOKENS_CACHE_SECONDS") {
+            None => Duration::from_secs(30),
+            Some(raw) => match raw.trim().parse::<u64>() {
+                Ok(secs) if secs <= 300 => Duration::from_secs(secs),
+                _ => {
+                    return Err(ConfigError(format!(
+                        "REGISTRY_TOKENS_CACHE_SECONDS must be 0 to 300 seconds, got {raw:?}"
+                    )));
+                }
+            },
+        };
+        Ok(Config { bucket, presign_ttl, paths, s3_force_path_style, limits, access, tokens_cache })
     }
 }
 
@@ -197,6 +231,11 @@ mod tests {
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "v1/modules")], "REGISTRY_MODULES_BASE_PATH"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/")], "REGISTRY_MIRROR_BASE_PATH"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/")], "must not overlap"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_TOKENS_CACHE_SECONDS", "3600")], "REGISTRY_TOKENS_CACHE_SECONDS"),
+            (
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_ANONYMOUS_MODULES", "acme, bad glob")],
+                "REGISTRY_ANONYMOUS_MODULES",
+            ),
             (
                 &[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_PROVIDER_ZIP_BYTES", "1GB")],
                 "REGISTRY_MAX_PROVIDER_ZIP_BYTES",

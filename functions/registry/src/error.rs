@@ -14,6 +14,8 @@ pub enum Error {
     BadRequest(String),
     /// A well-formed address that names nothing published.
     NotFound(String),
+    /// No usable bearer token for something that needs one.
+    Unauthorized(String),
     /// The route exists but not for this method.
     MethodNotAllowed,
     /// A conditional write lost a race (S3 412/409): re-read and try again.
@@ -32,6 +34,7 @@ impl Error {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -42,7 +45,7 @@ impl Error {
     /// The text a client sees. Server-side details stay in the log.
     pub fn public_message(&self) -> String {
         match self {
-            Error::BadRequest(m) | Error::NotFound(m) => m.clone(),
+            Error::BadRequest(m) | Error::NotFound(m) | Error::Unauthorized(m) => m.clone(),
             Error::Conflict(_) => "conflicting update, try again".into(),
             Error::MethodNotAllowed => "method not allowed: this registry answers GET and HEAD".into(),
             Error::Unavailable(_) => "storage is unavailable, try again".into(),
@@ -67,6 +70,7 @@ impl fmt::Display for Error {
         match self {
             Error::BadRequest(m) => write!(f, "bad request: {m}"),
             Error::NotFound(m) => write!(f, "not found: {m}"),
+            Error::Unauthorized(m) => write!(f, "unauthorized: {m}"),
             Error::MethodNotAllowed => write!(f, "method not allowed"),
             Error::Conflict(m) => write!(f, "conflict: {m}"),
             Error::Unavailable(m) => write!(f, "unavailable: {m}"),
@@ -87,6 +91,7 @@ mod tests {
         let cases = [
             (Error::BadRequest("bad version".into()), 400, "bad version"),
             (Error::NotFound("module not found".into()), 404, "module not found"),
+            (Error::Unauthorized("a bearer token is required".into()), 401, "a bearer token is required"),
             (Error::MethodNotAllowed, 405, "method not allowed: this registry answers GET and HEAD"),
             (Error::Unavailable("s3 timeout on bucket x".into()), 503, "storage is unavailable, try again"),
             (Error::Internal("manifest at modules/a/b/c parse error".into()), 500, "internal error"),

@@ -556,7 +556,11 @@ fn jitter(d: Duration) -> Duration {
 
 /// Now as `2026-11-22T21:40:00Z` (no date library for one timestamp).
 pub fn rfc3339_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    rfc3339(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64)
+}
+
+/// Unix seconds as `2026-11-22T21:40:00Z`.
+pub fn rfc3339(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil from days (Howard Hinnant's algorithm).
     let z = days + 719_468;

@@ -29,7 +29,8 @@ pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
 pub async fn handle<S: Storage>(app: &App<S>, request: Request) -> Result<Response<Body>, Infallible> {
     // The raw path as API Gateway received it. `request.uri()` went through URL parsing,
     // which resolves `..` and `%2e%2e`: routing on it could reach a key the client never named.
-    let reply = app.handle(request.method(), request.raw_http_path()).await;
+    let authorization = request.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let reply = app.handle(request.method(), request.raw_http_path(), authorization).await;
     Ok(to_response(reply))
 }
 

@@ -8,6 +8,7 @@
 //! providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json
 //! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip
 //! rejections/KEY.json                                     why the upload at KEY was not indexed
+//! access/tokens.json                                      token hashes and scopes
 //! ```
 
 use crate::address::{ModuleAddress, ProviderAddress};
@@ -15,6 +16,9 @@ use crate::address::{ModuleAddress, ProviderAddress};
 pub const MODULES_PREFIX: &str = "modules/";
 pub const PROVIDERS_PREFIX: &str = "providers/";
 pub const REJECTIONS_PREFIX: &str = "rejections/";
+/// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
+/// token command.
+pub const TOKENS: &str = "access/tokens.json";
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 

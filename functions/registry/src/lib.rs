@@ -10,6 +10,7 @@
 //! - [`events`]: S3 notifications and the indexer function's handling of a batch.
 //! - [`lambda`]: what the Lambda `main`s call.
 
+pub mod access;
 pub mod address;
 pub mod app;
 pub mod archive;

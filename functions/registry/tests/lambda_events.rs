@@ -30,6 +30,16 @@ fn storage() -> MemoryStorage {
             {"version":"1.0.0","archive":"modules/acme/vpc/aws/1.0.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""}]}"#,
     );
     s.insert("providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
+    // The token the recorded event carries, scoped to the acme modules and hashicorp providers.
+    let token = registry::access::manage::record(
+        "ci",
+        "example-token-not-logged",
+        vec!["acme".into()],
+        vec!["registry.terraform.io/hashicorp/*".into()],
+        None,
+    );
+    let store = registry::access::TokenStore { format: 1, tokens: vec![token] };
+    s.insert(registry::layout::TOKENS, serde_json::to_vec(&store).unwrap());
     s.insert(
         "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
         r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:x="]}}}"#,
@@ -61,7 +71,9 @@ async fn the_recorded_event_as_is() {
         serde_json::from_str::<Value>(text).unwrap(),
         json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]})
     );
-    assert_eq!(app.storage.request_count(), 1, "exactly one S3 request per registry request");
+    assert_eq!(app.storage.request_count(), 2, "a cold container reads the token store and the manifest");
+    registry::lambda::handle(&app, lambda_http::request::from_str(EVENT).unwrap()).await.unwrap();
+    assert_eq!(app.storage.request_count(), 3, "then exactly one S3 request per registry request");
 }
 
 #[tokio::test]
@@ -119,4 +131,24 @@ async fn s3_down_is_503_json_not_502() {
     app.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
     let (status, _, body) = call(&app, "GET", "/v1/modules/acme/vpc/aws/versions").await;
     assert_eq!((status, body), (503, json!({"errors": ["storage is unavailable, try again"]})));
+}
+
+#[tokio::test]
+async fn the_bearer_token_in_the_event_is_what_is_checked() {
+    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules, Service::Mirror]);
+    let mut e: Value = serde_json::from_str(EVENT).unwrap();
+    e["headers"].as_object_mut().unwrap().remove("authorization");
+    let response =
+        registry::lambda::handle(&app, lambda_http::request::from_str(&e.to_string()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], r#"Bearer realm="terraform-registry""#);
+    e["headers"]["authorization"] = json!("Bearer some-other-token");
+    let response =
+        registry::lambda::handle(&app, lambda_http::request::from_str(&e.to_string()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), 401);
+    // In the token's scope for providers, outside it for another origin.
+    let (status, _, _) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/index.json").await;
+    assert_eq!(status, 200);
+    let (status, _, _) = call(&app, "GET", "/v1/mirror/example.com/acme/widget/index.json").await;
+    assert_eq!(status, 404);
 }

@@ -1,0 +1,444 @@
+//! Who may read what. The terraform CLI sends `Authorization: Bearer TOKEN` (from a
+//! `credentials "HOST"` block or `terraform login`) to discovery, module and mirror endpoints;
+//! this module decides, for one request, whether that token (or no token) may read the module
+//! namespace or mirrored provider the request names.
+//!
+//! Tokens are stored only as SHA-256 hashes, in one bucket object (`access/tokens.json`) that
+//! the read functions may read. A presented token is hashed and compared with every stored
+//! hash in constant time. Decisions (see docs/SECURITY.md):
+//! - discovery: always allowed (the CLI must discover before it can authenticate);
+//! - anonymous read configured for the namespace/provider: allowed without a token;
+//! - no token, a token we do not know, or an expired one: 401 with `WWW-Authenticate: Bearer`;
+//! - a valid token outside its scopes: 404, exactly as if the module or provider did not
+//!   exist, so a token cannot probe which private modules exist elsewhere.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::address::{ModuleAddress, ProviderAddress};
+use crate::error::Error;
+
+pub const TOKENS_FORMAT: u32 = 1;
+/// Prefix of every token this registry issues (recognisable in leaked-secret scanners).
+pub const TOKEN_PREFIX: &str = "trg_";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenStore {
+    pub format: u32,
+    pub tokens: Vec<TokenRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Unique, for listing and revoking.
+    pub name: String,
+    /// Hex SHA-256 of the token; the token itself is never stored.
+    pub sha256: String,
+    pub created_at: String,
+    /// RFC 3339 UTC (`2027-01-31T00:00:00Z`); `None`: never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Module namespaces it may read, as globs (`acme`, `team-*`, `*`).
+    #[serde(default)]
+    pub modules: Vec<String>,
+    /// Mirrored providers it may read, as `HOSTNAME/NAMESPACE/TYPE` globs
+    /// (`registry.terraform.io/hashicorp/*`).
+    #[serde(default)]
+    pub providers: Vec<String>,
+}
+
+/// Who may read without a token; from `REGISTRY_ANONYMOUS_MODULES` and
+/// `REGISTRY_ANONYMOUS_PROVIDERS` (comma-separated globs; empty: nobody).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub anonymous_modules: Vec<String>,
+    pub anonymous_providers: Vec<String>,
+}
+
+/// What a request reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Resource<'a> {
+    Discovery,
+    Module(&'a ModuleAddress),
+    Provider(&'a ProviderAddress),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// No usable token: 401.
+    Unauthenticated(&'static str),
+    /// A valid token that may not read this: 404, indistinguishable from "does not exist".
+    Hidden,
+}
+
+impl TokenStore {
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        let store: TokenStore =
+            serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("access/tokens.json: {e}")))?;
+        if store.format != TOKENS_FORMAT {
+            return Err(Error::Internal(format!("access/tokens.json format {} is not {TOKENS_FORMAT}", store.format)));
+        }
+        Ok(store)
+    }
+
+    /// The record whose hash matches `token`. Every record is compared, in constant time, so
+    /// the answer's timing says nothing about how close a guess was.
+    pub fn find(&self, token: &str) -> Option<&TokenRecord> {
+        let presented = hash(token);
+        let mut found = None;
+        for record in &self.tokens {
+            let stored = hex::decode(&record.sha256).unwrap_or_default();
+            if constant_time_eq(&stored, &presented) {
+                found = Some(record);
+            }
+        }
+        found
+    }
+}
+
+impl Policy {
+    pub fn anonymous(&self, resource: Resource<'_>) -> bool {
+        match resource {
+            Resource::Discovery => true,
+            Resource::Module(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.namespace)),
+            Resource::Provider(p) => self.anonymous_providers.iter().any(|g| glob(g, &p.to_string())),
+        }
+    }
+}
+
+impl TokenRecord {
+    pub fn may_read(&self, resource: Resource<'_>) -> bool {
+        match resource {
+            Resource::Discovery => true,
+            Resource::Module(m) => self.modules.iter().any(|g| glob(g, &m.namespace)),
+            Resource::Provider(p) => self.providers.iter().any(|g| glob(g, &p.to_string())),
+        }
+    }
+
+    pub fn expired(&self, now_unix: i64) -> bool {
+        match &self.expires_at {
+            None => false,
+            // An unreadable expiry is treated as expired: fail closed.
+            Some(at) => parse_rfc3339(at).is_none_or(|at| at <= now_unix),
+        }
+    }
+}
+
+/// Decide one request. `store` is `None` when no token store exists yet (nobody has a token).
+pub fn decide(
+    policy: &Policy,
+    store: Option<&TokenStore>,
+    authorization: Option<&str>,
+    resource: Resource<'_>,
+    now_unix: i64,
+) -> Decision {
+    if matches!(resource, Resource::Discovery) {
+        return Decision::Allow;
+    }
+    let Some(header) = authorization else {
+        return if policy.anonymous(resource) {
+            Decision::Allow
+        } else {
+            Decision::Unauthenticated("a bearer token is required")
+        };
+    };
+    let Some(token) = bearer(header) else {
+        return Decision::Unauthenticated("the Authorization header must be \"Bearer TOKEN\"");
+    };
+    let Some(record) = store.and_then(|s| s.find(token)) else {
+        return Decision::Unauthenticated("unknown or revoked token");
+    };
+    if record.expired(now_unix) {
+        return Decision::Unauthenticated("expired token");
+    }
+    if record.may_read(resource) || policy.anonymous(resource) { Decision::Allow } else { Decision::Hidden }
+}
+
+/// The token of a `Bearer` authorization header (scheme case-insensitive, RFC 6750).
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    let ok = scheme.eq_ignore_ascii_case("bearer")
+        && !token.is_empty()
+        && token.len() <= 512
+        && token.bytes().all(|b| b.is_ascii_graphic());
+    ok.then_some(token)
+}
+
+pub fn hash(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `*` matches any run of characters (including `/`), `?` one character; everything else
+/// matches itself.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// Parse `YYYY-MM-DDTHH:MM:SSZ` (UTC) to Unix seconds.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
+/// Managing the store: every change is a conditional write of the whole object, retried when
+/// another change got there first, so concurrent token commands never lose a token.
+pub mod manage {
+    use super::*;
+    use crate::layout;
+    use crate::storage::{Precondition, Storage};
+
+    pub async fn list<S: Storage>(storage: &S) -> Result<Vec<TokenRecord>, Error> {
+        Ok(read(storage).await?.0.tokens)
+    }
+
+    /// Add `record`, replacing any token with the same name.
+    pub async fn upsert<S: Storage>(storage: &S, record: TokenRecord) -> Result<(), Error> {
+        change(storage, |store| {
+            store.tokens.retain(|t| t.name != record.name);
+            store.tokens.push(record.clone());
+            true
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Remove the token named `name`; `false` if there was none.
+    pub async fn revoke<S: Storage>(storage: &S, name: &str) -> Result<bool, Error> {
+        change(storage, |store| {
+            let before = store.tokens.len();
+            store.tokens.retain(|t| t.name != name);
+            store.tokens.len() != before
+        })
+        .await
+    }
+
+    /// A new record for `token` (which the caller generated and shows once).
+    pub fn record(
+        name: &str,
+        token: &str,
+        modules: Vec<String>,
+        providers: Vec<String>,
+        expires_at: Option<String>,
+    ) -> TokenRecord {
+        TokenRecord {
+            name: name.into(),
+            sha256: hex::encode(hash(token)),
+            created_at: crate::index::rfc3339_now(),
+            expires_at,
+            modules,
+            providers,
+        }
+    }
+
+    async fn read<S: Storage>(storage: &S) -> Result<(TokenStore, Option<String>), Error> {
+        match storage.get(layout::TOKENS).await? {
+            None => Ok((TokenStore { format: TOKENS_FORMAT, tokens: vec![] }, None)),
+            Some(o) => Ok((TokenStore::parse(&o.bytes)?, Some(o.etag))),
+        }
+    }
+
+    async fn change<S: Storage>(storage: &S, apply: impl Fn(&mut TokenStore) -> bool) -> Result<bool, Error> {
+        for _ in 0..10 {
+            let (mut store, etag) = read(storage).await?;
+            if !apply(&mut store) {
+                return Ok(false);
+            }
+            let mut body = serde_json::to_vec_pretty(&store).map_err(|e| Error::Internal(e.to_string()))?;
+            body.push(b'\n');
+            match storage
+                .put(layout::TOKENS, body.into(), "application/json", Precondition::replacing(etag.as_deref()))
+                .await
+            {
+                Ok(()) => return Ok(true),
+                Err(Error::Conflict(_)) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Unavailable("access/tokens.json kept changing; try again".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, token: &str, modules: &[&str], providers: &[&str], expires_at: Option<&str>) -> TokenRecord {
+        TokenRecord {
+            name: name.into(),
+            sha256: hex::encode(hash(token)),
+            created_at: "2026-11-22T00:00:00Z".into(),
+            expires_at: expires_at.map(str::to_string),
+            modules: modules.iter().map(|s| s.to_string()).collect(),
+            providers: providers.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn globs() {
+        let cases = [
+            ("*", "anything/at/all", true),
+            ("acme", "acme", true),
+            ("acme", "acme2", false),
+            ("team-*", "team-net", true),
+            ("team-*", "teams", false),
+            ("registry.terraform.io/hashicorp/*", "registry.terraform.io/hashicorp/aws", true),
+            ("registry.terraform.io/hashicorp/*", "registry.terraform.io/acme/aws", false),
+            ("*/acme/*", "example.com/acme/widget", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("", "", true),
+            ("", "a", false),
+        ];
+        for (pattern, text, want) in cases {
+            assert_eq!(glob(pattern, text), want, "{pattern} ~ {text}");
+        }
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339("2026-11-22T21:40:05Z"), Some(1_795_383_605));
+        for bad in ["2026-13-01T00:00:00Z", "2026-11-22 21:40:05Z", "2026-11-22T21:40:05+01:00", "soon", ""] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+        let now = crate::index::rfc3339_now();
+        assert!(parse_rfc3339(&now).is_some(), "{now}");
+    }
+
+    #[test]
+    fn decisions() {
+        let store = TokenStore {
+            format: 1,
+            tokens: vec![
+                record(
+                    "ci",
+                    "trg_ci",
+                    &["acme", "team-*"],
+                    &["registry.terraform.io/hashicorp/*"],
+                    Some("2030-01-01T00:00:00Z"),
+                ),
+                record("old", "trg_old", &["*"], &["*"], Some("2020-01-01T00:00:00Z")),
+                record("bad-expiry", "trg_bad", &["*"], &["*"], Some("next year")),
+            ],
+        };
+        let policy = Policy { anonymous_modules: vec!["public".into()], anonymous_providers: vec![] };
+        let now = parse_rfc3339("2026-11-22T00:00:00Z").unwrap();
+        let acme = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
+        let team = ModuleAddress::parse("team-net", "vpc", "aws").unwrap();
+        let other = ModuleAddress::parse("other", "vpc", "aws").unwrap();
+        let public = ModuleAddress::parse("public", "vpc", "aws").unwrap();
+        let aws = ProviderAddress::parse("registry.terraform.io", "hashicorp", "aws").unwrap();
+        let widget = ProviderAddress::parse("example.com", "acme", "widget").unwrap();
+        use Decision::*;
+        use Resource::*;
+        let cases: Vec<(Option<&str>, Resource<'_>, Decision)> = vec![
+            (None, Discovery, Allow),
+            (Some("Bearer nonsense"), Discovery, Allow),
+            (None, Module(&acme), Unauthenticated("a bearer token is required")),
+            (None, Module(&public), Allow),
+            (None, Provider(&aws), Unauthenticated("a bearer token is required")),
+            (Some("Bearer trg_ci"), Module(&acme), Allow),
+            (Some("bearer   trg_ci "), Module(&team), Allow),
+            (Some("Bearer trg_ci"), Module(&other), Hidden),
+            (Some("Bearer trg_ci"), Module(&public), Allow),
+            (Some("Bearer trg_ci"), Provider(&aws), Allow),
+            (Some("Bearer trg_ci"), Provider(&widget), Hidden),
+            (Some("Bearer trg_wrong"), Module(&public), Unauthenticated("unknown or revoked token")),
+            (Some("Bearer trg_old"), Module(&acme), Unauthenticated("expired token")),
+            (Some("Bearer trg_bad"), Module(&acme), Unauthenticated("expired token")),
+            (
+                Some("Basic dXNlcjpwYXNz"),
+                Module(&acme),
+                Unauthenticated("the Authorization header must be \"Bearer TOKEN\""),
+            ),
+            (Some("Bearer"), Module(&acme), Unauthenticated("the Authorization header must be \"Bearer TOKEN\"")),
+            (
+                Some("Bearer trg\u{7f}x"),
+                Module(&acme),
+                Unauthenticated("the Authorization header must be \"Bearer TOKEN\""),
+            ),
+        ];
+        for (header, resource, want) in cases {
+            assert_eq!(decide(&policy, Some(&store), header, resource, now), want, "{header:?} {resource:?}");
+        }
+        // No token store yet: every token is unknown.
+        assert_eq!(
+            decide(&policy, None, Some("Bearer trg_ci"), Module(&acme), now),
+            Unauthenticated("unknown or revoked token")
+        );
+    }
+
+    #[tokio::test]
+    async fn managing_tokens() {
+        let s = crate::storage::MemoryStorage::new();
+        assert!(manage::list(&s).await.unwrap().is_empty());
+        manage::upsert(&s, manage::record("ci", "trg_one", vec!["acme".into()], vec![], None)).await.unwrap();
+        manage::upsert(&s, manage::record("dev", "trg_two", vec!["*".into()], vec!["*".into()], None)).await.unwrap();
+        manage::upsert(&s, manage::record("ci", "trg_three", vec!["acme".into()], vec![], None)).await.unwrap();
+        let names: Vec<String> = manage::list(&s).await.unwrap().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["dev", "ci"]);
+        let stored = String::from_utf8(s.peek(crate::layout::TOKENS).unwrap().to_vec()).unwrap();
+        assert!(!stored.contains("trg_"), "tokens are stored only as hashes: {stored}");
+        let store = TokenStore::parse(stored.as_bytes()).unwrap();
+        assert!(store.find("trg_three").is_some() && store.find("trg_one").is_none(), "replaced by name");
+        assert!(manage::revoke(&s, "ci").await.unwrap());
+        assert!(!manage::revoke(&s, "ci").await.unwrap());
+        assert_eq!(manage::list(&s).await.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn store_parsing() {
+        assert!(TokenStore::parse(br#"{"format":1,"tokens":[]}"#).is_ok());
+        assert!(TokenStore::parse(br#"{"format":2,"tokens":[]}"#).is_err());
+        assert!(TokenStore::parse(b"garbage").is_err());
+    }
+}
