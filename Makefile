@@ -12,7 +12,7 @@ LAMBDAS   := discovery modules mirror indexer
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: fuzz token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -27,6 +27,18 @@ test:
 	$(MAKE) --no-print-directory infra-check
 	@if command -v cargo-lambda >/dev/null 2>&1; then $(MAKE) --no-print-directory lambda-test; \
 	else echo "=== SKIPPED: lambda-test (cargo-lambda not installed: make setup; .ci/run installs it) ==="; fi
+	@if $(CARGO) +nightly --version >/dev/null 2>&1 && $(CARGO) fuzz --version >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15; \
+	else echo "=== SKIPPED: fuzz smoke run (needs the nightly toolchain and cargo-fuzz; .ci/run installs cargo-fuzz) ==="; fi
+
+## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths and bucket keys:
+## $(FUZZ_SECONDS) s per target; a crash leaves its input under fuzz/artifacts/ and fails.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := request_path bucket_key
+fuzz:
+	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && \
+	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  || exit 1; done
 
 ## Offline checks of infra/: terraform fmt, validate and test (mocked provider), checkov.
 infra-check:

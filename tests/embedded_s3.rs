@@ -184,3 +184,32 @@ async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
     }
     h.running.stop().await;
 }
+
+/// The warm cache against the real S3 protocol: a cold request reads the manifest, a warm one
+/// sends one `If-None-Match` GET that is answered 304, and a publish shows at the next request.
+#[tokio::test]
+async fn warm_requests_revalidate_with_one_conditional_get() {
+    let h = Harness::start().await;
+    let key = "modules/acme/network/aws/manifest.json";
+    h.upload("modules/acme/network/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# 1\n")])).await;
+    let reads = |log: Vec<registry_local::embedded_s3::S3Request>| -> Vec<(bool, u16)> {
+        log.into_iter().filter(|r| r.key.as_deref() == Some(key)).map(|r| (r.if_none_match, r.status)).collect()
+    };
+    let _ = h.running.take_s3_requests();
+
+    assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.0, 200);
+    assert_eq!(reads(h.running.take_s3_requests()), [(false, 200)], "cold: one plain GET");
+    for _ in 0..3 {
+        assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.0, 200);
+        let log = h.running.take_s3_requests();
+        assert_eq!(log.len(), 1, "warm: exactly one S3 request per registry request: {log:?}");
+        assert_eq!(reads(log), [(true, 304)], "warm: a conditional GET, answered 304");
+    }
+
+    h.upload("modules/acme/network/aws/1.1.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# 2\n")])).await;
+    let _ = h.running.take_s3_requests();
+    let (_, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
+    assert_eq!(body, serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
+    assert_eq!(reads(h.running.take_s3_requests()), [(true, 200)], "changed: the conditional GET returns the new one");
+    h.running.stop().await;
+}

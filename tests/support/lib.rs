@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 use aws_sdk_s3::primitives::ByteStream;
 use registry_local::{LocalOptions, Running};
 
+pub mod hostile;
+
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
 pub struct Harness {
     pub running: Running,
@@ -25,6 +27,9 @@ impl Harness {
             s3_listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().join("data"),
             write_client_files: true,
+            log_s3_requests: true,
+            http_listen: None,
+            settings: vec![],
         })
         .await
         .expect("local registry starts");
@@ -49,7 +54,7 @@ impl Harness {
 
     pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
         let token = format!("Bearer {}", self.running.dev_token);
-        let reply = self.running.app.handle(&http::Method::GET, path, Some(&token)).await;
+        let reply = self.running.app.handle(&registry::app::Request::get(path).authorization(Some(&token))).await;
         (reply.status.as_u16(), serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null))
     }
 }

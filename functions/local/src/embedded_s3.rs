@@ -11,7 +11,9 @@
 //! Indexing passes run concurrently, as Lambda invocations do; what keeps them from losing
 //! updates is the conditional writes (`If-Match`, `If-None-Match`). s3s-fs checks a condition
 //! and then writes, which two concurrent requests can interleave; S3 does both atomically. So
-//! this wrapper runs conditional PUTs one at a time, which makes them atomic here too.
+//! this wrapper runs conditional PUTs one at a time, which makes them atomic here too. It also
+//! answers `If-None-Match` reads with 304 as S3 does (s3s-fs ignores the header), so the
+//! registry's cache revalidation runs against the same protocol locally as in AWS.
 
 use std::sync::Arc;
 
@@ -34,6 +36,24 @@ pub const PUBLISHER_ACCESS_KEY: &str = "publisher-local";
 /// Largest DeleteObjects request body we read to learn its keys (S3 allows 1,000 keys).
 const DELETE_BODY_LIMIT: usize = 1 << 20;
 
+/// One request the embedded S3 answered, as the request log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Request {
+    pub method: Method,
+    /// The access key it was signed with, if any.
+    pub signer: Option<String>,
+    /// The object key (decoded), or `None` for a bucket-level request such as a listing.
+    pub key: Option<String>,
+    pub query: String,
+    /// Sent `If-None-Match` (a revalidation).
+    pub if_none_match: bool,
+    /// The status answered.
+    pub status: u16,
+}
+
+/// Every request, in order, for tests that assert what the registry reads.
+pub type RequestLog = Arc<std::sync::Mutex<Vec<S3Request>>>;
+
 #[derive(Clone)]
 pub struct IndexingS3 {
     inner: S3Service,
@@ -42,19 +62,36 @@ pub struct IndexingS3 {
     limits: Limits,
     /// Held for the whole of each conditional PUT: check-and-write becomes atomic.
     conditional_writes: Arc<Mutex<()>>,
+    log: Option<RequestLog>,
 }
 
 impl IndexingS3 {
-    pub fn new(inner: S3Service, storage: S3Storage, limits: Limits) -> Self {
+    /// `log`: where to record every request (tests); `None` records nothing.
+    pub fn new(inner: S3Service, storage: S3Storage, limits: Limits, log: Option<RequestLog>) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 { inner, storage, bucket, limits, conditional_writes: Arc::new(Mutex::new(())) }
+        IndexingS3 { inner, storage, bucket, limits, conditional_writes: Arc::new(Mutex::new(())), log }
     }
 
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
         let method = request.method().clone();
         let path = request.uri().path().to_string();
         let query = request.uri().query().unwrap_or("").to_string();
-        let by_registry = signer(&request).as_deref() == Some(REGISTRY_ACCESS_KEY);
+        let signed_by = signer(&request);
+        let by_registry = signed_by.as_deref() == Some(REGISTRY_ACCESS_KEY);
+        let mut entry = self.log.as_ref().map(|_| S3Request {
+            method: method.clone(),
+            signer: signed_by,
+            key: self.object_key(&path),
+            query: query.clone(),
+            if_none_match: request.headers().contains_key(http::header::IF_NONE_MATCH),
+            status: 0,
+        });
+        let mut record = |status: http::StatusCode| {
+            if let (Some(log), Some(mut e)) = (&self.log, entry.take()) {
+                e.status = status.as_u16();
+                log.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+            }
+        };
         let mut request = request.map(Body::from);
 
         let mut deleted_keys = Vec::new();
@@ -71,12 +108,31 @@ impl IndexingS3 {
         let conditional = method == Method::PUT
             && (request.headers().contains_key(http::header::IF_MATCH)
                 || request.headers().contains_key(http::header::IF_NONE_MATCH));
+        // s3s-fs ignores If-None-Match on reads; S3 answers 304 when the ETag matches.
+        let revalidating = (method == Method::GET || method == Method::HEAD)
+            .then(|| request.headers().get(http::header::IF_NONE_MATCH).cloned())
+            .flatten();
         let response = if conditional {
             let _one_at_a_time = self.conditional_writes.lock().await;
             self.inner.call(request).await?
         } else {
             self.inner.call(request).await?
         };
+        if let Some(condition) = revalidating
+            && response.status() == http::StatusCode::OK
+            && response.headers().get(http::header::ETAG) == Some(&condition)
+        {
+            let mut not_modified = Response::new(Body::empty());
+            *not_modified.status_mut() = http::StatusCode::NOT_MODIFIED;
+            for name in [http::header::ETAG, http::header::LAST_MODIFIED] {
+                if let Some(value) = response.headers().get(&name) {
+                    not_modified.headers_mut().insert(name, value.clone());
+                }
+            }
+            record(not_modified.status());
+            return Ok(not_modified);
+        }
+        record(response.status());
         if !response.status().is_success() || by_registry {
             return Ok(response);
         }

@@ -51,10 +51,20 @@ pub struct LocalOptions {
     /// Write `terraform.rc` and `local.env` for this run's addresses (not for `reindex`,
     /// which must not repoint a running `make dev`'s files at its own ephemeral ports).
     pub write_client_files: bool,
+    /// Keep a log of every request the embedded S3 answers (`Running::s3_requests`), for
+    /// tests that assert which keys the registry reads. Off for `make dev`: it would grow.
+    pub log_s3_requests: bool,
+    /// Also serve plain HTTP here (loopback benchmarks, or behind a TLS-terminating proxy).
+    /// The terraform CLI itself only talks HTTPS to registries.
+    pub http_listen: Option<SocketAddr>,
+    /// Configuration variables (`REGISTRY_*`) for this instance, ahead of the environment.
+    pub settings: Vec<(String, String)>,
 }
 
 pub struct Running {
     pub registry_addr: SocketAddr,
+    /// The plain HTTP address, when `http_listen` asked for one.
+    pub http_addr: Option<SocketAddr>,
     pub s3_addr: SocketAddr,
     pub data_dir: PathBuf,
     pub publisher_secret: String,
@@ -64,6 +74,7 @@ pub struct Running {
     pub storage: S3Storage,
     /// The handler the HTTPS server runs, for tests that compare what it serves.
     pub app: Arc<App<S3Storage>>,
+    s3_log: Option<embedded_s3::RequestLog>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -86,6 +97,15 @@ impl Running {
             .read_timeout(Duration::from_secs(120))
             .build();
         s3_client(&self.s3_endpoint(), PUBLISHER_ACCESS_KEY, &self.publisher_secret, patient)
+    }
+
+    /// The requests the embedded S3 answered since the last call, oldest first (empty unless
+    /// started with `log_s3_requests`).
+    pub fn take_s3_requests(&self) -> Vec<embedded_s3::S3Request> {
+        self.s3_log
+            .as_ref()
+            .map(|log| std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
     }
 
     pub async fn stop(self) {
@@ -149,29 +169,47 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let config = Config::from_lookup(|name| match name {
         "REGISTRY_BUCKET" => Some(BUCKET.into()),
         "REGISTRY_S3_FORCE_PATH_STYLE" => Some("true".into()),
-        other => std::env::var(other).ok(),
+        other => options
+            .settings
+            .iter()
+            .find(|(n, _)| n == other)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(other).ok()),
     })
     .map_err(|e| LocalError(e.to_string()))?;
     let mirror_path = config.paths.mirror.clone();
-    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.limits.clone());
+    let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
+    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.limits.clone(), s3_log.clone());
     let app = Arc::new(App::new(config, storage.clone(), &Service::ALL));
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
     let (shutdown, watcher) = watch::channel(false);
     let s3_task = tokio::spawn(serve_s3(s3_listener, s3, watcher.clone()));
-    let registry_task = tokio::spawn(serve_registry(listener, tls, app.clone(), watcher));
+    let mut tasks = vec![s3_task];
+    let http_addr = match options.http_listen {
+        None => None,
+        Some(addr) => {
+            let plain = TcpListener::bind(addr).await.map_err(|e| io(&format!("bind {addr}"), e))?;
+            let http_addr = plain.local_addr().map_err(|e| io("HTTP address", e))?;
+            tasks.push(tokio::spawn(serve_registry(plain, None, app.clone(), watcher.clone())));
+            Some(http_addr)
+        }
+    };
+    tasks.push(tokio::spawn(serve_registry(listener, Some(tls), app.clone(), watcher)));
 
     let dev_token = ensure_dev_token(&storage, &data_dir).await?;
     let running = Running {
         registry_addr,
+        http_addr,
         s3_addr,
         data_dir,
         publisher_secret,
         dev_token,
         storage,
         app,
+        s3_log,
         shutdown,
-        tasks: vec![s3_task, registry_task],
+        tasks,
     };
     if options.write_client_files {
         write_user_files(&running, &mirror_path)?;
@@ -188,6 +226,9 @@ async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Re
             },
             _ = shutdown.changed() => return,
         };
+        // Small answers written as headers then body: without NODELAY, Nagle's algorithm and the
+        // client's delayed ACK hold the second write for ~40 ms.
+        let _ = stream.set_nodelay(true);
         let s3 = s3.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
@@ -203,13 +244,14 @@ async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Re
     }
 }
 
+/// Serve the registry on `listener`: HTTPS with `tls`, plain HTTP without (`--http-listen`).
 async fn serve_registry(
     listener: TcpListener,
-    tls: Arc<rustls::ServerConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     app: Arc<App<S3Storage>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -218,37 +260,49 @@ async fn serve_registry(
             },
             _ = shutdown.changed() => return,
         };
+        let _ = stream.set_nodelay(true);
         let acceptor = acceptor.clone();
         let app = app.clone();
         tokio::spawn(async move {
-            let stream = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return tracing::debug!(error = %e, "TLS handshake"),
-                Err(_) => return tracing::debug!("TLS handshake timed out"),
-            };
-            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                let app = app.clone();
-                async move {
-                    // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
-                    let authorization =
-                        request.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-                    let reply = app.handle(request.method(), request.uri().path(), authorization).await;
-                    let mut response = http::Response::new(Full::new(reply.body));
-                    *response.status_mut() = reply.status;
-                    for (name, value) in reply.headers {
-                        if let Ok(value) = http::HeaderValue::from_str(&value) {
-                            response.headers_mut().append(name, value);
-                        }
-                    }
-                    Ok::<_, Infallible>(response)
-                }
-            });
-            if let Err(e) =
-                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
-            {
-                tracing::debug!(error = %e, "connection");
+            let Some(acceptor) = acceptor else { return serve_connection(stream, app).await };
+            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => serve_connection(stream, app).await,
+                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
             }
         });
+    }
+}
+
+async fn serve_connection<IO>(stream: IO, app: Arc<App<S3Storage>>)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+        let app = app.clone();
+        async move {
+            // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
+            let header = |name| request.headers().get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
+            let reply = app
+                .handle(
+                    &registry::app::Request::new(request.method(), request.uri().path())
+                        .query(request.uri().query())
+                        .authorization(header(http::header::AUTHORIZATION))
+                        .if_none_match(header(http::header::IF_NONE_MATCH)),
+                )
+                .await;
+            let mut response = http::Response::new(Full::new(reply.body));
+            *response.status_mut() = reply.status;
+            for (name, value) in reply.headers {
+                if let Ok(value) = http::HeaderValue::from_str(&value) {
+                    response.headers_mut().append(name, value);
+                }
+            }
+            Ok::<_, Infallible>(response)
+        }
+    });
+    if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await {
+        tracing::debug!(error = %e, "connection");
     }
 }
 
@@ -257,7 +311,7 @@ fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalErr
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
-                  # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
+         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
          provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n\n\
          # The local-dev token (every module and provider). The CLI sends it to discovery,\n\
          # module and mirror requests, never to the archive URLs.\n\
@@ -351,6 +405,9 @@ pub async fn reindex(data_dir: &Path) -> Result<Vec<(registry::layout::Owner, re
         s3_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         data_dir: data_dir.to_path_buf(),
         write_client_files: false,
+        log_s3_requests: false,
+        http_listen: None,
+        settings: vec![],
     })
     .await?;
     let indexer = registry::index::Indexer::new(&running.storage, running.app.config.limits.clone());
@@ -389,6 +446,9 @@ pub async fn token_command(action: TokenAction, target: TokenTarget) -> Result<S
                 s3_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                 data_dir,
                 write_client_files: false,
+                log_s3_requests: false,
+                http_listen: None,
+                settings: vec![],
             })
             .await?;
             let result = token_action(&running.storage, action).await;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use registry_local::{LocalOptions, TokenAction, TokenTarget, reindex, start, token_command};
 
-const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--data-dir DIR]
+const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--http-listen ADDR] [--data-dir DIR]
               registry-local reindex [--data-dir DIR]
        registry-local token create --name NAME [--modules GLOBS] [--providers GLOBS] [--expires-days N] [--data-dir DIR | --bucket BUCKET]
        registry-local token list [--data-dir DIR | --bucket BUCKET]
@@ -34,6 +34,7 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     let mut command = "serve".to_string();
     let mut listen: SocketAddr = "127.0.0.1:8443".parse().map_err(|e| format!("{e}"))?;
     let mut s3_listen: Option<SocketAddr> = None;
+    let mut http_listen: Option<SocketAddr> = None;
     let mut data_dir = PathBuf::from(".data");
     let (mut token_verb, mut name, mut bucket, mut expires_days) =
         (None::<String>, None::<String>, None::<String>, None::<u64>);
@@ -54,6 +55,9 @@ async fn run(args: Vec<String>) -> Result<(), String> {
                 expires_days = Some(value("--expires-days")?.parse().map_err(|e| format!("--expires-days: {e}"))?)
             }
             "--listen" => listen = value("--listen")?.parse().map_err(|e| format!("--listen: {e}"))?,
+            "--http-listen" => {
+                http_listen = Some(value("--http-listen")?.parse().map_err(|e| format!("--http-listen: {e}"))?)
+            }
             "--s3-listen" => s3_listen = Some(value("--s3-listen")?.parse().map_err(|e| format!("--s3-listen: {e}"))?),
             "--data-dir" => data_dir = PathBuf::from(value("--data-dir")?),
             "-h" | "--help" => {
@@ -90,9 +94,17 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         let port = if listen.port() == 0 { 0 } else { listen.port().wrapping_add(1) };
         SocketAddr::new(listen.ip(), port)
     });
-    let running = start(LocalOptions { listen, s3_listen, data_dir, write_client_files: true })
-        .await
-        .map_err(|e| e.to_string())?;
+    let running = start(LocalOptions {
+        listen,
+        s3_listen,
+        data_dir,
+        write_client_files: true,
+        log_s3_requests: false,
+        http_listen,
+        settings: vec![],
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     let dir = running.data_dir.display();
     println!(
         "\nregistry-local is serving\n\

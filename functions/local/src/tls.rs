@@ -2,7 +2,7 @@
 //! the listen address (made at every start). Terraform trusts it through `SSL_CERT_FILE`.
 
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
@@ -14,9 +14,9 @@ use crate::LocalError;
 pub const CA_FILE: &str = "ca.pem";
 const CA_KEY_FILE: &str = "ca-key.pem";
 
-/// Load the data directory's CA, or make one; answer a TLS config for a leaf certificate
-/// valid for `ip`, `127.0.0.1`, `::1` and `localhost`.
-pub fn server_config(data_dir: &Path, ip: IpAddr) -> Result<Arc<rustls::ServerConfig>, LocalError> {
+/// A leaf certificate from the data directory's CA (made if missing), valid for `ip`,
+/// `127.0.0.1`, `::1` and `localhost`: (certificate PEM, CA PEM, leaf key).
+fn issue(data_dir: &Path, ip: IpAddr) -> Result<(String, String, KeyPair), LocalError> {
     let err = |what: &str, e: &dyn std::fmt::Display| LocalError(format!("TLS {what}: {e}"));
     let ca_path = data_dir.join(CA_FILE);
     let key_path = data_dir.join(CA_KEY_FILE);
@@ -51,7 +51,25 @@ pub fn server_config(data_dir: &Path, ip: IpAddr) -> Result<Arc<rustls::ServerCo
         }
     }
     let leaf = params.signed_by(&leaf_key, &issuer).map_err(|e| err("leaf", &e))?;
+    Ok((leaf.pem(), ca_pem, leaf_key))
+}
 
+/// Write a leaf certificate (with the CA after it) and its key as PEM files in `dir`, for
+/// another local server to present, e.g. nginx in the benchmarks: (certificate, key).
+pub fn write_leaf(data_dir: &Path, ip: IpAddr, dir: &Path) -> Result<(PathBuf, PathBuf), LocalError> {
+    let (leaf_pem, ca_pem, leaf_key) = issue(data_dir, ip)?;
+    let (cert, key) = (dir.join("leaf.pem"), dir.join("leaf-key.pem"));
+    std::fs::write(&cert, format!("{leaf_pem}{ca_pem}"))
+        .map_err(|e| LocalError(format!("write {}: {e}", cert.display())))?;
+    crate::write_private(&key, leaf_key.serialize_pem().as_bytes())?;
+    Ok((cert, key))
+}
+
+/// A TLS config presenting a fresh leaf certificate from the data directory's CA.
+pub fn server_config(data_dir: &Path, ip: IpAddr) -> Result<Arc<rustls::ServerConfig>, LocalError> {
+    let err = |what: &str, e: &dyn std::fmt::Display| LocalError(format!("TLS {what}: {e}"));
+    let (leaf_pem, ca_pem, leaf_key) = issue(data_dir, ip)?;
+    let leaf_der = CertificateDer::from_pem_slice(leaf_pem.as_bytes()).map_err(|e| err("leaf", &e))?;
     let ca_der = CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(|e| err("ca.pem", &e))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -59,7 +77,7 @@ pub fn server_config(data_dir: &Path, ip: IpAddr) -> Result<Arc<rustls::ServerCo
         .map_err(|e| err("protocols", &e))?
         .with_no_client_auth()
         .with_single_cert(
-            vec![leaf.der().clone(), ca_der],
+            vec![leaf_der, ca_der],
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
         )
         .map_err(|e| err("certificate", &e))?;

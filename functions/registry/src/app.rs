@@ -8,16 +8,29 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
+use sha2::Digest;
 
 use crate::access::{self, Decision, Resource, TokenStore};
+use crate::cache::ManifestCache;
 use crate::config::Config;
 use crate::error::Error;
 use crate::layout;
 use crate::manifest::{ModuleManifest, ProviderIndex, ProviderVersion};
 use crate::router::{self, Route, Service};
-use crate::storage::Storage;
+use crate::storage::{Revalidated, Storage};
 
 pub const CONTENT_TYPE_JSON: &str = "application/json";
+
+/// Version lists: a cache may keep them but must revalidate (ETag) before each use, so a
+/// new version shows at once; `private` because what a token may see is per token.
+const NO_CACHE: &str = "private, no-cache";
+
+/// `If-None-Match` (a list, or `*`) against our strong ETag; weak comparison, as RFC 9110
+/// asks for this header.
+fn etag_matches(condition: &str, etag: &str) -> bool {
+    let bare = |t: &str| t.trim().trim_start_matches("W/").to_string();
+    condition.split(',').any(|c| c.trim() == "*" || bare(c) == bare(etag))
+}
 
 /// A transport-neutral response; the Lambda adapter and the local server each turn it into
 /// their own response type.
@@ -48,8 +61,56 @@ impl Reply {
         self
     }
 
+    /// A strong ETag of the body, for answers that carry no presigned URL (those change at every
+    /// request and are `no-store`).
+    fn etag(self) -> Self {
+        let digest = sha2::Sha256::digest(&self.body);
+        let etag = format!("\"{}\"", hex::encode(&digest[..16]));
+        self.header("etag", etag)
+    }
+
     pub fn header_value(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the handler looks at in a request; everything else (other headers, the body) is
+/// ignored. Transports fill it in from their own request type.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub method: &'a Method,
+    /// The path exactly as the client sent it: not decoded, not normalised.
+    pub raw_path: &'a str,
+    /// The raw query string, if any (`None` or empty: none).
+    pub query: Option<&'a str>,
+    /// The `Authorization` header; never logged.
+    pub authorization: Option<&'a str>,
+    /// The `If-None-Match` header: a client or proxy revalidating an answer it kept.
+    pub if_none_match: Option<&'a str>,
+}
+
+impl<'a> Request<'a> {
+    pub fn new(method: &'a Method, raw_path: &'a str) -> Self {
+        Request { method, raw_path, query: None, authorization: None, if_none_match: None }
+    }
+
+    pub fn get(raw_path: &'a str) -> Self {
+        Request::new(&Method::GET, raw_path)
+    }
+
+    pub fn query(mut self, query: Option<&'a str>) -> Self {
+        self.query = query;
+        self
+    }
+
+    pub fn authorization(mut self, authorization: Option<&'a str>) -> Self {
+        self.authorization = authorization;
+        self
+    }
+
+    pub fn if_none_match(mut self, if_none_match: Option<&'a str>) -> Self {
+        self.if_none_match = if_none_match;
+        self
     }
 }
 
@@ -59,20 +120,32 @@ pub struct App<S> {
     services: Vec<Service>,
     /// The token store as last read, and when (kept for `config.tokens_cache`).
     tokens: Mutex<Option<(Instant, Option<Arc<TokenStore>>)>>,
+    /// Parsed manifests of this container, revalidated by ETag (`cache`).
+    manifests: ManifestCache,
 }
 
 impl<S: Storage> App<S> {
     /// An app answering the routes of `services`; other routes answer 404, as they would if
     /// API Gateway had sent a request to the wrong function.
     pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
-        App { config, storage, services: services.to_vec(), tokens: Mutex::new(None) }
+        let manifests = ManifestCache::new(config.manifest_cache_bytes, config.manifest_cache_ttl);
+        App { config, storage, services: services.to_vec(), tokens: Mutex::new(None), manifests }
     }
 
-    /// Answer one request. `authorization` is the request's `Authorization` header, if any;
-    /// it is never logged.
-    pub async fn handle(&self, method: &Method, raw_path: &str, authorization: Option<&str>) -> Reply {
+    /// Answer one request. Its `Authorization` header and query string are never logged.
+    pub async fn handle(&self, request: &Request<'_>) -> Reply {
+        let Request { method, raw_path, query, authorization, if_none_match } = *request;
         let started = Instant::now();
-        let (route_name, result) = match router::route(method, raw_path, &self.config.paths) {
+        let routed = router::route(method, raw_path, &self.config.paths).and_then(|route| {
+            // No route of the protocols takes a query string, and the terraform CLI sends none.
+            // Refusing them (rather than ignoring them) keeps one URL per answer, so a cache in
+            // front can never be keyed by, or poisoned through, parameters we do not read.
+            match query {
+                Some(q) if !q.is_empty() => Err(Error::BadRequest("query strings are not part of this API".into())),
+                _ => Ok(route),
+            }
+        });
+        let (route_name, result) = match routed {
             Ok(route) => (route.name(), self.dispatch(route, authorization).await),
             Err(e) => ("none", Err(e)),
         };
@@ -80,6 +153,14 @@ impl<S: Storage> App<S> {
             Ok(reply) => reply.clone(),
             Err(e) => Reply::error(e),
         };
+        if reply.status == StatusCode::OK
+            && let (Some(etag), Some(condition)) = (reply.header_value("etag"), if_none_match)
+            && etag_matches(condition, etag)
+        {
+            reply.status = StatusCode::NOT_MODIFIED;
+            reply.body = Bytes::new();
+            reply.headers.retain(|(name, _)| *name != "content-type");
+        }
         if *method == Method::HEAD {
             reply.body = Bytes::new();
         }
@@ -102,10 +183,13 @@ impl<S: Storage> App<S> {
         }
         self.authorize(&route, authorization).await?;
         match route {
-            Route::Discovery => Ok(Reply::json(StatusCode::OK, &self.discovery())),
+            // The same for every caller of a deployment: any cache may keep it a while.
+            Route::Discovery => {
+                Ok(Reply::json(StatusCode::OK, &self.discovery()).header("cache-control", "public, max-age=300").etag())
+            }
             Route::ModuleVersions(module) => {
                 let manifest = self.module_manifest(&module).await?;
-                Ok(Reply::json(StatusCode::OK, &manifest.versions_response()).header("cache-control", "no-cache"))
+                Ok(Reply::json(StatusCode::OK, &manifest.versions_response()).header("cache-control", NO_CACHE).etag())
             }
             Route::ModuleDownload(module, version) => {
                 let manifest = self.module_manifest(&module).await?;
@@ -129,7 +213,7 @@ impl<S: Storage> App<S> {
                         missing,
                     )
                     .await?;
-                Ok(Reply::json(StatusCode::OK, &index.response()).header("cache-control", "no-cache"))
+                Ok(Reply::json(StatusCode::OK, &index.response()).header("cache-control", NO_CACHE).etag())
             }
             Route::MirrorVersion(provider, version) => {
                 let key = layout::provider_version(&provider, &version);
@@ -164,8 +248,9 @@ impl<S: Storage> App<S> {
             Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => Resource::Module(m),
             Route::MirrorIndex(p) | Route::MirrorVersion(p, _) => Resource::Provider(p),
         };
-        // The store matters only when a token is presented for something that needs one.
-        let store = match (authorization, resource) {
+        // The store matters only when a well-formed token is presented for something that
+        // needs one: garbage in `Authorization` costs no S3 request.
+        let store = match (authorization.and_then(access::bearer), resource) {
             (Some(_), Resource::Module(_) | Resource::Provider(_)) => self.tokens().await?,
             _ => None,
         };
@@ -200,27 +285,61 @@ impl<S: Storage> App<S> {
         Ok(store)
     }
 
-    async fn module_manifest(&self, module: &crate::address::ModuleAddress) -> Result<ModuleManifest, Error> {
+    async fn module_manifest(&self, module: &crate::address::ModuleAddress) -> Result<Arc<ModuleManifest>, Error> {
         let missing = || Error::NotFound(format!("module {module} not found"));
         self.manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), missing).await
     }
 
     /// The one storage read of a request: a manifest, parsed. Absent, or empty (the indexer
     /// empties rather than deletes: a delete could race a publish): `missing()`, a 404.
-    /// Unreadable: 500, with the detail in the log only.
-    async fn manifest<T>(
+    /// Unreadable: 500, with the detail in the log only. A warm container revalidates its
+    /// cached copy instead (`If-None-Match`: 304, no body, no parse), or within
+    /// `REGISTRY_MANIFEST_CACHE_SECONDS` uses it without asking.
+    async fn manifest<T: Send + Sync + 'static>(
         &self,
         key: &str,
         parse: fn(&[u8]) -> Result<T, Error>,
         is_empty: fn(&T) -> bool,
         missing: impl Fn() -> Error,
-    ) -> Result<T, Error> {
-        let object = self.storage.get(key).await?.ok_or_else(&missing)?;
-        let manifest = parse(&object.bytes).map_err(|e| Error::Internal(format!("unreadable manifest {key}: {e}")))?;
+    ) -> Result<Arc<T>, Error> {
+        let fetched = match self.manifests.get::<T>(key) {
+            Some(hit) if hit.fresh => Some(hit.value),
+            Some(hit) => match self.storage.get_if_changed(key, &hit.etag).await? {
+                Revalidated::Unchanged => {
+                    self.manifests.revalidated(key);
+                    Some(hit.value)
+                }
+                Revalidated::Changed(object) => {
+                    self.manifests.remove(key);
+                    self.parse_and_keep(key, object, parse)?
+                }
+            },
+            None => {
+                let object = self.storage.get(key).await?;
+                self.parse_and_keep(key, object, parse)?
+            }
+        };
+        let manifest = fetched.ok_or_else(&missing)?;
         if is_empty(&manifest) {
             return Err(missing());
         }
         Ok(manifest)
+    }
+
+    fn parse_and_keep<T: Send + Sync + 'static>(
+        &self,
+        key: &str,
+        object: Option<crate::storage::Object>,
+        parse: fn(&[u8]) -> Result<T, Error>,
+    ) -> Result<Option<Arc<T>>, Error> {
+        let Some(object) = object else { return Ok(None) };
+        let manifest =
+            Arc::new(parse(&object.bytes).map_err(|e| Error::Internal(format!("unreadable manifest {key}: {e}")))?);
+        // Without an ETag there is nothing to revalidate with.
+        if !object.etag.is_empty() {
+            self.manifests.insert(key, &object.etag, manifest.clone(), object.bytes.len());
+        }
+        Ok(Some(manifest))
     }
 }
 
@@ -262,7 +381,7 @@ mod tests {
     }
 
     async fn get(app: &App<MemoryStorage>, path: &str) -> (u16, Value, Reply) {
-        let reply = app.handle(&Method::GET, path, None).await;
+        let reply = app.handle(&Request::get(path)).await;
         assert_eq!(reply.header_value("content-type"), Some("application/json"), "{path}");
         let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
         (reply.status.as_u16(), body, reply)
@@ -329,11 +448,11 @@ mod tests {
     #[tokio::test]
     async fn head_has_no_body_and_functions_serve_only_their_routes() {
         let app = app();
-        let reply = app.handle(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions", None).await;
+        let reply = app.handle(&Request::new(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions")).await;
         assert_eq!(reply.status, StatusCode::OK);
         assert!(reply.body.is_empty());
         let mirror_only = App::new(open(Config::new("b")), MemoryStorage::new(), &[Service::Mirror]);
-        let reply = mirror_only.handle(&Method::GET, "/v1/modules/acme/vpc/aws/versions", None).await;
+        let reply = mirror_only.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
         assert_eq!(reply.status, StatusCode::NOT_FOUND);
         assert_eq!(mirror_only.storage.request_count(), 0);
     }
@@ -350,7 +469,7 @@ mod tests {
         let call = |path: &'static str, auth: Option<&'static str>| {
             let app = &app;
             async move {
-                let reply = app.handle(&Method::GET, path, auth).await;
+                let reply = app.handle(&Request::get(path).authorization(auth)).await;
                 let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
                 (reply.status.as_u16(), body, reply)
             }
@@ -364,6 +483,10 @@ mod tests {
         let before = app.storage.request_count();
         assert_eq!(call("/v1/modules/acme/vpc/aws/versions", Some("Bearer trg_guess")).await.0, 401);
         assert_eq!(app.storage.request_count() - before, 1, "a presented token: the token store, and no manifest");
+        let before = app.storage.request_count();
+        assert_eq!(call("/v1/modules/acme/vpc/aws/versions", Some("Basic dXNlcjpwYXNz")).await.0, 401);
+        assert_eq!(call("/v1/modules/acme/vpc/aws/versions", Some("Bearer a b")).await.0, 401);
+        assert_eq!(app.storage.request_count() - before, 0, "no well-formed token: nothing read");
         assert_eq!(call("/v1/mirror/registry.terraform.io/hashicorp/null/index.json", None).await.0, 401);
 
         // In scope: allowed. The token store is cached now: one read (the manifest) per request.
@@ -385,5 +508,72 @@ mod tests {
             call("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", Some("Bearer trg_ci")).await.0,
             404
         );
+    }
+
+    #[tokio::test]
+    async fn warm_manifests_are_revalidated_not_reread() {
+        let app = app();
+        let path = "/v1/modules/acme/vpc/aws/versions";
+        let key = "modules/acme/vpc/aws/manifest.json";
+        let (_, cold, _) = get(&app, path).await;
+        assert_eq!(app.manifests.usage().0, 1, "the parsed manifest is kept");
+        // Warm: one conditional request, unchanged, same answer.
+        let before = app.storage.request_count();
+        let (status, warm, _) = get(&app, path).await;
+        assert_eq!((status, &warm), (200, &cold));
+        assert_eq!(app.storage.request_count() - before, 1);
+        // A publish changes the manifest: the very next request shows it.
+        let mut manifest = ModuleManifest::parse(&app.storage.peek(key).unwrap()).unwrap();
+        let mut newer = manifest.versions[0].clone();
+        newer.version = "1.1.0".into();
+        manifest.versions.insert(0, newer);
+        app.storage.insert(key, serde_json::to_vec(&manifest).unwrap());
+        let (_, body, _) = get(&app, path).await;
+        assert_eq!(body, json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
+        // Gone: 404 at once, and nothing stale is kept.
+        app.storage.lock_remove(key);
+        assert_eq!(get(&app, path).await.0, 404);
+        assert_eq!(app.manifests.usage().0, 0);
+
+        // With a TTL, a hit is served without any request.
+        let mut config = open(Config::new("bucket"));
+        config.manifest_cache_ttl = std::time::Duration::from_secs(60);
+        let ttl = App::new(config, app.storage, &Service::ALL);
+        let path = "/v1/mirror/registry.terraform.io/hashicorp/null/index.json";
+        assert_eq!(get(&ttl, path).await.0, 200);
+        let before = ttl.storage.request_count();
+        assert_eq!(get(&ttl, path).await.0, 200);
+        assert_eq!(ttl.storage.request_count() - before, 0);
+    }
+
+    #[tokio::test]
+    async fn etags_and_304_for_lists_never_for_presigned_urls() {
+        let app = app();
+        for path in [
+            "/.well-known/terraform.json",
+            "/v1/modules/acme/vpc/aws/versions",
+            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+        ] {
+            let (_, _, reply) = get(&app, path).await;
+            let etag = reply.header_value("etag").unwrap().to_string();
+            assert!(reply.header_value("cache-control").is_some(), "{path}");
+            for condition in [etag.clone(), format!("W/{etag}"), format!("\"x\", {etag}"), "*".into()] {
+                let again = app.handle(&Request::get(path).if_none_match(Some(&condition))).await;
+                assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path} {condition}");
+                assert!(again.body.is_empty());
+                assert_eq!(again.header_value("etag"), Some(etag.as_str()));
+            }
+            let other = app.handle(&Request::get(path).if_none_match(Some("\"other\""))).await;
+            assert_eq!(other.status, StatusCode::OK, "{path}");
+        }
+        for path in
+            ["/v1/modules/acme/vpc/aws/1.0.0/download", "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json"]
+        {
+            let (_, _, reply) = get(&app, path).await;
+            assert_eq!(reply.header_value("etag"), None, "{path}");
+            assert_eq!(reply.header_value("cache-control"), Some("no-store"), "{path}");
+            let again = app.handle(&Request::get(path).if_none_match(Some("*"))).await;
+            assert_eq!(again.status, StatusCode::OK, "{path}: a presigned answer is never 304");
+        }
     }
 }

@@ -29,7 +29,16 @@ pub struct Config {
     /// `REGISTRY_TOKENS_CACHE_SECONDS` (default 30, at most 300): how long a container keeps
     /// the token store before reading it again; a revoked token stops working within this.
     pub tokens_cache: Duration,
+    /// `REGISTRY_MANIFEST_CACHE_BYTES` (default 16 MiB, 0 disables): manifest JSON bytes a
+    /// warm container keeps parsed in memory (`cache`).
+    pub manifest_cache_bytes: usize,
+    /// `REGISTRY_MANIFEST_CACHE_SECONDS` (default 0, at most 60): how long a cached manifest is
+    /// served without asking S3. 0: every request revalidates with a conditional GET, so new
+    /// versions show at once.
+    pub manifest_cache_ttl: Duration,
 }
+
+pub const MANIFEST_CACHE_BYTES_DEFAULT: usize = 16 << 20;
 
 /// Size limits the indexer enforces before an archive is listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +94,8 @@ impl Config {
             limits: Limits::default(),
             access: crate::access::Policy::default(),
             tokens_cache: Duration::from_secs(30),
+            manifest_cache_bytes: MANIFEST_CACHE_BYTES_DEFAULT,
+            manifest_cache_ttl: Duration::ZERO,
         }
     }
 
@@ -157,7 +168,39 @@ impl Config {
                 }
             },
         };
-        Ok(Config { bucket, presign_ttl, paths, s3_force_path_style, limits, access, tokens_cache })
+        let manifest_cache_bytes = match get("REGISTRY_MANIFEST_CACHE_BYTES") {
+            None => MANIFEST_CACHE_BYTES_DEFAULT,
+            Some(raw) => match raw.trim().parse::<usize>() {
+                Ok(bytes) if bytes <= 1 << 30 => bytes,
+                _ => {
+                    return Err(ConfigError(format!(
+                        "REGISTRY_MANIFEST_CACHE_BYTES must be 0 to 1073741824 bytes, got {raw:?}"
+                    )));
+                }
+            },
+        };
+        let manifest_cache_ttl = match get("REGISTRY_MANIFEST_CACHE_SECONDS") {
+            None => Duration::ZERO,
+            Some(raw) => match raw.trim().parse::<u64>() {
+                Ok(secs) if secs <= 60 => Duration::from_secs(secs),
+                _ => {
+                    return Err(ConfigError(format!(
+                        "REGISTRY_MANIFEST_CACHE_SECONDS must be 0 to 60 seconds, got {raw:?}"
+                    )));
+                }
+            },
+        };
+        Ok(Config {
+            bucket,
+            presign_ttl,
+            paths,
+            s3_force_path_style,
+            limits,
+            access,
+            tokens_cache,
+            manifest_cache_bytes,
+            manifest_cache_ttl,
+        })
     }
 }
 
@@ -232,6 +275,8 @@ mod tests {
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/")], "REGISTRY_MIRROR_BASE_PATH"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/")], "must not overlap"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_TOKENS_CACHE_SECONDS", "3600")], "REGISTRY_TOKENS_CACHE_SECONDS"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_SECONDS", "61")], "REGISTRY_MANIFEST_CACHE_SECONDS"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_BYTES", "-1")], "REGISTRY_MANIFEST_CACHE_BYTES"),
             (
                 &[("REGISTRY_BUCKET", "b"), ("REGISTRY_ANONYMOUS_MODULES", "acme, bad glob")],
                 "REGISTRY_ANONYMOUS_MODULES",

@@ -790,6 +790,9 @@ mod tests {
         async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
             self.inner.get(key).await
         }
+        async fn get_if_changed(&self, key: &str, etag: &str) -> Result<crate::storage::Revalidated, Error> {
+            self.inner.get_if_changed(key, etag).await
+        }
         async fn put(
             &self,
             key: &str,

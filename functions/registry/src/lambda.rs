@@ -29,8 +29,12 @@ pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
 pub async fn handle<S: Storage>(app: &App<S>, request: Request) -> Result<Response<Body>, Infallible> {
     // The raw path as API Gateway received it. `request.uri()` went through URL parsing,
     // which resolves `..` and `%2e%2e`: routing on it could reach a key the client never named.
-    let authorization = request.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let reply = app.handle(request.method(), request.raw_http_path(), authorization).await;
+    let header = |name| request.headers().get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
+    let request = crate::app::Request::new(request.method(), request.raw_http_path())
+        .query(request.uri().query())
+        .authorization(header(http::header::AUTHORIZATION))
+        .if_none_match(header(http::header::IF_NONE_MATCH));
+    let reply = app.handle(&request).await;
     Ok(to_response(reply))
 }
 

@@ -14,10 +14,13 @@ pub mod access;
 pub mod address;
 pub mod app;
 pub mod archive;
+pub mod cache;
 pub mod config;
 pub mod error;
 pub mod events;
 pub mod index;
+pub mod invariants;
+#[cfg(feature = "aws")]
 pub mod lambda;
 pub mod layout;
 pub mod manifest;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::{Object, ObjectInfo, Precondition, Storage};
+use super::{Object, ObjectInfo, Precondition, Revalidated, Storage};
 use crate::error::Error;
 
 #[derive(Debug, Default)]
@@ -31,6 +31,11 @@ impl MemoryStorage {
         let bytes = bytes.into();
         let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&bytes))[..32]);
         self.lock().insert(key.into(), Object { bytes, etag });
+    }
+
+    /// Remove without counting a request (test setup).
+    pub fn lock_remove(&self, key: &str) {
+        self.lock().remove(key);
     }
 
     pub fn keys(&self) -> Vec<String> {
@@ -63,6 +68,14 @@ impl Storage for MemoryStorage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
         self.begin()?;
         Ok(self.lock().get(key).cloned())
+    }
+
+    async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
+        self.begin()?;
+        Ok(match self.lock().get(key) {
+            Some(o) if o.etag == etag => Revalidated::Unchanged,
+            other => Revalidated::Changed(other.cloned()),
+        })
     }
 
     async fn put(&self, key: &str, body: Bytes, _content_type: &str, precondition: Precondition) -> Result<(), Error> {

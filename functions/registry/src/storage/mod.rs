@@ -11,9 +11,11 @@ use bytes::Bytes;
 use crate::error::Error;
 
 pub mod memory;
+#[cfg(feature = "aws")]
 pub mod s3;
 
 pub use memory::MemoryStorage;
+#[cfg(feature = "aws")]
 pub use s3::S3Storage;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,15 @@ pub struct ObjectInfo {
     pub key: String,
     pub size: u64,
     pub etag: String,
+}
+
+/// What a conditional read (`If-None-Match: ETAG`) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revalidated {
+    /// Still the object with that ETag: S3 answered 304, no body.
+    Unchanged,
+    /// Replaced (the new object) or gone (`None`).
+    Changed(Option<Object>),
 }
 
 /// The condition of a write: how the indexer never loses a concurrent update.
@@ -53,6 +64,10 @@ impl Precondition {
 pub trait Storage: Send + Sync {
     /// The whole object, or `None` if there is no such key.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Object>, Error>> + Send;
+
+    /// The object, unless it still has `etag` (`If-None-Match`): one request, no body when
+    /// unchanged. What keeps a warm function's cached manifests current.
+    fn get_if_changed(&self, key: &str, etag: &str) -> impl Future<Output = Result<Revalidated, Error>> + Send;
 
     /// Write a whole object (S3 PUT is atomic: readers see the old or the new bytes), if
     /// `precondition` holds; `Error::Conflict` if it does not.
@@ -87,6 +102,9 @@ pub struct NoStorage;
 
 impl Storage for NoStorage {
     async fn get(&self, _: &str) -> Result<Option<Object>, Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn get_if_changed(&self, _: &str, _: &str) -> Result<Revalidated, Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
     async fn put(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<(), Error> {

@@ -9,7 +9,7 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
-use super::{Object, ObjectInfo, Precondition, Storage};
+use super::{Object, ObjectInfo, Precondition, Revalidated, Storage};
 use crate::error::Error;
 
 #[derive(Debug, Clone)]
@@ -65,6 +65,24 @@ where
     }
 }
 
+/// The body of a GetObject answer, with its ETag.
+async fn read_object(key: &str, out: aws_sdk_s3::operation::get_object::GetObjectOutput) -> Result<Object, Error> {
+    let etag = out.e_tag.clone().unwrap_or_default();
+    let bytes = match out.body.collect().await {
+        Ok(body) => body.into_bytes(),
+        // The object's bytes no longer match the checksum S3 stored with them: corrupt at
+        // rest, not a passing fault. Answer it as unreadable content (readers then answer
+        // 500; the indexer rewrites it, `If-Match` this ETag) rather than as an outage that
+        // would also block the repair.
+        Err(e) if error_chain(&e).contains("checksum mismatch") => {
+            tracing::error!(key, etag, error = %error_chain(&e), "object fails its integrity check");
+            Bytes::new()
+        }
+        Err(e) => return Err(unavailable("GetObject body", key, e)),
+    };
+    Ok(Object { bytes, etag })
+}
+
 fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> Error {
     // The full error chain goes to the log only; clients see a generic 503 body.
     Error::Unavailable(format!("{op} {key}: {}", error_chain(&err)))
@@ -87,20 +105,18 @@ impl Storage for S3Storage {
             Err(e) if is_missing(&e) => return Ok(None),
             Err(e) => return Err(unavailable("GetObject", key, e)),
         };
-        let etag = out.e_tag.clone().unwrap_or_default();
-        let bytes = match out.body.collect().await {
-            Ok(body) => body.into_bytes(),
-            // The object's bytes no longer match the checksum S3 stored with them: corrupt at
-            // rest, not a passing fault. Answer it as unreadable content (readers then answer
-            // 500; the indexer rewrites it, `If-Match` this ETag) rather than as an outage that
-            // would also block the repair.
-            Err(e) if error_chain(&e).contains("checksum mismatch") => {
-                tracing::error!(key, etag, error = %error_chain(&e), "object fails its integrity check");
-                Bytes::new()
-            }
-            Err(e) => return Err(unavailable("GetObject body", key, e)),
+        read_object(key, out).await.map(Some)
+    }
+
+    async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
+        let out = match self.client.get_object().bucket(&self.bucket).key(key).if_none_match(etag).send().await {
+            Ok(out) => out,
+            // S3 answers 304 with no body; the SDK surfaces it as an unmodelled service error.
+            Err(SdkError::ServiceError(se)) if se.raw().status().as_u16() == 304 => return Ok(Revalidated::Unchanged),
+            Err(e) if is_missing(&e) => return Ok(Revalidated::Changed(None)),
+            Err(e) => return Err(unavailable("GetObject", key, e)),
         };
-        Ok(Some(Object { bytes, etag }))
+        read_object(key, out).await.map(|o| Revalidated::Changed(Some(o)))
     }
 
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {

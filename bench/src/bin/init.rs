@@ -1,0 +1,194 @@
+//! The real client, side by side: `terraform init` of one configuration with 10 modules and 4
+//! providers, through the registry (module protocol + network mirror, archives from S3 by
+//! presigned URL), and through nginx serving the same bucket directory as static files (the
+//! mirror as files, modules by direct archive URL). Fresh working directory and no plugin
+//! cache for every run; the two alternate, so noise hits both alike.
+//!
+//! usage: init [ROUNDS] [PROVIDER_ZIP_MB]
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use registry_bench::{percentile, registry};
+
+const MODULES: usize = 10;
+const PROVIDERS: usize = 4;
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let rounds: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let zip_mb: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let Some(tf) = e2e::terraform_or_skip("bench init") else { return };
+    let dir = e2e::TempDir::new("bench-init");
+    let data = dir.path().join("data");
+    let local = registry(&data, &[]).await;
+    let publisher = local.publisher_client();
+
+    // 10 modules, 4 providers with 4 platforms each (the CLI fetches only its own).
+    for m in 0..MODULES {
+        let files =
+            [("main.tf", format!("variable \"in\" {{ default = {m} }}\noutput \"out\" {{ value = var.in }}\n"))];
+        let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+        e2e::upload(publisher.clone(), format!("modules/acme/m{m}/aws/1.0.0.tar.gz"), e2e::module_tar_gz(&files)).await;
+    }
+    let here = e2e::this_platform();
+    let mut platforms = vec![here.clone()];
+    platforms
+        .extend(["linux_arm64", "darwin_arm64", "windows_amd64"].iter().map(|p| p.to_string()).filter(|p| *p != here));
+    for p in 0..PROVIDERS {
+        for platform in platforms.iter().take(4) {
+            let zip = provider_zip(&format!("p{p}"), "1.0.0", zip_mb << 20, p as u8);
+            let key = format!("providers/example.com/acme/p{p}/terraform-provider-p{p}_1.0.0_{platform}.zip");
+            e2e::upload(publisher.clone(), key, zip).await;
+        }
+    }
+
+    // nginx over the same directory, HTTPS with a certificate from the same CA.
+    let nginx_dir = dir.path().join("nginx");
+    std::fs::create_dir_all(&nginx_dir).unwrap();
+    let (cert, key) = registry_local::tls::write_leaf(&local.data_dir, [127, 0, 0, 1].into(), &nginx_dir).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let root = local.data_dir.join("s3").join(registry_local::BUCKET);
+    let conf = nginx_dir.join("nginx.conf");
+    let d = nginx_dir.display();
+    std::fs::write(
+        &conf,
+        format!(
+            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+             types {{ application/json json; application/zip zip; application/gzip gz; }}\n  sendfile on;\n\
+             server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
+             root {};\n  }}\n}}\n",
+            cert.display(),
+            key.display(),
+            root.display()
+        ),
+    )
+    .unwrap();
+    let mut nginx = Command::new("nginx")
+        .args(["-c", &conf.display().to_string(), "-e", &format!("{d}/error.log")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("nginx: {e} (apt-get install nginx-light)"));
+    // SIGKILL would orphan the worker: stop nginx with SIGQUIT whatever happens below.
+    struct Stop(u32);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").args(["-QUIT", &self.0.to_string()]).status();
+        }
+    }
+    let stop = Stop(nginx.id());
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // The two configurations and CLI configs.
+    let host = local.registry_addr.to_string();
+    let modules = |source: &dyn Fn(usize) -> String| -> String {
+        (0..MODULES).map(|m| format!("module \"m{m}\" {{\n  {}\n}}\n", source(m))).collect()
+    };
+    let providers: String =
+        (0..PROVIDERS).map(|p| format!("    p{p} = {{ source = \"example.com/acme/p{p}\" }}\n")).collect();
+    let required = format!("terraform {{\n  required_providers {{\n{providers}  }}\n}}\n");
+    let via_registry =
+        format!("{required}{}", modules(&|m| format!("source = \"{host}/acme/m{m}/aws\"\n  version = \"1.0.0\"")));
+    let via_nginx = format!(
+        "{required}{}",
+        modules(&|m| format!("source = \"https://127.0.0.1:{port}/modules/acme/m{m}/aws/1.0.0.tar.gz\""))
+    );
+    let registry_rc = format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n\
+         credentials \"{host}\" {{\n  token = \"{}\"\n}}\n",
+        local.dev_token
+    );
+    let nginx_rc = format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1:{port}/providers/\"\n  }}\n}}\n"
+    );
+
+    let mut times: [Vec<Duration>; 2] = [vec![], vec![]];
+    for round in 0..rounds + 1 {
+        for (i, (config, rc)) in [(&via_registry, &registry_rc), (&via_nginx, &nginx_rc)].into_iter().enumerate() {
+            let work = dir.path().join(format!("run-{round}-{i}"));
+            std::fs::create_dir_all(work.join(".home")).unwrap();
+            std::fs::write(work.join("main.tf"), config).unwrap();
+            std::fs::write(work.join("cli.tfrc"), rc).unwrap();
+            let elapsed = init(&tf, &work, &local.data_dir.join("ca.pem"));
+            // Round 0 warms the page cache and both servers; it is not counted.
+            if round > 0 {
+                times[i].push(elapsed);
+            }
+            let _ = std::fs::remove_dir_all(&work);
+        }
+    }
+    drop(stop);
+    let _ = nginx.wait();
+    let s = |v: &mut Vec<Duration>, p| percentile(v, p).as_secs_f64();
+    let (r50, r_max) = (s(&mut times[0], 50.0), s(&mut times[0], 100.0));
+    let (n50, n_max) = (s(&mut times[1], 50.0), s(&mut times[1], 100.0));
+    println!("| served by | runs | p50 | max | ratio p50 / max |");
+    println!("| --- | --- | --- | --- | --- |");
+    println!("| nginx (static files) | {rounds} | {n50:.2} s | {n_max:.2} s | 1 |");
+    println!("| registry | {rounds} | {r50:.2} s | {r_max:.2} s | {:.2}× / {:.2}× |", r50 / n50, r_max / n_max);
+    println!("\n{MODULES} modules, {PROVIDERS} providers ({} MB zip each, 4 platforms in the mirror)", zip_mb);
+    local.stop().await;
+}
+
+fn init(tf: &Path, work: &Path, ca: &Path) -> Duration {
+    let started = Instant::now();
+    let out = Command::new(tf)
+        .args(["init", "-input=false", "-no-color"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", work.join(".home"))
+        .env("TF_CLI_CONFIG_FILE", work.join("cli.tfrc"))
+        .env("SSL_CERT_FILE", ca)
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), e2e::text(&out));
+    // The work really happened: every module and provider installed.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let installed = stdout.matches("- Installed example.com/acme/").count();
+    let modules = std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap_or_default();
+    assert!(installed == PROVIDERS && modules.matches("\"Key\":\"m").count() == MODULES, "{stdout}\n{modules}");
+    elapsed
+}
+
+/// A provider package with an executable and `size` bytes of incompressible payload, as real
+/// provider binaries (tens of MB) are; `seed` makes each provider's bytes different.
+fn provider_zip(r#type: &str, version: &str, size: usize, seed: u8) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let exec = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+    w.start_file(format!("terraform-provider-{type}_v{version}"), exec).unwrap();
+    w.write_all(b"#!/bin/sh\nexit 1\n").unwrap();
+    let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    w.start_file("payload.bin", stored).unwrap();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(seed);
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut left = size;
+    while left > 0 {
+        for b in chunk.iter_mut() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *b = state as u8;
+        }
+        let n = left.min(chunk.len());
+        w.write_all(&chunk[..n]).unwrap();
+        left -= n;
+    }
+    w.finish().unwrap().into_inner()
+}

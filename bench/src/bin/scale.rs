@@ -1,0 +1,137 @@
+//! Scale: a module with 5,000 versions and a provider with 200 versions × 12 platforms. How
+//! long a full indexing pass takes, how long publishing one more version takes at that size,
+//! the manifest and response sizes, and response latency (wrk, 1 connection) cold and warm.
+//!
+//! usage: scale [MODULE_VERSIONS] [PROVIDER_VERSIONS] [SECONDS_PER_RUN]
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use registry::index::Indexer;
+use registry::storage::Storage;
+use registry_bench::{median, registry, wrk};
+
+const PLATFORMS: [&str; 12] = [
+    "linux_amd64",
+    "linux_arm64",
+    "linux_386",
+    "linux_arm",
+    "darwin_amd64",
+    "darwin_arm64",
+    "windows_amd64",
+    "windows_386",
+    "windows_arm64",
+    "freebsd_amd64",
+    "freebsd_arm",
+    "openbsd_amd64",
+];
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let module_versions: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5000);
+    let provider_versions: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let seconds: u32 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let dir = e2e::TempDir::new("bench-scale");
+    let data = dir.path().join("data");
+    let bucket = data.join("s3").join(registry_local::BUCKET);
+
+    // Archives written straight into the embedded S3's directory (as a bulk `aws s3 sync`
+    // would leave them), then one full indexing pass builds the manifests.
+    let archive = e2e::module_tar_gz(&[("main.tf", "variable \"x\" {}\n")]);
+    let modules = bucket.join("modules/acme/big/aws");
+    std::fs::create_dir_all(&modules).unwrap();
+    for i in 0..module_versions {
+        std::fs::write(modules.join(format!("{}.{}.{}.tar.gz", i / 100, (i / 10) % 10, i % 10)), &archive).unwrap();
+    }
+    let providers = bucket.join("providers/registry.terraform.io/acme/big");
+    std::fs::create_dir_all(&providers).unwrap();
+    for v in 0..provider_versions {
+        let version = format!("1.{}.{}", v / 10, v % 10);
+        let zip = e2e::provider_zip("big", &version, "scale");
+        for platform in PLATFORMS {
+            std::fs::write(providers.join(format!("terraform-provider-big_{version}_{platform}.zip")), &zip).unwrap();
+        }
+    }
+
+    let warm = registry(&data, &[]).await;
+    let indexer = Indexer::new(&warm.storage, warm.app.config.limits.clone());
+    let started = Instant::now();
+    indexer.reindex_all().await.unwrap();
+    let full_pass = started.elapsed();
+    let cold = registry(&data, &[("REGISTRY_MANIFEST_CACHE_BYTES", "0")]).await;
+
+    let size = |key: &str| std::fs::metadata(bucket.join(key)).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "Full indexing pass over {module_versions} module versions and {} provider zips: {:.1} s\n",
+        provider_versions * PLATFORMS.len(),
+        full_pass.as_secs_f64()
+    );
+
+    // One more version of each, published as a user would: the upload answers after its pass.
+    let publisher = warm.publisher_client();
+    let started = Instant::now();
+    e2e::upload(publisher.clone(), "modules/acme/big/aws/99.0.0.tar.gz".into(), archive.clone()).await;
+    let module_publish = started.elapsed();
+    let started = Instant::now();
+    e2e::upload(
+        publisher.clone(),
+        "providers/registry.terraform.io/acme/big/terraform-provider-big_99.0.0_linux_amd64.zip".into(),
+        e2e::provider_zip("big", "99.0.0", "scale"),
+    )
+    .await;
+    let provider_publish = started.elapsed();
+    println!(
+        "Publishing one more version at that size (upload to indexed): module {:.2} s, provider platform zip {:.2} s\n",
+        module_publish.as_secs_f64(),
+        provider_publish.as_secs_f64()
+    );
+
+    let mid = module_versions / 2;
+    let module_download = format!("/v1/modules/acme/big/aws/{}.{}.{}/download", mid / 100, (mid / 10) % 10, mid % 10);
+    let mid = provider_versions / 2;
+    let provider_version = format!("1.{}.{}", mid / 10, mid % 10);
+    let version_path = format!("/v1/mirror/registry.terraform.io/acme/big/{provider_version}.json");
+    let version_key = format!("providers/registry.terraform.io/acme/big/{provider_version}.json");
+    let auth = vec![format!("Authorization: Bearer {}", warm.dev_token)];
+    let routes = [
+        ("module versions", "/v1/modules/acme/big/aws/versions", "modules/acme/big/aws/manifest.json"),
+        ("module download", module_download.as_str(), "modules/acme/big/aws/manifest.json"),
+        (
+            "provider index.json",
+            "/v1/mirror/registry.terraform.io/acme/big/index.json",
+            "providers/registry.terraform.io/acme/big/index.json",
+        ),
+        ("provider VERSION.json (12 platforms)", version_path.as_str(), version_key.as_str()),
+    ];
+    println!("| route | manifest | response | cold p50 / p99 | warm p50 / p99 |");
+    println!("| --- | --- | --- | --- | --- |");
+    for (name, path, key) in routes {
+        let reply = warm.app.handle(&registry::app::Request::get(path).authorization(Some(&auth[0][15..]))).await;
+        assert_eq!(reply.status, 200, "{name}");
+        let mut figures = vec![];
+        for running in [&cold, &warm] {
+            let url = format!("http://{}{path}", running.http_addr.unwrap());
+            let runs: Vec<_> = (0..3).map(|_| wrk(&url, &auth, 1, seconds)).collect();
+            assert!(runs.iter().all(|r| r.non_2xx == 0), "{name}: {runs:?}");
+            figures.push((
+                median(runs.iter().map(|r| r.p50_us).collect()),
+                median(runs.iter().map(|r| r.p99_us).collect()),
+            ));
+        }
+        println!(
+            "| {name} | {:.1} KB | {:.1} KB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
+            size(key) as f64 / 1e3,
+            reply.body.len() as f64 / 1e3,
+            figures[0].0 / 1e3,
+            figures[0].1 / 1e3,
+            figures[1].0 / 1e3,
+            figures[1].1 / 1e3
+        );
+    }
+    let listed = warm.storage.list("modules/acme/big/aws/").await.unwrap().len();
+    println!("\n({listed} objects under the module's prefix)");
+    cold.stop().await;
+    warm.stop().await;
+}

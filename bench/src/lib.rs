@@ -1,0 +1,109 @@
+//! Shared pieces of the benchmarks: a registry with plain HTTP beside its HTTPS, fixtures, wrk
+//! runs and their latency distribution, and percentile arithmetic.
+
+// Benchmark tooling: a failed step ends the run with a message saying which.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use registry_local::{LocalOptions, Running};
+
+/// A registry over `data_dir` with plain HTTP on an ephemeral port, configured by `settings`.
+pub async fn registry(data_dir: &Path, settings: &[(&str, &str)]) -> Running {
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    registry_local::start(LocalOptions {
+        listen: any,
+        s3_listen: any,
+        data_dir: data_dir.to_path_buf(),
+        write_client_files: false,
+        log_s3_requests: true,
+        http_listen: Some(any),
+        settings: settings.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+    })
+    .await
+    .unwrap()
+}
+
+/// Latency percentiles and throughput of one wrk run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Run {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub rps: f64,
+    pub requests: u64,
+    pub non_2xx: u64,
+}
+
+/// `wrk --latency` against `url`: `connections` connections on `threads` threads for `seconds`.
+pub fn wrk(url: &str, headers: &[String], connections: u32, seconds: u32) -> Run {
+    let threads = connections.min(2);
+    let mut cmd = Command::new("wrk");
+    cmd.args(["--latency", "-t", &threads.to_string(), "-c", &connections.to_string(), "-d", &format!("{seconds}s")]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    let out = cmd.arg(url).output().unwrap_or_else(|e| panic!("wrk: {e} (apt-get install wrk)"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "wrk failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+    parse_wrk(&text)
+}
+
+fn parse_wrk(text: &str) -> Run {
+    let mut run = Run::default();
+    for line in text.lines().map(str::trim) {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("50%"), Some(v)) => run.p50_us = micros(v),
+            (Some("99%"), Some(v)) => run.p99_us = micros(v),
+            (Some("Requests/sec:"), Some(v)) => run.rps = v.parse().unwrap_or(0.0),
+            (Some(n), Some("requests")) => run.requests = n.parse().unwrap_or(0),
+            (Some("Non-2xx"), _) => run.non_2xx = line.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0),
+            _ => {}
+        }
+    }
+    run
+}
+
+/// wrk prints `812.00us`, `1.23ms`, `2.00s`.
+fn micros(v: &str) -> f64 {
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (n, unit) = v.split_at(split);
+    let n: f64 = n.parse().unwrap_or(f64::NAN);
+    match unit {
+        "us" => n,
+        "ms" => n * 1e3,
+        "s" => n * 1e6,
+        _ => f64::NAN,
+    }
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+}
+
+/// `p` (0..=100) of `samples`, nearest rank.
+pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let rank = ((p / 100.0) * samples.len() as f64).ceil().max(1.0) as usize;
+    samples[rank.min(samples.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_wrk_output() {
+        let text = "  Latency Distribution\n     50%  812.00us\n     75%    1.00ms\n     99%    1.23ms\n  \
+                    1000 requests in 1.00s, 1.00MB read\n  Non-2xx or 3xx responses: 7\nRequests/sec:   1234.50\n";
+        let run = parse_wrk(text);
+        assert_eq!((run.p50_us, run.p99_us, run.rps, run.non_2xx, run.requests), (812.0, 1230.0, 1234.5, 7, 1000));
+        let mut samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&mut samples, 99.0), Duration::from_millis(99));
+        assert_eq!(percentile(&mut samples, 50.0), Duration::from_millis(50));
+    }
+}

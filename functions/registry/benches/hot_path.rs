@@ -1,0 +1,111 @@
+//! Criterion micro-benchmarks of what every request does besides its S3 read: routing,
+//! the access check, manifest parsing and transformation, and presigning. `make bench-micro`.
+
+// Benchmark setup: a failed step is a broken benchmark.
+#![allow(clippy::unwrap_used)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use http::Method;
+use registry::access::{Policy, Resource, TokenStore, decide, manage};
+use registry::address::ModuleAddress;
+use registry::config::BasePaths;
+use registry::manifest::{ModuleManifest, ModuleVersion, ProviderVersion};
+use registry::router;
+use registry::storage::{S3Storage, Storage};
+
+fn module_manifest(versions: usize) -> Vec<u8> {
+    let versions = (0..versions)
+        .map(|i| ModuleVersion {
+            version: format!("{}.{}.{}", i / 100, (i / 10) % 10, i % 10),
+            archive: format!("modules/acme/vpc/aws/{}.{}.{}.tar.gz", i / 100, (i / 10) % 10, i % 10),
+            size: 12_345,
+            sha256: "0".repeat(64),
+            etag: "\"0123456789abcdef0123456789abcdef\"".into(),
+        })
+        .collect();
+    serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()
+}
+
+fn provider_version(platforms: usize) -> Vec<u8> {
+    let archives: serde_json::Map<String, serde_json::Value> = (0..platforms)
+        .map(|i| {
+            (
+                format!("os{i}_arch{i}"),
+                serde_json::json!({
+                    "url": format!("terraform-provider-null_3.2.1_os{i}_arch{i}.zip"),
+                    "hashes": ["h1:qKn6RNHnOiLNeAWyUw65+y0GHHx2qBP27nJTmHKWB0Y=", format!("zh:{}", "0".repeat(64))],
+                    "indexed": {"size": 1, "etag": "\"e\""}
+                }),
+            )
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({ "archives": archives })).unwrap()
+}
+
+fn routing(c: &mut Criterion) {
+    let paths = BasePaths::default();
+    let mut g = c.benchmark_group("router");
+    for (name, path) in [
+        ("module_versions", "/v1/modules/acme/vpc/aws/versions"),
+        ("module_download", "/v1/modules/acme/vpc/aws/1.2.3-rc.1+build.5/download"),
+        ("mirror_version", "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json"),
+        ("hostile_rejected", "/v1/modules/%2e%2e/%2e%2e/access/tokens.json"),
+    ] {
+        g.bench_function(name, |b| b.iter(|| router::route(&Method::GET, black_box(path), &paths)));
+    }
+    g.finish();
+}
+
+fn access(c: &mut Criterion) {
+    // 100 tokens: the lookup compares against every record (constant time in which matches).
+    let tokens =
+        (0..100).map(|i| manage::record(&format!("t{i}"), &format!("trg_{i:064}"), vec!["acme".into()], vec![], None));
+    let store = TokenStore { format: 1, tokens: tokens.collect() };
+    let module = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
+    let header = format!("Bearer trg_{:064}", 99);
+    c.bench_function("access/decide_100_tokens", |b| {
+        b.iter(|| decide(&Policy::default(), Some(&store), Some(black_box(&header)), Resource::Module(&module), 0))
+    });
+}
+
+fn manifests(c: &mut Criterion) {
+    let mut g = c.benchmark_group("manifest");
+    for versions in [20, 5000] {
+        let bytes = module_manifest(versions);
+        g.bench_function(format!("module_parse_and_versions_response_{versions}"), |b| {
+            b.iter(|| {
+                let m = ModuleManifest::parse(black_box(&bytes)).unwrap();
+                serde_json::to_vec(&m.versions_response()).unwrap()
+            })
+        });
+        let parsed = ModuleManifest::parse(&bytes).unwrap();
+        g.bench_function(format!("module_versions_response_cached_{versions}"), |b| {
+            b.iter(|| serde_json::to_vec(&black_box(&parsed).versions_response()).unwrap())
+        });
+    }
+    let bytes = provider_version(12);
+    g.bench_function("provider_version_parse_12_platforms", |b| {
+        b.iter(|| ProviderVersion::parse(black_box(&bytes)).unwrap().servable().count())
+    });
+    g.finish();
+}
+
+fn presigning(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let config = aws_sdk_s3::config::Builder::new()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new("eu-west-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new("AKIDEXAMPLE", "secret", None, None, "bench"))
+        .build();
+    let storage = S3Storage::new(aws_sdk_s3::Client::from_conf(config), "bucket");
+    let key = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
+    c.bench_function("presign/one_archive_url", |b| {
+        b.iter(|| runtime.block_on(storage.presign_get(black_box(key), Duration::from_secs(300))).unwrap())
+    });
+}
+
+criterion_group!(benches, routing, access, manifests, presigning);
+criterion_main!(benches);

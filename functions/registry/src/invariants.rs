@@ -1,0 +1,79 @@
+//! Invariants of the request path that hold for any input, checked by the property tests
+//! (`tests/properties.rs`) and the fuzz targets (`fuzz/`) alike, so both test the same thing.
+//! Not used at run time.
+
+use http::Method;
+
+use crate::config::BasePaths;
+use crate::layout::{self, ObjectKind};
+use crate::router::{self, Route};
+
+/// A key the layout may hand to S3: ASCII, printable, no traversal, no empty segment, no
+/// encoding left to interpret, under a prefix the registry owns.
+pub fn key_is_clean(key: &str) -> bool {
+    key.bytes().all(|b| b.is_ascii_graphic())
+        && !key.contains('%')
+        && !key.contains('\\')
+        && key.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+        && (key.starts_with(layout::MODULES_PREFIX) || key.starts_with(layout::PROVIDERS_PREFIX))
+}
+
+/// Route `raw_path` (any string): if it is accepted, the path had nothing encoded or
+/// dot-segmented in it, and the manifest key it leads to is clean and classifies back to the
+/// same module or provider. `Err` says which invariant broke.
+pub fn check_request_path(raw_path: &str) -> Result<(), String> {
+    let paths = BasePaths::default();
+    for method in [Method::GET, Method::HEAD, Method::POST] {
+        let Ok(route) = router::route(&method, raw_path, &paths) else { continue };
+        if method == Method::POST {
+            return Err(format!("{raw_path:?}: POST accepted"));
+        }
+        if raw_path.contains('%') || raw_path.contains('\\') {
+            return Err(format!("{raw_path:?}: accepted with an encoding or a backslash"));
+        }
+        if raw_path.split('/').any(|s| s == ".." || s == ".") {
+            return Err(format!("{raw_path:?}: accepted with a dot segment"));
+        }
+        let (key, expected) = match &route {
+            Route::Discovery => continue,
+            Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => {
+                (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
+            }
+            Route::MirrorIndex(p) => (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone())),
+            Route::MirrorVersion(p, v) => (
+                layout::provider_version(p, v),
+                ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
+            ),
+        };
+        if !key_is_clean(&key) {
+            return Err(format!("{raw_path:?} -> unclean key {key:?}"));
+        }
+        if layout::classify(&key) != Some(expected) {
+            return Err(format!("{raw_path:?} -> {key:?} does not classify back to its owner"));
+        }
+    }
+    Ok(())
+}
+
+/// Classify a bucket key (publishers choose keys: hostile input to the indexer). Whatever it
+/// classifies as, the keys the indexer derives from it are clean.
+pub fn check_bucket_key(key: &str) -> Result<(), String> {
+    let Some(kind) = layout::classify(key) else { return Ok(()) };
+    let manifest = match kind.owner() {
+        layout::Owner::Module(m) => layout::module_manifest(&m),
+        layout::Owner::Provider(p) => layout::provider_index(&p),
+    };
+    if !key_is_clean(&manifest) {
+        return Err(format!("{key:?} -> unclean manifest key {manifest:?}"));
+    }
+    if let ObjectKind::ProviderArchive { provider, version, platform } = &kind {
+        let version_key = layout::provider_version(provider, version);
+        if !key_is_clean(&version_key) {
+            return Err(format!("{key:?} -> unclean derived key"));
+        }
+        if layout::provider_archive_name(provider, version, platform) != key.rsplit('/').next().unwrap_or_default() {
+            return Err(format!("{key:?}: archive name does not round-trip"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! Any bytes as a request path (and as the tail of each route prefix): the router must never
+//! panic, and whatever it accepts must lead to a clean key of its own owner
+//! (`registry::invariants`). Also feeds the same bytes to the Authorization parser.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    for path in [text.to_string(), format!("/v1/modules/{text}"), format!("/v1/mirror/{text}")] {
+        if let Err(broken) = registry::invariants::check_request_path(&path) {
+            panic!("{broken}");
+        }
+    }
+    if let Some(token) = registry::access::bearer(text) {
+        assert!(!token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic()));
+    }
+});

@@ -1,0 +1,321 @@
+//! The hostile-request corpus (`support/hostile.rs`) against the real transports: raw bytes
+//! over TLS to the local registry, and API Gateway v2 events through the Lambda adapter. Both
+//! read the embedded S3, whose request log shows exactly which keys each request read.
+
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2e::Harness;
+use e2e::hostile::{self, Auth, Case};
+use registry::layout::{self, ObjectKind};
+use registry::router::Service;
+use registry::{App, storage::S3Storage};
+use registry_local::embedded_s3::S3Request;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Everything every test in this binary logs, at DEBUG for all crates (more than the Lambdas'
+/// default INFO), so the check that no secret is logged covers the most verbose setting.
+fn captured_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = logs.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
+            .with_ansi(false)
+            .with_writer(move || LogWriter(sink.clone()))
+            .init();
+        logs
+    })
+    .clone()
+}
+
+struct LogWriter(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The logs hold the requests (so they were captured) and none of the secrets: no bearer
+/// token, good or bad, and no presigned URL signature.
+fn check_logs_hold_no_secrets(dev_token: &str) {
+    let logs = String::from_utf8_lossy(&captured_logs().lock().unwrap()).to_string();
+    assert!(logs.contains("/v1/modules/acme/vpc/aws/1.0.0/download"), "requests are logged");
+    for secret in
+        [dev_token, hostile::SCOPED_TOKEN, hostile::EXPIRED_TOKEN, "Bearer ", "X-Amz-Signature", "x-amz-signature"]
+    {
+        if let Some(at) = logs.find(secret) {
+            let line = logs[..at].rfind('\n').map_or(0, |i| i + 1);
+            let end = logs[at..].find('\n').map_or(logs.len(), |i| at + i);
+            panic!("the logs hold {secret:?}: {}", &logs[line..end.min(line + 600)]);
+        }
+    }
+}
+
+/// Legitimate traffic that handles every secret: downloads (presigned URLs in the answer) and
+/// reads with each token.
+async fn normal_traffic<S: registry::storage::Storage>(app: &App<S>, dev_token: &str) {
+    for (path, token) in [
+        ("/v1/modules/acme/vpc/aws/1.0.0/download", dev_token),
+        ("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", dev_token),
+        ("/v1/modules/acme/vpc/aws/1.0.0/download", hostile::SCOPED_TOKEN),
+    ] {
+        let header = format!("Bearer {token}");
+        let reply = app.handle(&registry::app::Request::get(path).authorization(Some(&header))).await;
+        assert_eq!(reply.status, 200, "{path}");
+        assert!(String::from_utf8_lossy(&reply.body).contains("X-Amz-Signature"), "{path}: a presigned URL");
+    }
+}
+
+const EVENT: &str = include_str!("../functions/registry/tests/events/apigw_v2_module_versions.json");
+
+/// A registry with the fixture state the corpus assumes.
+async fn fixture() -> Harness {
+    let _ = captured_logs();
+    let h = Harness::start().await;
+    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
+    h.upload(
+        "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
+        e2e::provider_zip("null", "3.2.1", "hostile"),
+    )
+    .await;
+    let scoped = registry::access::manage::record("scoped", hostile::SCOPED_TOKEN, vec!["acme".into()], vec![], None);
+    let expired = registry::access::manage::record(
+        "expired",
+        hostile::EXPIRED_TOKEN,
+        vec!["*".into()],
+        vec!["*".into()],
+        Some("2020-01-01T00:00:00Z".into()),
+    );
+    for record in [scoped, expired] {
+        registry::access::manage::upsert(&h.running.storage, record).await.unwrap();
+    }
+    // The fixture is in place: from here on the log holds only what requests cause.
+    let _ = h.running.take_s3_requests();
+    h
+}
+
+fn authorization(case: &Case, dev_token: &str) -> Option<String> {
+    match &case.auth {
+        Auth::Dev => Some(format!("Bearer {dev_token}")),
+        Auth::None => None,
+        Auth::Header(value) => Some(value.replace("{dev}", dev_token)),
+    }
+}
+
+/// What a registry request may read: the token store and manifests, with GET or HEAD, signed
+/// by the registry. Never a listing, an archive, a rejection record, or a write.
+fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), String> {
+    for r in requests {
+        let allowed_key = match r.key.as_deref() {
+            Some(layout::TOKENS) => true,
+            Some(key) => matches!(
+                layout::classify(key),
+                Some(ObjectKind::ModuleManifest(_) | ObjectKind::ProviderIndex(_) | ObjectKind::ProviderVersion { .. })
+            ),
+            None => false,
+        };
+        let ok = allowed_key
+            && (r.method == http::Method::GET || r.method == http::Method::HEAD)
+            && r.signer.as_deref() == Some(registry_local::embedded_s3::REGISTRY_ACCESS_KEY);
+        if !ok {
+            return Err(format!("{what}: read outside the layout: {r:?}"));
+        }
+    }
+    // A request refused for its shape or method reads nothing at all.
+    if (status == 400 || status == 405) && !requests.is_empty() {
+        return Err(format!("{what}: answered {status} but read {requests:?}"));
+    }
+    Ok(())
+}
+
+fn check_json_4xx(
+    what: &str,
+    expected: u16,
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<(), String> {
+    let shown = String::from_utf8_lossy(&body[..body.len().min(300)]).to_string();
+    if status != expected {
+        return Err(format!("{what}: expected {expected}, got {status}: {shown}"));
+    }
+    if content_type != Some("application/json") {
+        return Err(format!("{what}: content-type {content_type:?}"));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("{what}: not JSON ({e}): {shown}"))?;
+    match json["errors"].as_array() {
+        Some(errors) if !errors.is_empty() && errors.iter().all(|e| e.is_string()) => Ok(()),
+        _ => Err(format!("{what}: no errors array of strings: {shown}")),
+    }
+}
+
+/// One request over a fresh TLS connection, bytes exactly as given; the answer's status,
+/// headers and body (`None` if the server closed without answering).
+async fn send_raw(
+    h: &Harness,
+    tls: &Arc<rustls::ClientConfig>,
+    request: &[u8],
+) -> Option<(u16, Vec<(String, String)>, Vec<u8>)> {
+    let tcp = tokio::net::TcpStream::connect(h.running.registry_addr).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(tls.clone());
+    let name = ServerName::IpAddress(h.running.registry_addr.ip().into());
+    let mut stream = connector.connect(name, tcp).await.unwrap();
+    // The server may answer and close before reading all of an oversized request.
+    let _ = stream.write_all(request).await;
+    let _ = stream.flush().await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the server must answer or close within 20 s");
+    let text = answer.as_slice();
+    let split = text.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&text[..split]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Some((status, headers, text[split + 4..].to_vec()))
+}
+
+fn tls_client(h: &Harness) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_file(h.running.data_dir.join("ca.pem")).unwrap()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
+#[tokio::test]
+async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_layout_keys() {
+    let h = fixture().await;
+    let tls = tls_client(&h);
+    let corpus = hostile::corpus();
+    assert!(corpus.len() >= 100, "the corpus has {} cases", corpus.len());
+    eprintln!("hostile corpus: {} requests, {} transport cases", corpus.len(), hostile::transport_cases().len());
+
+    // A control first: the fixture answers, so the 4xx below are about the requests.
+    let control = format!(
+        "GET /v1/modules/acme/vpc/aws/versions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+        h.running.dev_token
+    );
+    assert_eq!(send_raw(&h, &tls, control.as_bytes()).await.unwrap().0, 200);
+    let _ = h.running.take_s3_requests();
+
+    let mut failures = Vec::new();
+    for (i, case) in corpus.iter().enumerate() {
+        let what = format!("case {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
+        let mut request = format!("{} {} HTTP/1.1\r\nHost: {}\r\n", case.method, case.target, h.host());
+        if let Some(value) = authorization(case, &h.running.dev_token) {
+            request.push_str(&format!("Authorization: {value}\r\n"));
+        }
+        for (name, value) in &case.headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("Connection: close\r\n\r\n");
+        let (status, headers, body) =
+            send_raw(&h, &tls, request.as_bytes()).await.unwrap_or_else(|| panic!("{what}: no answer"));
+        let content_type = headers.iter().find(|(n, _)| n == "content-type").map(|(_, v)| v.as_str());
+        let mut checked = check_json_4xx(&what, case.status, status, content_type, &body)
+            .and_then(|()| check_reads(&what, status, &h.running.take_s3_requests()));
+        if status == 401 && !headers.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with("Bearer")) {
+            checked = Err(format!("{what}: 401 without a Bearer challenge"));
+        }
+        failures.extend(checked.err());
+    }
+
+    for (what, bytes) in hostile::transport_cases() {
+        let answer = send_raw(&h, &tls, &bytes).await;
+        let status = answer.as_ref().map(|a| a.0);
+        let reads = h.running.take_s3_requests();
+        if !status.is_some_and(|s| (400..500).contains(&s)) || !reads.is_empty() {
+            failures.push(format!("transport case {what}: answered {status:?}, read {reads:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of the corpus failed:\n{}", failures.len(), failures.join("\n"));
+    normal_traffic(&h.running.app, &h.running.dev_token).await;
+    check_logs_hold_no_secrets(&h.running.dev_token);
+    h.running.stop().await;
+}
+
+/// The recorded API Gateway v2 event with this case's method, raw path, query and headers,
+/// parsed by lambda_http as the Lambda runtime does.
+fn event(case: &Case, dev_token: &str) -> lambda_http::Request {
+    let mut e: serde_json::Value = serde_json::from_str(EVENT).unwrap();
+    let (path, query) = match case.target.split_once('?') {
+        Some((p, q)) => (p, q),
+        None => (case.target.as_str(), ""),
+    };
+    e["rawPath"] = path.into();
+    e["rawQueryString"] = query.into();
+    e["requestContext"]["http"]["path"] = path.into();
+    e["requestContext"]["http"]["method"] = case.method.as_str().into();
+    e["routeKey"] = "$default".into();
+    e["requestContext"]["routeKey"] = "$default".into();
+    e.as_object_mut().unwrap().remove("pathParameters");
+    let headers = e["headers"].as_object_mut().unwrap();
+    headers.remove("authorization");
+    if let Some(value) = authorization(case, dev_token) {
+        headers.insert("authorization".into(), value.into());
+    }
+    for (name, value) in &case.headers {
+        headers.insert(name.clone(), value.as_str().into());
+    }
+    lambda_http::request::from_str(&e.to_string()).expect("lambda_http parses the event")
+}
+
+#[tokio::test]
+async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_and_reads_only_layout_keys() {
+    let h = fixture().await;
+    // One app serving every route, over the same embedded S3, as the three Lambdas together.
+    let app = App::new(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL);
+    let mut corpus = hostile::corpus();
+    // In an event, characters no HTTP request line can carry are just string contents: the
+    // handler must refuse those too.
+    for path in [
+        "/v1/modules/a b/vpc/aws/versions",
+        "/v1/modules/acme\0/vpc/aws/versions",
+        "/v1/modules/\u{430}cme/vpc/aws/versions",
+        "/v1/modules/..\\..\\access/vpc/aws/versions",
+        "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1\u{ff0e}json",
+    ] {
+        corpus.push(Case { method: "GET".into(), target: path.into(), auth: Auth::Dev, headers: vec![], status: 400 });
+    }
+    let _ = h.running.take_s3_requests();
+    let mut failures = Vec::new();
+    for (i, case) in corpus.iter().enumerate() {
+        let what = format!("event {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
+        let response = registry::lambda::handle::<S3Storage>(&app, event(case, &h.running.dev_token)).await.unwrap();
+        let status = response.status().as_u16();
+        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok());
+        let body: Vec<u8> = match response.body() {
+            lambda_http::Body::Text(t) => t.clone().into_bytes(),
+            lambda_http::Body::Binary(b) => b.clone(),
+            _ => vec![],
+        };
+        let checked = check_json_4xx(&what, case.status, status, content_type, &body)
+            .and_then(|()| check_reads(&what, status, &h.running.take_s3_requests()));
+        failures.extend(checked.err());
+    }
+    assert!(failures.is_empty(), "{} of the corpus failed:\n{}", failures.len(), failures.join("\n"));
+    normal_traffic(&h.running.app, &h.running.dev_token).await;
+    check_logs_hold_no_secrets(&h.running.dev_token);
+    h.running.stop().await;
+}

@@ -1,0 +1,295 @@
+//! The hostile-request corpus: requests a scanner or an attacker can craft, each with the
+//! status the registry must answer. Every case is answered by the registry's own handler with a
+//! 4xx JSON body, whichever transport carries it (HTTPS to the local registry, or an API Gateway
+//! event to a Lambda). `transport_cases` are byte sequences that are not valid HTTP at all: the
+//! HTTP server (hyper here, API Gateway in AWS) refuses them before any handler runs.
+//!
+//! Fixture state the statuses assume: module `acme/vpc/aws` 1.0.0 and provider
+//! `registry.terraform.io/hashicorp/null` 3.2.1 published; the dev token (every scope) sent
+//! unless a case says otherwise; a token `SCOPED_TOKEN` for the `acme` namespace only, and an
+//! expired `EXPIRED_TOKEN`.
+
+/// Who a case authenticates as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer DEV_TOKEN` (reads everything).
+    Dev,
+    /// No `Authorization` header.
+    None,
+    /// This exact header value (`{dev}` is replaced by the dev token).
+    Header(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub method: String,
+    /// The request target exactly as sent: path and optional `?query`, not normalised.
+    pub target: String,
+    pub auth: Auth,
+    /// Extra headers (name, value).
+    pub headers: Vec<(String, String)>,
+    pub status: u16,
+}
+
+/// Scoped to the `acme` module namespace and no provider.
+pub const SCOPED_TOKEN: &str = "trg_hostile_scoped_0123456789abcdef0123456789abcdef";
+/// Expired in 2020.
+pub const EXPIRED_TOKEN: &str = "trg_hostile_expired_0123456789abcdef0123456789abcde";
+
+const VERSIONS: &str = "/v1/modules/acme/vpc/aws/versions";
+const DOWNLOAD: &str = "/v1/modules/acme/vpc/aws/1.0.0/download";
+const INDEX: &str = "/v1/mirror/registry.terraform.io/hashicorp/null/index.json";
+const VERSION: &str = "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json";
+
+fn case(status: u16, target: impl Into<String>) -> Case {
+    Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status }
+}
+
+fn method(status: u16, method: &str, target: &str) -> Case {
+    Case { method: method.into(), ..case(status, target) }
+}
+
+fn auth(status: u16, target: &str, auth: Auth) -> Case {
+    Case { auth, ..case(status, target) }
+}
+
+fn with_header(status: u16, target: &str, auth: Auth, name: &str, value: String) -> Case {
+    Case { auth, headers: vec![(name.into(), value)], ..case(status, target) }
+}
+
+pub fn corpus() -> Vec<Case> {
+    let long = |n: usize| "a".repeat(n);
+    let mut cases = vec![
+        // Dot-dot segments, plain: rejected by the segment grammar, never resolved.
+        case(400, "/v1/modules/../acme/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/../vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws/../../../../access/tokens.json"),
+        case(400, "/v1/modules/./acme/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0/download/../../../../../access/tokens.json"),
+        case(400, "/v1/mirror/../../access/tokens.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/../../../../access/tokens.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/..%2f..%2faccess%2ftokens.json"),
+        case(404, "/.well-known/../v1/modules/acme/vpc/aws/versions"),
+        case(404, "/.well-known/terraform.json/.."),
+        case(400, "/v1/modules/acme/vpc/aws/versions/.."),
+        // Percent-encoded dots and slashes, in every case and depth of encoding.
+        case(400, "/v1/modules/%2e%2e/vpc/aws/versions"),
+        case(400, "/v1/modules/%2E%2E/vpc/aws/versions"),
+        case(400, "/v1/modules/.%2e/vpc/aws/versions"),
+        case(400, "/v1/modules/%2e/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%2fvpc/aws/x/versions"),
+        case(400, "/v1/modules/acme%2Fvpc%2Faws/versions"),
+        case(400, "/v1/modules/%252e%252e/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%252fvpc/aws/x/versions"),
+        case(400, "/v1/modules/%25252e%25252e/vpc/aws/versions"),
+        case(400, "/v1/modules/%c0%ae%c0%ae/vpc/aws/versions"),
+        case(400, "/v1/modules/%u002e%u002e/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0%2f..%2f..%2fdownload"),
+        case(404, "/v1%2fmodules%2facme%2fvpc%2faws%2fversions"),
+        case(404, "/%2e%2e/v1/modules/acme/vpc/aws/versions"),
+        case(404, "/%2e%2e%2f%2e%2e%2faccess%2ftokens.json"),
+        // Backslashes, encoded (raw ones are in the transport cases).
+        case(400, "/v1/modules/..%5c..%5caccess/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%5cvpc/aws/x/versions"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/..%5C..%5Cindex.json"),
+        // Empty segments, case games, matrix parameters.
+        case(404, "//v1/modules/acme/vpc/aws/versions"),
+        case(400, "/v1/modules//acme/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws/versions/"),
+        case(400, "/v1/modules/acme/vpc/aws//versions"),
+        case(400, "/v1/modules/"),
+        case(404, "/V1/modules/acme/vpc/aws/versions"),
+        case(404, "/v1/Modules/acme/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws/VERSIONS"),
+        case(400, "/v1/modules/acme;/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws;x=1/versions"),
+        case(400, "/v1/modules/acme/vpc/aws/versions;.json"),
+        // NUL and control characters, encoded.
+        case(400, "/v1/modules/acme%00/vpc/aws/versions"),
+        case(400, "/v1/modules/acme/vpc/aws%00.json/versions"),
+        case(400, "/v1/modules/acme%0d%0aSet-Cookie:%20x/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%0a/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%09/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%7f/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%1b%5b31m/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%20/vpc/aws/versions"),
+        case(400, "/v1/mirror/registry.terraform.io%00/hashicorp/null/index.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1%00.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/index.json%00"),
+        case(404, "/.well-known/terraform.json%00"),
+        // Overlong segments and paths.
+        case(400, format!("/v1/modules/{}/vpc/aws/versions", long(65))),
+        case(400, format!("/v1/modules/acme/{}/aws/versions", long(65))),
+        case(400, format!("/v1/modules/acme/vpc/{}/versions", long(65))),
+        case(400, format!("/v1/modules/{}/vpc/aws/versions", long(5000))),
+        case(400, format!("/v1/modules/acme/vpc/aws/{}/versions", "a/".repeat(200))),
+        case(400, format!("/v1/modules/{}access/vpc/aws/versions", "../".repeat(300))),
+        case(400, format!("/v1/mirror/{}.io/hashicorp/null/index.json", long(300))),
+        case(400, format!("/v1/mirror/registry.terraform.io/{}/null/index.json", long(65))),
+        case(400, format!("/v1/mirror/registry.terraform.io/hashicorp/{}/index.json", long(65))),
+        case(400, format!("{VERSIONS}{}", "/x".repeat(500))),
+        case(400, format!("/v1/modules/{}", long(60_000))),
+        case(404, format!("/{}", long(1000))),
+        // Unicode look-alikes of dots, slashes and letters (percent-encoded UTF-8).
+        case(400, "/v1/modules/%EF%BC%8E%EF%BC%8E/vpc/aws/versions"),
+        case(400, "/v1/modules/%E2%80%A4%E2%80%A4/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%E2%81%84vpc/aws/x/versions"),
+        case(400, "/v1/modules/acme%E2%88%95vpc/aws/x/versions"),
+        case(400, "/v1/modules/acme%EF%BC%8Fvpc/aws/x/versions"),
+        case(400, "/v1/modules/%D0%B0cme/vpc/aws/versions"),
+        case(400, "/v1/modules/acm%C4%B1/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%E2%80%8B/vpc/aws/versions"),
+        case(400, "/v1/modules/acme%E2%80%AE/vpc/aws/versions"),
+        case(400, "/v1/modules/%EF%BB%BFacme/vpc/aws/versions"),
+        case(400, "/v1/mirror/registry.terraform%E3%80%82io/hashicorp/null/index.json"),
+        // Versions: not SemVer, not canonical, too big, constraints instead of versions.
+        case(400, "/v1/modules/acme/vpc/aws/v1.0.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/01.0.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0-/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0+/download"),
+        case(400, "/v1/modules/acme/vpc/aws/18446744073709551616.0.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/99999999999999999999999999999999.0.0/download"),
+        case(400, format!("/v1/modules/acme/vpc/aws/1.0.0-{}/download", long(200))),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0-alpha..1/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0-01/download"),
+        case(400, "/v1/modules/acme/vpc/aws/%201.0.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0%2B001/download"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0.0+b%2f../download"),
+        case(400, "/v1/modules/acme/vpc/aws/=1.0.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/~%3E1.0/download"),
+        case(400, "/v1/modules/acme/vpc/aws/latest/download"),
+        // Build metadata is valid SemVer; this one is not published.
+        case(404, "/v1/modules/acme/vpc/aws/1.0.0+build.7/download"),
+        case(404, "/v1/modules/acme/vpc/aws/1.0.0-rc.1/download"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/v3.2.1.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/index.json.bak"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.JSON"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.zip"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/manifest.json"),
+        case(400, "/v1/mirror/registry.terraform.io/hashicorp/null/.json"),
+        // Wrong methods on real routes.
+        method(405, "POST", VERSIONS),
+        method(405, "PUT", DOWNLOAD),
+        method(405, "DELETE", INDEX),
+        method(405, "PATCH", VERSION),
+        method(405, "OPTIONS", VERSIONS),
+        method(405, "TRACE", VERSIONS),
+        method(405, "PROPFIND", INDEX),
+        method(405, "POST", "/.well-known/terraform.json"),
+        method(405, "DELETE", "/.well-known/terraform.json"),
+        // Query strings: no route takes one.
+        case(400, format!("{VERSIONS}?x=1")),
+        case(400, format!("{DOWNLOAD}?X-Amz-Signature=00&X-Amz-Expires=604800")),
+        case(400, format!("{INDEX}?prefix=access/")),
+        case(400, format!("{VERSION}?versionId=null")),
+        case(400, "/.well-known/terraform.json?callback=alert"),
+        case(400, format!("{VERSIONS}?%00")),
+        case(400, format!("{VERSIONS}?../../access/tokens.json")),
+        case(400, format!("{VERSIONS}?{}", "a=1&".repeat(2000))),
+        // Endpoints we do not have, and bucket keys asked for directly.
+        case(404, "/"),
+        case(404, "/v1/"),
+        case(404, "/v1/providers/hashicorp/null/versions"),
+        case(404, "/.well-known/terraform.json.bak"),
+        case(404, "/.env"),
+        case(404, "/.git/config"),
+        case(404, "/wp-login.php"),
+        case(404, "/server-status"),
+        case(404, "/access/tokens.json"),
+        case(404, "/modules/acme/vpc/aws/manifest.json"),
+        case(404, "/modules/acme/vpc/aws/1.0.0.tar.gz"),
+        case(404, "/providers/registry.terraform.io/hashicorp/null/index.json"),
+        case(404, "/rejections/modules/acme/vpc/aws/1.0.0.tar.gz.json"),
+        // Names valid in the grammar that look like other parts of the bucket: they map to
+        // keys inside the layout, which do not exist.
+        case(404, "/v1/modules/access/tokens/json/versions"),
+        case(404, "/v1/modules/rejections/modules/acme/versions"),
+        case(404, "/v1/mirror/access.json/tokens/json/index.json"),
+        // Tokens: missing, malformed, unknown, oversized, expired, out of scope.
+        auth(401, VERSIONS, Auth::None),
+        auth(401, INDEX, Auth::None),
+        auth(401, DOWNLOAD, Auth::Header("Bearer".into())),
+        auth(401, DOWNLOAD, Auth::Header("Bearer ".into())),
+        auth(401, VERSIONS, Auth::Header("Basic dXNlcjpwYXNz".into())),
+        auth(401, VERSIONS, Auth::Header("{dev}".into())),
+        auth(401, VERSIONS, Auth::Header("Bearer {dev}x".into())),
+        auth(401, VERSIONS, Auth::Header("Bearer {dev} {dev}".into())),
+        auth(401, VERSIONS, Auth::Header("Token {dev}".into())),
+        auth(401, VERSIONS, Auth::Header("Bearer trg_0000000000000000000000000000000000000000000".into())),
+        auth(401, VERSIONS, Auth::Header(format!("Bearer trg_{}", long(10_000)))),
+        auth(401, VERSIONS, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
+        auth(401, INDEX, Auth::Header("Bearer ../../access/tokens.json".into())),
+        auth(401, INDEX, Auth::Header("Bearer %00".into())),
+        auth(404, "/v1/modules/other/vpc/aws/versions", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, INDEX, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, VERSION, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        // Oversized and spoofing headers never change what is read or who is let in.
+        with_header(401, VERSIONS, Auth::None, "x-padding", long(64 * 1024)),
+        with_header(401, VERSIONS, Auth::None, "x-forwarded-for", "127.0.0.1".into()),
+        with_header(401, VERSIONS, Auth::None, "x-amzn-oidc-identity", "admin".into()),
+        with_header(404, "/admin", Auth::Dev, "x-original-url", VERSIONS.into()),
+        with_header(404, "/admin", Auth::Dev, "x-rewrite-url", "/access/tokens.json".into()),
+        with_header(400, "/v1/modules/%2e%2e/vpc/aws/versions", Auth::Dev, "x-forwarded-prefix", "/v1/modules/".into()),
+    ];
+    // The same traversal attempts against every route's variable segments.
+    for template in [
+        "/v1/modules/{}/vpc/aws/versions",
+        "/v1/modules/acme/{}/aws/versions",
+        "/v1/modules/acme/vpc/{}/versions",
+        "/v1/modules/acme/vpc/aws/{}/download",
+        "/v1/mirror/{}/hashicorp/null/index.json",
+        "/v1/mirror/registry.terraform.io/{}/null/index.json",
+        "/v1/mirror/registry.terraform.io/hashicorp/{}/index.json",
+        "/v1/mirror/registry.terraform.io/hashicorp/null/{}.json",
+    ] {
+        for segment in ["..", "%2e%2e", "%00", "%2f"] {
+            cases.push(case(400, template.replace("{}", segment)));
+        }
+    }
+    cases
+}
+
+/// Requests that are not valid HTTP: the HTTP server refuses them before the handler runs
+/// (hyper locally, API Gateway in AWS), so their answer has no JSON body. What matters is the
+/// 4xx and that nothing is read. Raw bytes, sent as they are.
+pub fn transport_cases() -> Vec<(&'static str, Vec<u8>)> {
+    let request = |line: &[u8]| {
+        let mut r = line.to_vec();
+        r.extend_from_slice(b"\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        r
+    };
+    vec![
+        ("raw space in the path", request(b"GET /v1/modules/a b/vpc/aws/versions HTTP/1.1")),
+        ("raw NUL in the path", request(b"GET /v1/modules/acme\0/vpc/aws/versions HTTP/1.1")),
+        ("raw DEL in the path", request(b"GET /v1/modules/acme\x7f/vpc/aws/versions HTTP/1.1")),
+        ("raw UTF-8 look-alike", request("GET /v1/modules/\u{430}cme/vpc/aws/versions HTTP/1.1".as_bytes())),
+        ("raw backslash", request(b"GET /v1/modules/..\\..\\access/vpc/aws/versions HTTP/1.1")),
+        ("no leading slash", request(b"GET v1/modules/acme/vpc/aws/versions HTTP/1.1")),
+        ("garbage request line", request(b"\x16\x03\x01\x02\x00")),
+        ("HTTP/0.9 style", request(b"GET /")),
+        ("unknown HTTP version", request(b"GET / HTTP/9.9")),
+        ("NUL in a header value", {
+            b"GET /v1/modules/acme/vpc/aws/versions HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\nConnection: close\r\n\r\n"
+                .to_vec()
+        }),
+        ("a header too large for the server", {
+            let mut r = b"GET /v1/modules/acme/vpc/aws/versions HTTP/1.1\r\nHost: x\r\nX-A: ".to_vec();
+            r.extend(std::iter::repeat_n(b'a', 1 << 20));
+            r.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
+            r
+        }),
+        ("too many headers", {
+            let mut r = b"GET /v1/modules/acme/vpc/aws/versions HTTP/1.1\r\nHost: x\r\n".to_vec();
+            for i in 0..200 {
+                r.extend_from_slice(format!("X-H{i}: {i}\r\n").as_bytes());
+            }
+            r.extend_from_slice(b"Connection: close\r\n\r\n");
+            r
+        }),
+    ]
+}
