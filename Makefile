@@ -12,7 +12,7 @@ LAMBDAS   := discovery modules mirror indexer
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: fuzz token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -91,7 +91,15 @@ reindex:
 	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
 
 ## Benchmarks (figures go to docs/PERFORMANCE.md).
-bench: bench-index
+## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
+## init vs nginx, Lambda cold start, scale, criterion micro-benchmarks; then bench-index.
+bench:
+	bash bench/run.sh
+	$(MAKE) --no-print-directory bench-index
+
+## Criterion micro-benchmarks only (router, access check, manifests, presigning).
+bench-micro:
+	$(CARGO) bench --profile perf -p registry --bench hot_path
 
 ## Peak RSS while indexing a SIZE_MIB (default 1024) provider zip, with an independent h1: check.
 bench-index:

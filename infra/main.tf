@@ -24,12 +24,13 @@ locals {
   }
 
   common_environment = {
-    REGISTRY_BUCKET               = local.bucket_name
-    REGISTRY_PRESIGN_TTL_SECONDS  = tostring(var.presign_ttl_seconds)
-    REGISTRY_ANONYMOUS_MODULES    = join(",", var.anonymous_modules)
-    REGISTRY_ANONYMOUS_PROVIDERS  = join(",", var.anonymous_providers)
-    REGISTRY_TOKENS_CACHE_SECONDS = tostring(var.tokens_cache_seconds)
-    RUST_LOG                      = "info"
+    REGISTRY_BUCKET                 = local.bucket_name
+    REGISTRY_PRESIGN_TTL_SECONDS    = tostring(var.presign_ttl_seconds)
+    REGISTRY_ANONYMOUS_MODULES      = join(",", var.anonymous_modules)
+    REGISTRY_ANONYMOUS_PROVIDERS    = join(",", var.anonymous_providers)
+    REGISTRY_TOKENS_CACHE_SECONDS   = tostring(var.tokens_cache_seconds)
+    REGISTRY_MANIFEST_CACHE_SECONDS = tostring(var.manifest_cache_seconds)
+    RUST_LOG                        = "info"
   }
   environment = {
     discovery = local.common_environment

@@ -133,6 +133,17 @@ variable "tokens_cache_seconds" {
   default     = 30
 }
 
+variable "manifest_cache_seconds" {
+  description = "How long a warm function serves a cached manifest without asking S3 (0-60). 0: revalidate every request with one conditional GET, so new versions show at once."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.manifest_cache_seconds >= 0 && var.manifest_cache_seconds <= 60
+    error_message = "manifest_cache_seconds must be 0 to 60."
+  }
+}
+
 variable "kms_key_arn" {
   description = "Customer-managed KMS key for the bucket, the log groups and the functions' environment. Empty: AWS-managed encryption."
   type        = string

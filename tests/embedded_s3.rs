@@ -169,13 +169,21 @@ async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
     let second = registry_local::reindex(&h.running.data_dir).await.unwrap();
     assert!(second.iter().all(|(_, o)| *o == registry::index::Outcome::Unchanged), "{second:?}");
 
-    // An archive corrupted at rest (its bytes no longer match S3's stored checksum) and an
-    // upload replacing another: the rebuild rejects what it cannot read and keeps going;
-    // what was published stays published.
+    // Archives corrupted at rest (their bytes no longer match S3's stored checksum; their ETag
+    // does): with the manifests intact, a rebuild does not re-read archives whose ETag it has
+    // recorded, so what was published stays published.
     std::fs::write(h.object_path("modules/acme/network/aws/1.0.0.tar.gz"), b"bit rot").unwrap();
     std::fs::write(h.object_path(zip), b"bit rot").unwrap();
-    registry_local::reindex(&h.running.data_dir).await.expect("the rebuild does not stop at a corrupt archive");
+    let third = registry_local::reindex(&h.running.data_dir).await.unwrap();
+    assert!(third.iter().all(|(_, o)| *o == registry::index::Outcome::Unchanged), "{third:?}");
     assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.1, versions_before);
+    // With the manifests lost too, the rebuild must read every archive: it rejects the ones it
+    // cannot read and keeps going with the rest.
+    std::fs::remove_file(h.object_path("modules/acme/network/aws/manifest.json")).unwrap();
+    std::fs::remove_file(h.object_path("providers/example.com/acme/widget/0.1.0.json")).unwrap();
+    registry_local::reindex(&h.running.data_dir).await.expect("the rebuild does not stop at a corrupt archive");
+    let (_, versions) = h.get_json("/v1/modules/acme/network/aws/versions").await;
+    assert_eq!(versions, serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"}]}]}));
     for key in ["modules/acme/network/aws/1.0.0.tar.gz", zip] {
         let record =
             h.running.storage.get(&registry::layout::rejection(key)).await.unwrap().expect("a rejection record");
@@ -211,5 +219,37 @@ async fn warm_requests_revalidate_with_one_conditional_get() {
     let (_, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(body, serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
     assert_eq!(reads(h.running.take_s3_requests()), [(true, 200)], "changed: the conditional GET returns the new one");
+    h.running.stop().await;
+}
+
+/// Publishing reads only the new archive: the pass reuses what the manifest recorded for
+/// archives whose ETag is unchanged (a module with thousands of versions must not re-read
+/// them all).
+#[tokio::test]
+async fn a_publish_reads_only_the_new_archive() {
+    let h = Harness::start().await;
+    for v in ["1.0.0", "1.1.0", "1.2.0"] {
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), e2e::module_tar_gz(&[("main.tf", v)])).await;
+    }
+    let provider = "providers/example.com/acme/widget/terraform-provider-widget";
+    for v in ["0.1.0", "0.2.0"] {
+        h.upload(&format!("{provider}_{v}_linux_amd64.zip"), e2e::provider_zip("widget", v, "p")).await;
+    }
+    let _ = h.running.take_s3_requests();
+    h.upload("modules/acme/network/aws/1.3.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "1.3.0")])).await;
+    h.upload(&format!("{provider}_0.3.0_linux_amd64.zip"), e2e::provider_zip("widget", "0.3.0", "p")).await;
+    let archive_reads: Vec<String> = h
+        .running
+        .take_s3_requests()
+        .into_iter()
+        .filter(|r| r.signer.as_deref() == Some(registry_local::embedded_s3::REGISTRY_ACCESS_KEY))
+        .filter(|r| r.method == http::Method::GET)
+        .filter_map(|r| r.key)
+        .filter(|k| k.ends_with(".tar.gz") || k.ends_with(".zip"))
+        .collect();
+    assert_eq!(
+        archive_reads,
+        ["modules/acme/network/aws/1.3.0.tar.gz".to_string(), format!("{provider}_0.3.0_linux_amd64.zip")]
+    );
     h.running.stop().await;
 }

@@ -70,12 +70,14 @@ async fn main() {
         ("indexer", s3_event, "unchanged"),
     ];
 
-    println!("| function | binary size | init p50 / p99 | first event p50 / p99 | exec to first answer p50 / p99 |");
-    println!("| --- | --- | --- | --- | --- |");
+    println!(
+        "| function | binary size | init p50 / p99 | of which AWS config + S3 client p50 | first event p50 / p99 | exec to first answer p50 / p99 |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
     for (name, event, expect) in functions {
         let binary = bin_dir.join(name);
         let size = std::fs::metadata(&binary).map(|m| m.len()).unwrap_or(0);
-        let (mut init, mut first, mut total) = (vec![], vec![], vec![]);
+        let (mut init, mut first, mut total, mut sdk_init) = (vec![], vec![], vec![], vec![]);
         for _ in 0..runs {
             let (seen_tx, mut seen) = mpsc::unbounded_channel();
             let api = emulator(event.clone(), seen_tx).await;
@@ -86,7 +88,8 @@ async fn main() {
                 .env("AWS_LAMBDA_FUNCTION_NAME", name)
                 .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
                 .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-                .env("AWS_LAMBDA_LOG_LEVEL", "WARN")
+                .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
+                .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
                 .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
                 .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
                 .env("AWS_REGION", registry_local::REGION)
@@ -95,7 +98,7 @@ async fn main() {
                 .env("AWS_ENDPOINT_URL", local.s3_endpoint())
                 .env("REGISTRY_BUCKET", registry_local::BUCKET)
                 .env("REGISTRY_S3_FORCE_PATH_STYLE", "true")
-                .stdout(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
             let mut next_at = None;
@@ -120,11 +123,26 @@ async fn main() {
             first.push(at - next_at);
             total.push(at - started);
             let _ = child.kill();
+            let mut log = String::new();
+            if let Some(mut out) = child.stdout.take() {
+                use std::io::Read;
+                let _ = out.read_to_string(&mut log);
+            }
             let _ = child.wait();
+            // The function's own account of init: `"config_us":…,"sdk_us":…` (absent for discovery).
+            let field = |name: &str| {
+                log.split(&format!("\"{name}\":"))
+                    .nth(1)
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok())
+            };
+            if let Some(sdk) = field("sdk_us") {
+                sdk_init.push(Duration::from_micros(sdk));
+            }
         }
         let ms = |v: &mut Vec<Duration>, p| percentile(v, p).as_secs_f64() * 1e3;
+        let sdk = if sdk_init.is_empty() { "none".to_string() } else { format!("{:.1} ms", ms(&mut sdk_init, 50.0)) };
         println!(
-            "| {name} | {:.1} MB | {:.1} / {:.1} ms | {:.1} / {:.1} ms | {:.1} / {:.1} ms |",
+            "| {name} | {:.1} MB | {:.1} / {:.1} ms | {sdk} | {:.1} / {:.1} ms | {:.1} / {:.1} ms |",
             size as f64 / 1e6,
             ms(&mut init, 50.0),
             ms(&mut init, 99.0),

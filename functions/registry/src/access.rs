@@ -74,8 +74,12 @@ pub enum Decision {
 
 impl TokenStore {
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        let store: TokenStore =
+        let mut store: TokenStore =
             serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("access/tokens.json: {e}")))?;
+        // `find` compares lower-case hex; a hand-edited store may hold upper case.
+        for record in &mut store.tokens {
+            record.sha256.make_ascii_lowercase();
+        }
         if store.format != TOKENS_FORMAT {
             return Err(Error::Internal(format!("access/tokens.json format {} is not {TOKENS_FORMAT}", store.format)));
         }
@@ -85,11 +89,11 @@ impl TokenStore {
     /// The record whose hash matches `token`. Every record is compared, in constant time, so
     /// the answer's timing says nothing about how close a guess was.
     pub fn find(&self, token: &str) -> Option<&TokenRecord> {
-        let presented = hash(token);
+        // Compared as the lower-case hex the store holds: no decoding per record.
+        let presented = hex::encode(hash(token));
         let mut found = None;
         for record in &self.tokens {
-            let stored = hex::decode(&record.sha256).unwrap_or_default();
-            if constant_time_eq(&stored, &presented) {
+            if constant_time_eq(record.sha256.as_bytes(), presented.as_bytes()) {
                 found = Some(record);
             }
         }

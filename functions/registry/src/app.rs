@@ -42,7 +42,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn json(status: StatusCode, value: &Value) -> Self {
+    fn json(status: StatusCode, value: &impl serde::Serialize) -> Self {
         let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
         Reply { status, headers: vec![("content-type", CONTENT_TYPE_JSON.into())], body: body.into() }
     }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make bench`: every side-by-side benchmark on this machine, printed as markdown tables (the
+# figures in docs/PERFORMANCE.md come from here). Bounded: about 15 minutes on 2 cores, plus
+# the optimised builds the first time. Plain HTTP on loopback only; servers stop by themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET="${CARGO_TARGET_DIR:-target}"
+
+need() {
+  command -v "$1" >/dev/null 2>&1 && return
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq "$2" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$2" >/dev/null; }
+  else
+    echo "bench: needs $1 (apt-get install $2)" >&2; exit 1
+  fi
+}
+need wrk wrk
+need nginx nginx-light
+
+# Servers optimised like release but quicker to build (profile perf); the Lambda binaries
+# exactly as deployed (profile release), natively, for the cold-start runs.
+cargo build -q --profile perf -p registry-bench
+cargo build -q --release -p discovery -p modules -p mirror -p indexer
+B="$TARGET/perf"
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
+
+echo; echo "## Request overhead (registry vs raw S3 GET of the same manifest)"; echo
+"$B/overhead" "${SECONDS_PER_RUN:-3}" "${ROUNDS:-3}"
+echo; echo "## terraform init: registry vs nginx static files"; echo
+"$B/init" "${INIT_ROUNDS:-7}" "${ZIP_MB:-4}"
+echo; echo "## Lambda cold start (Runtime API emulator)"; echo
+"$B/coldstart" "$TARGET/release" "${COLD_RUNS:-20}"
+echo; echo "## Scale"; echo
+"$B/scale" "${MODULE_VERSIONS:-5000}" "${PROVIDER_VERSIONS:-200}" "${SECONDS_PER_RUN:-3}"
+echo; echo "## Micro-benchmarks (criterion)"; echo
+cargo bench -q --profile perf -p registry --bench hot_path -- --warm-up-time 1 --measurement-time 3 2>&1 \
+  | grep -E '^[a-z_/0-9]+ +time:|^[a-z_/0-9]+$|^ +time:' || true
