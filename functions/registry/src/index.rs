@@ -67,6 +67,16 @@ impl<'a, S: Storage> Indexer<'a, S> {
 
     /// React to one changed key (created or removed): rebuild the manifest of its owner.
     /// Keys outside the layout are ignored (`None`).
+    /// An archive's ETag as listed. S3 lists every object with it; some S3-compatible servers
+    /// (s3s-fs, the local registry's) omit it, and then one HEAD answers it, asked only for an
+    /// archive the manifest already records, so that it is not read again.
+    async fn listed_etag(&self, object: &ObjectInfo) -> Result<String, Error> {
+        if !object.etag.is_empty() {
+            return Ok(object.etag.clone());
+        }
+        Ok(self.storage.etag(&object.key).await?.unwrap_or_default())
+    }
+
     pub async fn on_object_changed(&self, key: &str) -> Result<Option<(Owner, Outcome)>, Error> {
         let Some(kind) = layout::classify(key) else {
             if layout::expected_name(key).is_some() {
@@ -175,9 +185,12 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let mut versions = Vec::with_capacity(chosen.len());
         for (version, (object, extension)) in chosen {
             let previous = existing.as_ref().and_then(|m| m.find(&version));
-            if let Some(entry) =
-                previous.filter(|e| e.archive == object.key && e.etag == object.etag && !e.etag.is_empty())
-            {
+            let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty());
+            let reusable = match same_archive {
+                Some(e) if self.listed_etag(&object).await? == e.etag => Some(e),
+                _ => None,
+            };
+            if let Some(entry) = reusable {
                 versions.push(entry.clone());
                 rejections.keep(&object.key);
                 continue;
@@ -320,9 +333,13 @@ impl<'a, S: Storage> Indexer<'a, S> {
             for (platform, object) in zips.get(&version).into_iter().flatten() {
                 let file = layout::provider_archive_name(provider, &version, platform);
                 let previous = existing.as_ref().and_then(|d| d.archives.get(&platform.key()));
-                let unchanged = previous.filter(|a| {
-                    a.url == file && a.indexed.as_ref().is_some_and(|i| i.etag == object.etag && !i.etag.is_empty())
-                });
+                let recorded = previous
+                    .filter(|a| a.url == file)
+                    .and_then(|a| a.indexed.as_ref().filter(|i| !i.etag.is_empty()).map(|i| (a, i.etag.as_str())));
+                let unchanged = match recorded {
+                    Some((a, etag)) if self.listed_etag(object).await? == etag => Some(a),
+                    _ => None,
+                };
                 let archive = match unchanged {
                     Some(a) => {
                         rejections.keep(&object.key);
@@ -792,6 +809,9 @@ mod tests {
         }
         async fn get_if_changed(&self, key: &str, etag: &str) -> Result<crate::storage::Revalidated, Error> {
             self.inner.get_if_changed(key, etag).await
+        }
+        async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
+            self.inner.etag(key).await
         }
         async fn put(
             &self,

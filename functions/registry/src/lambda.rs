@@ -19,17 +19,23 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
 
 /// The modules or mirror function: config and the S3 client, built once.
 pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
+    let (config, storage) = config_and_storage().await?;
+    Ok(App::new(config, storage, &[service]))
+}
+
+/// Configuration and the S3 client, with what each cost in the function's log (the cold-start
+/// benchmark reads `sdk_us` from this line).
+async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
     let started = std::time::Instant::now();
     let config = Config::from_env()?;
     let config_done = started.elapsed();
     let storage = S3Storage::from_env(&config).await;
-    // What init costs, in the function's log: the cold-start benchmark reads this line.
     tracing::info!(
         config_us = config_done.as_micros() as u64,
         sdk_us = (started.elapsed() - config_done).as_micros() as u64,
         "init: configuration, then AWS config, credentials chain and S3 client with its TLS setup"
     );
-    Ok(App::new(config, storage, &[service]))
+    Ok((config, storage))
 }
 
 /// Answer one API Gateway request. Never an `Err`: API Gateway would turn it into an opaque
@@ -71,15 +77,7 @@ pub struct IndexerFunction<S> {
 }
 
 pub async fn indexer_function() -> Result<IndexerFunction<S3Storage>, BoxError> {
-    let started = std::time::Instant::now();
-    let config = Config::from_env()?;
-    let config_done = started.elapsed();
-    let storage = S3Storage::from_env(&config).await;
-    tracing::info!(
-        config_us = config_done.as_micros() as u64,
-        sdk_us = (started.elapsed() - config_done).as_micros() as u64,
-        "init: configuration, then AWS config, credentials chain and S3 client with its TLS setup"
-    );
+    let (config, storage) = config_and_storage().await?;
     let own_session = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty());
     Ok(IndexerFunction { config, storage, own_session })
 }

@@ -78,6 +78,11 @@ impl Storage for MemoryStorage {
         })
     }
 
+    async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
+        self.begin()?;
+        Ok(self.lock().get(key).map(|o| o.etag.clone()))
+    }
+
     async fn put(&self, key: &str, body: Bytes, _content_type: &str, precondition: Precondition) -> Result<(), Error> {
         self.begin()?;
         // Check and write under one lock: atomic, as S3's conditional writes are.

@@ -69,6 +69,9 @@ pub trait Storage: Send + Sync {
     /// unchanged. What keeps a warm function's cached manifests current.
     fn get_if_changed(&self, key: &str, etag: &str) -> impl Future<Output = Result<Revalidated, Error>> + Send;
 
+    /// The object's ETag (`HEAD`), or `None` if there is no such key.
+    fn etag(&self, key: &str) -> impl Future<Output = Result<Option<String>, Error>> + Send;
+
     /// Write a whole object (S3 PUT is atomic: readers see the old or the new bytes), if
     /// `precondition` holds; `Error::Conflict` if it does not.
     fn put(
@@ -105,6 +108,9 @@ impl Storage for NoStorage {
         Err(Error::Internal("this function has no storage".into()))
     }
     async fn get_if_changed(&self, _: &str, _: &str) -> Result<Revalidated, Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn etag(&self, _: &str) -> Result<Option<String>, Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
     async fn put(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<(), Error> {

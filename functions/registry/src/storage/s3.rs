@@ -41,33 +41,6 @@ impl S3Storage {
         S3Storage::new(Client::from_conf(s3), config.bucket.clone())
     }
 
-    /// S3 lists every object with its ETag, which is how an indexing pass knows which archives
-    /// it has already read. Some S3-compatible servers (s3s-fs, the local registry's) omit it:
-    /// ask with a HEAD per such object instead of re-reading every archive at every pass.
-    async fn fill_missing_etags(&self, objects: &mut [ObjectInfo]) -> Result<(), Error> {
-        use futures_util::stream::{self, StreamExt, TryStreamExt};
-        let missing: Vec<usize> = (0..objects.len()).filter(|&i| objects[i].etag.is_empty()).collect();
-        let found: Vec<(usize, String)> = stream::iter(missing)
-            .map(|i| {
-                let key = objects[i].key.clone();
-                async move {
-                    match self.client.head_object().bucket(&self.bucket).key(&key).send().await {
-                        Ok(out) => Ok((i, out.e_tag.unwrap_or_default())),
-                        // Gone since the listing: leave it without an ETag (read as new).
-                        Err(e) if is_missing(&e) => Ok((i, String::new())),
-                        Err(e) => Err(unavailable("HeadObject", &key, e)),
-                    }
-                }
-            })
-            .buffer_unordered(16)
-            .try_collect()
-            .await?;
-        for (i, etag) in found {
-            objects[i].etag = etag;
-        }
-        Ok(())
-    }
-
     pub fn client(&self) -> &Client {
         &self.client
     }
@@ -146,6 +119,14 @@ impl Storage for S3Storage {
         read_object(key, out).await.map(|o| Revalidated::Changed(Some(o)))
     }
 
+    async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
+        match self.client.head_object().bucket(&self.bucket).key(key).send().await {
+            Ok(out) => Ok(Some(out.e_tag.unwrap_or_default())),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(unavailable("HeadObject", key, e)),
+        }
+    }
+
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
         let mut request = self
             .client
@@ -199,7 +180,6 @@ impl Storage for S3Storage {
             }
         }
         objects.sort_by(|a, b| a.key.cmp(&b.key));
-        self.fill_missing_etags(&mut objects).await?;
         Ok(objects)
     }
 
