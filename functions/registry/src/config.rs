@@ -157,39 +157,27 @@ impl Config {
             anonymous_modules: globs("REGISTRY_ANONYMOUS_MODULES")?,
             anonymous_providers: globs("REGISTRY_ANONYMOUS_PROVIDERS")?,
         };
-        let tokens_cache = match get("REGISTRY_TOKENS_CACHE_SECONDS") {
-            None => Duration::from_secs(30),
-            Some(raw) => match raw.trim().parse::<u64>() {
-                Ok(secs) if secs <= 300 => Duration::from_secs(secs),
-                _ => {
-                    return Err(ConfigError(format!(
-                        "REGISTRY_TOKENS_CACHE_SECONDS must be 0 to 300 seconds, got {raw:?}"
-                    )));
-                }
-            },
-        };
-        let manifest_cache_bytes = match get("REGISTRY_MANIFEST_CACHE_BYTES") {
-            None => MANIFEST_CACHE_BYTES_DEFAULT,
-            Some(raw) => match raw.trim().parse::<usize>() {
-                Ok(bytes) if bytes <= 1 << 30 => bytes,
-                _ => {
-                    return Err(ConfigError(format!(
-                        "REGISTRY_MANIFEST_CACHE_BYTES must be 0 to 1073741824 bytes, got {raw:?}"
-                    )));
-                }
-            },
-        };
-        let manifest_cache_ttl = match get("REGISTRY_MANIFEST_CACHE_SECONDS") {
-            None => Duration::ZERO,
-            Some(raw) => match raw.trim().parse::<u64>() {
-                Ok(secs) if secs <= 60 => Duration::from_secs(secs),
-                _ => {
-                    return Err(ConfigError(format!(
-                        "REGISTRY_MANIFEST_CACHE_SECONDS must be 0 to 60 seconds, got {raw:?}"
-                    )));
-                }
-            },
-        };
+        let tokens_cache = Duration::from_secs(bounded(
+            "REGISTRY_TOKENS_CACHE_SECONDS",
+            get("REGISTRY_TOKENS_CACHE_SECONDS"),
+            30,
+            300,
+            "seconds",
+        )?);
+        let manifest_cache_bytes = bounded(
+            "REGISTRY_MANIFEST_CACHE_BYTES",
+            get("REGISTRY_MANIFEST_CACHE_BYTES"),
+            MANIFEST_CACHE_BYTES_DEFAULT as u64,
+            1 << 30,
+            "bytes",
+        )? as usize;
+        let manifest_cache_ttl = Duration::from_secs(bounded(
+            "REGISTRY_MANIFEST_CACHE_SECONDS",
+            get("REGISTRY_MANIFEST_CACHE_SECONDS"),
+            0,
+            60,
+            "seconds",
+        )?);
         Ok(Config {
             bucket,
             presign_ttl,
@@ -217,6 +205,15 @@ fn parse_ttl(raw: &str) -> Result<Duration, ConfigError> {
         )));
     }
     Ok(ttl)
+}
+
+/// A whole number from 0 to `max` (`default` when unset).
+fn bounded(var: &str, raw: Option<String>, default: u64, max: u64, unit: &str) -> Result<u64, ConfigError> {
+    let Some(raw) = raw else { return Ok(default) };
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(ConfigError(format!("{var} must be 0 to {max} {unit}, got {raw:?}"))),
+    }
 }
 
 fn bytes_var(var: &str, raw: Option<String>, default: u64) -> Result<u64, ConfigError> {
