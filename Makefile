@@ -31,13 +31,15 @@ test:
 	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15; \
 	else echo "=== SKIPPED: fuzz smoke run (needs the nightly toolchain and cargo-fuzz; .ci/run installs cargo-fuzz) ==="; fi
 
-## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths and bucket keys:
-## $(FUZZ_SECONDS) s per target; a crash leaves its input under fuzz/artifacts/ and fails.
+## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys and
+## uploaded archives: $(FUZZ_SECONDS) s per target; a crash leaves its input under
+## fuzz/artifacts/ and fails. Archives get longer inputs (a tar block is 512 bytes).
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := request_path bucket_key
+FUZZ_TARGETS := request_path bucket_key archive
 fuzz:
-	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && \
-	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && len=4096 && \
+	  if [ $$t = archive ]; then len=65536; fi && \
+	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=$$len \
 	  || exit 1; done
 
 ## Offline checks of infra/: terraform fmt, validate and test (mocked provider), checkov.

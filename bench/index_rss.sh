@@ -24,7 +24,7 @@ PY
 echo "zip: $(du -m "$zip" | cut -f1) MiB"
 REGISTRY_MAX_PROVIDER_ZIP_BYTES=$((4 << 30)) /usr/bin/time -v "$BIN" reindex --data-dir "$work/data" 2> "$work/time.txt" | tail -n 2
 grep -E 'Maximum resident set size|Elapsed \(wall clock\)' "$work/time.txt"
-index="$work/data/s3/registry/providers/example.com/acme/big/1.0.0.json"
+index="$work/data/s3/registry/indexed/providers/example.com/acme/big/1.0.0.json"
 served="$(grep -o '"h1:[^"]*"' "$index" | tr -d '"')"
 # The same hash computed independently (Python, streaming), as the CLI defines it.
 expected="$(python3 - "$zip" <<'PY'

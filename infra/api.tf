@@ -4,6 +4,10 @@ resource "aws_apigatewayv2_api" "registry" {
   name          = var.name
   protocol_type = "HTTP"
   tags          = var.tags
+
+  # With a custom domain, the default https://ID.execute-api... endpoint would be a second
+  # way in, with another hostname (and so other module addresses) and no custom-domain logs.
+  disable_execute_api_endpoint = var.domain_name != "" && var.disable_execute_api_endpoint
 }
 
 resource "aws_apigatewayv2_integration" "function" {

@@ -94,20 +94,13 @@ resource "aws_s3_bucket_policy" "registry" {
   depends_on = [aws_s3_bucket_public_access_block.registry]
 }
 
-# Uploads of archives (and of the JSON a `terraform providers mirror` directory holds) wake
-# the indexer. Its own writes either do not match (modules/**/manifest.json, rejections/) or
-# are skipped by the indexer itself (providers/**/*.json written by its own role).
+# Uploads and deletes of archives wake the indexer (local.notifications). The indexer writes
+# only under indexed/ and rejections/, which no filter covers, so it never wakes itself.
 resource "aws_s3_bucket_notification" "registry" {
   bucket = local.bucket_name
 
   dynamic "lambda_function" {
-    for_each = {
-      modules-tar-gz = { prefix = "modules/", suffix = ".tar.gz" }
-      modules-tgz    = { prefix = "modules/", suffix = ".tgz" }
-      modules-zip    = { prefix = "modules/", suffix = ".zip" }
-      providers-zip  = { prefix = "providers/", suffix = ".zip" }
-      providers-json = { prefix = "providers/", suffix = ".json" }
-    }
+    for_each = local.notifications
     content {
       id                  = lambda_function.key
       lambda_function_arn = aws_lambda_function.function["indexer"].arn
@@ -118,6 +111,26 @@ resource "aws_s3_bucket_notification" "registry" {
   }
 
   depends_on = [aws_lambda_permission.s3_invokes_indexer, aws_s3_bucket.registry]
+}
+
+# An empty token store, so that a token presented before the first `make token-create` is
+# answered 401 (unknown token) rather than 500: the read functions cannot tell a missing key
+# from a denied one, and fail closed on the latter. Never touched after creation.
+resource "aws_s3_object" "token_store" {
+  count        = var.create_bucket ? 1 : 0
+  bucket       = aws_s3_bucket.registry[0].id
+  key          = "access/tokens.json"
+  content      = jsonencode({ format = 1, tokens = [] })
+  content_type = "application/json"
+  kms_key_id   = var.kms_key_arn != "" ? var.kms_key_arn : null
+
+  lifecycle {
+    ignore_changes = all
+  }
+
+  depends_on = [aws_s3_bucket_server_side_encryption_configuration.registry]
+
+  # checkov:skip=CKV_AWS_186:Encrypted with the bucket's default (SSE-S3, or kms_key_arn when set, as kms_key_id here).
 }
 
 resource "aws_lambda_permission" "s3_invokes_indexer" {

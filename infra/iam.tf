@@ -1,7 +1,9 @@
-# Least privilege, per function. The read functions may only GetObject under their own prefix
-# (so S3 answers 403 instead of 404 for a missing key, which they treat as not found); the
-# indexer reads, lists and writes what it owns. Presigned URLs carry the signer's rights, so a
-# modules URL can never reach providers/ or rejections/, and the reverse.
+# Least privilege, per function. The read functions may GetObject only the manifests they
+# serve (under indexed/), the archives of their protocol (by the extensions the indexer
+# indexes), and the token store; without s3:ListBucket, S3 answers 403 for a missing key,
+# which they treat as not found for a manifest. Presigned URLs carry the signer's rights, so a
+# modules URL can never reach providers/, indexed/, rejections/ or access/, and the reverse.
+# The indexer reads the uploads but writes only indexed/ and rejections/.
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -21,13 +23,18 @@ resource "aws_iam_role" "function" {
 }
 
 locals {
-  # What each read function may GetObject: its manifests and archives, and the token store.
+  # What each read function may GetObject: its manifests, its archives, the token store.
   read_objects = {
     discovery = []
-    modules   = ["modules/*", "access/tokens.json"]
-    mirror    = ["providers/*", "access/tokens.json"]
+    modules = concat(
+      ["indexed/modules/*", "access/tokens.json"],
+      [for n in local.notifications : "${n.prefix}*${n.suffix}" if n.prefix == "modules/"],
+    )
+    mirror = concat(
+      ["indexed/providers/*", "access/tokens.json"],
+      [for n in local.notifications : "${n.prefix}*${n.suffix}" if n.prefix == "providers/"],
+    )
   }
-  indexer_prefixes = ["modules/", "providers/", "rejections/"]
 }
 
 data "aws_iam_policy_document" "function" {
@@ -51,7 +58,16 @@ data "aws_iam_policy_document" "function" {
   dynamic "statement" {
     for_each = each.key == "indexer" ? [1] : []
     content {
-      sid       = "IndexerObjects"
+      sid       = "IndexerReadsUploads"
+      actions   = ["s3:GetObject"]
+      resources = [for p in local.publisher_prefixes : "${local.bucket_arn}/${p}*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "indexer" ? [1] : []
+    content {
+      sid       = "IndexerWritesWhatItDerives"
       actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
       resources = [for p in local.indexer_prefixes : "${local.bucket_arn}/${p}*"]
     }
@@ -66,7 +82,7 @@ data "aws_iam_policy_document" "function" {
       condition {
         test     = "StringLike"
         variable = "s3:prefix"
-        values   = [for p in local.indexer_prefixes : "${p}*"]
+        values   = [for p in concat(local.publisher_prefixes, local.indexer_prefixes) : "${p}*"]
       }
     }
   }
@@ -96,4 +112,68 @@ resource "aws_iam_role_policy" "function" {
   name   = "${var.name}-${each.key}"
   role   = aws_iam_role.function[each.key].id
   policy = data.aws_iam_policy_document.function[each.key].json
+}
+
+# Publishers: one managed policy per entry of var.publishers, to attach to a CI role or user.
+# It lets them write only their own namespaces' upload prefixes, read back what they wrote and
+# why an upload was rejected, and list those prefixes (aws s3 sync). Never indexed/, access/
+# or another namespace: a publisher cannot plant a manifest or touch the token store.
+locals {
+  publisher_objects = {
+    for team, p in var.publishers : team => concat(
+      [for ns in p.modules : "modules/${ns}/*"],
+      [for hn in p.providers : "providers/${hn}/*"],
+    )
+  }
+}
+
+data "aws_iam_policy_document" "publisher" {
+  for_each = var.publishers
+
+  statement {
+    sid       = "Publish"
+    actions   = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
+    resources = [for o in local.publisher_objects[each.key] : "${local.bucket_arn}/${o}"]
+  }
+
+  statement {
+    sid       = "ReadOwnUploads"
+    actions   = ["s3:GetObject"]
+    resources = [for o in local.publisher_objects[each.key] : "${local.bucket_arn}/${o}"]
+  }
+
+  statement {
+    sid       = "ReadRejections"
+    actions   = ["s3:GetObject"]
+    resources = [for o in local.publisher_objects[each.key] : "${local.bucket_arn}/rejections/${o}"]
+  }
+
+  statement {
+    sid       = "ListOwnPrefixes"
+    actions   = ["s3:ListBucket"]
+    resources = [local.bucket_arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = concat(local.publisher_objects[each.key], [for o in local.publisher_objects[each.key] : "rejections/${o}"])
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn != "" ? [1] : []
+    content {
+      sid       = "UseRegistryKey"
+      actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      resources = [var.kms_key_arn]
+    }
+  }
+}
+
+resource "aws_iam_policy" "publisher" {
+  for_each = var.publishers
+
+  name        = "${var.name}-publish-${each.key}"
+  description = "Publish to the ${var.name} registry: modules ${join(", ", each.value.modules)}; providers ${join(", ", each.value.providers)}."
+  policy      = data.aws_iam_policy_document.publisher[each.key].json
+  tags        = var.tags
 }

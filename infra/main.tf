@@ -23,6 +23,22 @@ locals {
     "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"            = "mirror"
   }
 
+  # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):
+  # publishers write inputs under publisher_prefixes, only the indexer writes indexer_prefixes,
+  # and the read functions serve only from what the indexer wrote.
+  publisher_prefixes = ["modules/", "providers/"]
+  indexer_prefixes   = ["indexed/", "rejections/"]
+
+  # The uploads and deletes that invoke the indexer: exactly layout::NOTIFICATIONS, which the
+  # local registry's embedded S3 follows too (the consistency test compares). None lies under
+  # an indexer prefix, so the indexer's own writes never invoke it.
+  notifications = {
+    modules-tar-gz = { prefix = "modules/", suffix = ".tar.gz" }
+    modules-tgz    = { prefix = "modules/", suffix = ".tgz" }
+    modules-zip    = { prefix = "modules/", suffix = ".zip" }
+    providers-zip  = { prefix = "providers/", suffix = ".zip" }
+  }
+
   common_environment = {
     REGISTRY_BUCKET                 = local.bucket_name
     REGISTRY_PRESIGN_TTL_SECONDS    = tostring(var.presign_ttl_seconds)

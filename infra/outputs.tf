@@ -18,6 +18,11 @@ output "bucket_name" {
   value       = local.bucket_name
 }
 
+output "publisher_policy_arns" {
+  description = "The IAM policy of each entry of var.publishers, to attach to the role or user that publishes."
+  value       = { for team, policy in aws_iam_policy.publisher : team => policy.arn }
+}
+
 output "regional_hostname" {
   description = "Target for the custom domain's DNS record (CNAME or alias), when domain_name is set."
   value       = var.domain_name != "" ? aws_apigatewayv2_domain_name.registry[0].domain_name_configuration[0].target_domain_name : null

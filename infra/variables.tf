@@ -144,6 +144,31 @@ variable "manifest_cache_seconds" {
   }
 }
 
+variable "publishers" {
+  description = "Who may publish what: one IAM policy per entry (output publisher_policy_arns) to attach to a CI role or user. modules: module namespaces (or \"*\"); providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\")."
+  type = map(object({
+    modules   = optional(list(string), [])
+    providers = optional(list(string), [])
+  }))
+  default = {}
+
+  validation {
+    condition = alltrue([for team, p in var.publishers :
+      can(regex("^[a-zA-Z0-9+=,.@_-]{1,64}$", team)) &&
+      length(p.modules) + length(p.providers) > 0 &&
+      alltrue([for ns in p.modules : ns == "*" || can(regex("^[0-9A-Za-z]([0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$", ns))]) &&
+      alltrue([for hn in p.providers : hn == "*" || can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
+    ])
+    error_message = "publishers: each entry names at least one module namespace (or \"*\") or provider HOSTNAME/NAMESPACE (or HOSTNAME/*, or \"*\"). A wildcard hostname with a named namespace (\"*/acme\") is refused: in IAM \"*\" also matches \"/\", so it would reach other namespaces' providers."
+  }
+}
+
+variable "disable_execute_api_endpoint" {
+  description = "With domain_name set, turn off the API's default execute-api endpoint, so the registry answers only on the custom domain. Ignored without domain_name."
+  type        = bool
+  default     = true
+}
+
 variable "kms_key_arn" {
   description = "Customer-managed KMS key for the bucket, the log groups and the functions' environment. Empty: AWS-managed encryption."
   type        = string

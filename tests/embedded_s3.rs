@@ -152,22 +152,22 @@ async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
     let (_, widget_before) = h.get_json("/v1/mirror/example.com/acme/widget/0.1.0.json").await;
 
     // Manifests lost and corrupted behind the registry's back.
-    std::fs::remove_file(h.object_path("modules/acme/network/aws/manifest.json")).unwrap();
-    std::fs::write(h.object_path("providers/example.com/acme/widget/index.json"), "{corrupt").unwrap();
+    std::fs::remove_file(h.object_path("indexed/modules/acme/network/aws/manifest.json")).unwrap();
+    std::fs::write(h.object_path("indexed/providers/example.com/acme/widget/index.json"), "{corrupt").unwrap();
     assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.0, 404);
     // Unreadable: 503 when the bytes fail S3 checksum validation, 500 when they parse badly.
     assert!(h.get_json("/v1/mirror/example.com/acme/widget/index.json").await.0 >= 500);
 
     let first = registry_local::reindex(&h.running.data_dir).await.unwrap();
     assert_eq!(first.len(), 2, "{first:?}");
-    assert!(first.iter().all(|(_, o)| matches!(o, registry::index::Outcome::Written { .. })), "{first:?}");
+    assert!(first.iter().all(|(_, o)| matches!(o, Ok(registry::index::Outcome::Written { .. }))), "{first:?}");
     assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.1, versions_before);
     let (_, widget_after) = h.get_json("/v1/mirror/example.com/acme/widget/0.1.0.json").await;
     assert_eq!(widget_after["archives"]["linux_amd64"]["hashes"], widget_before["archives"]["linux_amd64"]["hashes"]);
     assert_eq!(h.get_json("/v1/mirror/example.com/acme/widget/index.json").await.0, 200);
 
     let second = registry_local::reindex(&h.running.data_dir).await.unwrap();
-    assert!(second.iter().all(|(_, o)| *o == registry::index::Outcome::Unchanged), "{second:?}");
+    assert!(second.iter().all(|(_, o)| matches!(o, Ok(registry::index::Outcome::Unchanged))), "{second:?}");
 
     // Archives corrupted at rest (their bytes no longer match S3's stored checksum; their ETag
     // does): with the manifests intact, a rebuild does not re-read archives whose ETag it has
@@ -175,12 +175,12 @@ async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
     std::fs::write(h.object_path("modules/acme/network/aws/1.0.0.tar.gz"), b"bit rot").unwrap();
     std::fs::write(h.object_path(zip), b"bit rot").unwrap();
     let third = registry_local::reindex(&h.running.data_dir).await.unwrap();
-    assert!(third.iter().all(|(_, o)| *o == registry::index::Outcome::Unchanged), "{third:?}");
+    assert!(third.iter().all(|(_, o)| matches!(o, Ok(registry::index::Outcome::Unchanged))), "{third:?}");
     assert_eq!(h.get_json("/v1/modules/acme/network/aws/versions").await.1, versions_before);
     // With the manifests lost too, the rebuild must read every archive: it rejects the ones it
     // cannot read and keeps going with the rest.
-    std::fs::remove_file(h.object_path("modules/acme/network/aws/manifest.json")).unwrap();
-    std::fs::remove_file(h.object_path("providers/example.com/acme/widget/0.1.0.json")).unwrap();
+    std::fs::remove_file(h.object_path("indexed/modules/acme/network/aws/manifest.json")).unwrap();
+    std::fs::remove_file(h.object_path("indexed/providers/example.com/acme/widget/0.1.0.json")).unwrap();
     registry_local::reindex(&h.running.data_dir).await.expect("the rebuild does not stop at a corrupt archive");
     let (_, versions) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(versions, serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"}]}]}));
@@ -198,7 +198,7 @@ async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
 #[tokio::test]
 async fn warm_requests_revalidate_with_one_conditional_get() {
     let h = Harness::start().await;
-    let key = "modules/acme/network/aws/manifest.json";
+    let key = "indexed/modules/acme/network/aws/manifest.json";
     h.upload("modules/acme/network/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# 1\n")])).await;
     let reads = |log: Vec<registry_local::embedded_s3::S3Request>| -> Vec<(bool, u16)> {
         log.into_iter().filter(|r| r.key.as_deref() == Some(key)).map(|r| (r.if_none_match, r.status)).collect()

@@ -255,9 +255,9 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
     h.running.stop().await;
 }
 
-/// The recorded API Gateway v2 event with this case's method, raw path, query and headers,
-/// parsed by lambda_http as the Lambda runtime does.
-fn event(case: &Case, dev_token: &str) -> lambda_http::Request {
+/// The recorded API Gateway v2 event with this case's method, raw path, query and headers, as
+/// the Lambda runtime hands it to the function.
+fn event(case: &Case, dev_token: &str) -> serde_json::Value {
     let mut e: serde_json::Value = serde_json::from_str(EVENT).unwrap();
     let (path, query) = match case.target.split_once('?') {
         Some((p, q)) => (p, q),
@@ -278,7 +278,7 @@ fn event(case: &Case, dev_token: &str) -> lambda_http::Request {
     for (name, value) in &case.headers {
         headers.insert(name.clone(), value.as_str().into());
     }
-    lambda_http::request::from_str(&e.to_string()).expect("lambda_http parses the event")
+    e
 }
 
 #[tokio::test]
@@ -302,12 +302,12 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
     let mut failures = Vec::new();
     for (i, case) in corpus.iter().enumerate() {
         let what = format!("event {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
-        let response = registry::lambda::handle::<S3Storage>(&app, event(case, &h.running.dev_token)).await.unwrap();
-        let status = response.status().as_u16();
-        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok());
-        let body: Vec<u8> = match response.body() {
-            lambda_http::Body::Text(t) => t.clone().into_bytes(),
-            lambda_http::Body::Binary(b) => b.clone(),
+        let response = registry::lambda::answer::<S3Storage>(&app, event(case, &h.running.dev_token)).await;
+        let status = response.status_code as u16;
+        let content_type = response.headers.get("content-type").and_then(|v| v.to_str().ok());
+        let body: Vec<u8> = match &response.body {
+            Some(aws_lambda_events::encodings::Body::Text(t)) => t.clone().into_bytes(),
+            Some(aws_lambda_events::encodings::Body::Binary(b)) => b.clone(),
             _ => vec![],
         };
         let checked = check_json_4xx(&what, case.status, status, content_type, &body)

@@ -1,11 +1,13 @@
 //! The deployment matches the code: every route the router serves has an API Gateway route
-//! to the function that serves it, every API Gateway route has a handler, and every Lambda
-//! binary has a function resource (and nothing else does).
+//! to the function that serves it, every API Gateway route has a handler, every Lambda
+//! binary has a function resource (and nothing else does), and the bucket's notification
+//! filters and trust-boundary prefixes are the ones the layout (and the local registry) use.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use registry::config::BasePaths;
+use registry::layout;
 use registry::router::route_templates;
 
 fn repo() -> PathBuf {
@@ -60,4 +62,34 @@ fn every_lambda_binary_has_a_function_and_back() {
     for (_, function) in hcl_map("routes") {
         assert!(functions.contains(&function), "a route targets {function}, which has no function resource");
     }
+}
+
+/// A `NAME = ["a", "b"]` list in `infra/main.tf`'s locals.
+fn hcl_list(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join("infra/main.tf")).expect("infra/main.tf");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.split('=').next().is_some_and(|k| k.trim() == name) && l.contains('['))
+        .unwrap_or_else(|| panic!("no `{name} = [...]` in infra/main.tf"));
+    let list = &line[line.find('[').unwrap_or(0) + 1..line.rfind(']').unwrap_or(line.len())];
+    list.split(',').map(|i| i.trim().trim_matches('"').to_string()).filter(|i| !i.is_empty()).collect()
+}
+
+/// The indexer in AWS sees exactly the uploads the local registry indexes: infra's S3
+/// notification filters are `layout::NOTIFICATIONS`, and the prefixes IAM gives publishers
+/// and the indexer are the layout's.
+#[test]
+fn notifications_and_prefixes_are_the_layouts() {
+    let field = |value: &str, name: &str| -> String {
+        let at = value.find(&format!("{name} ")).unwrap_or_else(|| panic!("no {name} in {value}"));
+        value[at..].split('"').nth(1).unwrap_or_default().to_string()
+    };
+    let infra: BTreeSet<(String, String)> =
+        hcl_map("notifications").into_iter().map(|(_, v)| (field(&v, "prefix"), field(&v, "suffix"))).collect();
+    let code: BTreeSet<(String, String)> =
+        layout::NOTIFICATIONS.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
+    assert_eq!(infra, code, "infra/main.tf local.notifications vs layout::NOTIFICATIONS");
+    assert_eq!(hcl_list("publisher_prefixes"), layout::PUBLISHER_PREFIXES, "publisher prefixes");
+    assert_eq!(hcl_list("indexer_prefixes"), layout::INDEXER_PREFIXES, "indexer prefixes");
 }

@@ -62,12 +62,24 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length(aws_s3_bucket_notification.registry.lambda_function) == 5 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix)])
-    error_message = "notifications cover only the archive and mirror prefixes"
+    condition     = length(aws_s3_bucket_notification.registry.lambda_function) == 4 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip"], n.filter_suffix)])
+    error_message = "notifications cover only archives under the publisher prefixes"
   }
   assert {
-    condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : n.filter_prefix == "modules/" && n.filter_suffix == ".json"])
-    error_message = "the indexer's own modules/**/manifest.json writes must not notify it"
+    condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || n.filter_suffix == ".json"])
+    error_message = "nothing the indexer writes (indexed/, rejections/) may notify it"
+  }
+  assert {
+    condition     = aws_s3_object.token_store[0].key == "access/tokens.json" && jsondecode(aws_s3_object.token_store[0].content) == { format = 1, tokens = [] }
+    error_message = "a new bucket gets an empty token store"
+  }
+  assert {
+    condition     = aws_apigatewayv2_api.registry.disable_execute_api_endpoint == false
+    error_message = "without a custom domain, the execute-api endpoint is the registry's address"
+  }
+  assert {
+    condition     = length(aws_iam_policy.publisher) == 0
+    error_message = "no publisher policy unless asked for"
   }
   assert {
     condition     = aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_BUCKET"] == "tf-registry-123456789012-eu-west-1"
@@ -99,16 +111,20 @@ run "least_privilege" {
     error_message = "modules may only GetObject"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/modules/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/access/tokens.json"])
-    error_message = "modules reads only modules/* and the token store"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/modules/*", "access/tokens.json", "modules/*.tar.gz", "modules/*.tgz", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "modules reads only its manifests, module archives and the token store"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/access/tokens.json"])
-    error_message = "mirror reads only providers/* and the token store"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "access/tokens.json", "providers/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "mirror reads only its documents, provider zips and the token store"
   }
   assert {
     condition     = !contains(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.actions]), "s3:*")
     error_message = "the indexer has no wildcard S3 rights"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.resources if contains(s.actions, "s3:PutObject") || contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/indexed/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/rejections/*"])
+    error_message = "the indexer writes only what it derives: indexed/ and rejections/, never an upload"
   }
 }
 
@@ -142,6 +158,58 @@ run "custom_domain" {
     condition     = output.registry_hostname == "registry.example.com" && output.mirror_url == "https://registry.example.com/v1/mirror/"
     error_message = "outputs use the custom domain"
   }
+  assert {
+    condition     = aws_apigatewayv2_api.registry.disable_execute_api_endpoint == true
+    error_message = "with a custom domain, the execute-api endpoint is off by default"
+  }
+}
+
+run "publisher_policies_stay_in_their_namespaces" {
+  command = plan
+
+  variables {
+    publishers = {
+      acme     = { modules = ["acme", "acme-net"], providers = ["registry.example.com/acme"] }
+      platform = { providers = ["registry.terraform.io/*"] }
+    }
+  }
+
+  assert {
+    condition     = toset(keys(aws_iam_policy.publisher)) == toset(["acme", "platform"])
+    error_message = "one policy per publisher"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "acme writes exactly its own upload prefixes"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["platform"].statement : s.resources if contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*/*"])
+    error_message = "a mirror-sync publisher writes one origin host's providers"
+  }
+  # The layout's trust boundary: no publisher may write where the indexer or the token command
+  # writes, whatever the input.
+  assert {
+    condition = !anytrue([for team, doc in data.aws_iam_policy_document.publisher : anytrue([
+      for s in doc.statement : anytrue([
+        for r in s.resources : anytrue([for p in ["indexed/", "rejections/", "access/"] : startswith(r, "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${p}")])
+      ]) if contains(s.actions, "s3:PutObject") || contains(s.actions, "s3:DeleteObject")
+    ])])
+    error_message = "publishers never write indexed/, rejections/ or access/"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if s.sid == "ReadRejections"])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/rejections/${o}"])
+    error_message = "publishers read why their own uploads were rejected"
+  }
+}
+
+run "a_wildcard_hostname_cannot_name_a_namespace" {
+  command = plan
+
+  variables {
+    publishers = { acme = { providers = ["*/acme"] } }
+  }
+
+  expect_failures = [var.publishers]
 }
 
 run "custom_domain_needs_a_certificate" {

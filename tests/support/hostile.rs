@@ -205,6 +205,7 @@ pub fn corpus() -> Vec<Case> {
         case(404, "/modules/acme/vpc/aws/1.0.0.tar.gz"),
         case(404, "/providers/registry.terraform.io/hashicorp/null/index.json"),
         case(404, "/rejections/modules/acme/vpc/aws/1.0.0.tar.gz.json"),
+        case(404, "/indexed/modules/acme/vpc/aws/manifest.json"),
         // Names valid in the grammar that look like other parts of the bucket: they map to
         // keys inside the layout, which do not exist.
         case(404, "/v1/modules/access/tokens/json/versions"),
@@ -291,5 +292,194 @@ pub fn transport_cases() -> Vec<(&'static str, Vec<u8>)> {
             r.extend_from_slice(b"Connection: close\r\n\r\n");
             r
         }),
+    ]
+}
+
+/// The bucket side: objects a publisher can write (a publisher key, a CI job, a compromised
+/// pipeline), each with what the registry must do about it. Fixture state as above; every
+/// case leaves what was published exactly as it was.
+pub struct ObjectCase {
+    pub what: &'static str,
+    pub key: String,
+    pub bytes: Vec<u8>,
+    pub reaction: Reaction,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reaction {
+    /// The write is refused with S3's `AccessDenied`: the publisher's rights (the publisher
+    /// policy in AWS, the publisher key locally) do not reach this key.
+    Denied,
+    /// Indexed and refused: a rejection record whose reason holds this text.
+    Rejected(&'static str),
+    /// Stored, and no notification covers it: no indexing runs, nothing served changes, and no
+    /// later pass ever reads it.
+    Inert,
+}
+
+/// Entry limit the object corpus runs with (`REGISTRY_MAX_ARCHIVE_ENTRIES`).
+pub const OBJECT_CORPUS_MAX_ENTRIES: usize = 100;
+
+pub fn objects() -> Vec<ObjectCase> {
+    use registry::testing::{Item, gzip, provider_zip, tar, tar_gz_items, tar_without_end_marker, zip, zip_items};
+    let main = Item::File("main.tf", b"# fine\n");
+    let planted_manifest = serde_json::to_vec(&serde_json::json!({"format": 1, "versions": [
+        {"version": "6.6.6", "archive": "access/tokens.json", "size": 1, "sha256": "00", "etag": "\"x\""}
+    ]}))
+    .unwrap_or_default();
+    let forged_version = serde_json::to_vec(&serde_json::json!({"archives": {"linux_amd64": {
+        "url": "../../../../access/tokens.json", "hashes": ["h1:forged="], "indexed": {"size": 1, "etag": "\"x\""}
+    }}}))
+    .unwrap_or_default();
+    let duplicate_names = {
+        let mut bytes = zip(&[("main.tf", b"# one"), ("mainXtf", b"# two")]);
+        for i in 0..bytes.len().saturating_sub(7) {
+            if &bytes[i..i + 7] == b"mainXtf" {
+                bytes[i + 4] = b'.';
+            }
+        }
+        bytes
+    };
+    let many: Vec<String> = (0..=OBJECT_CORPUS_MAX_ENTRIES).map(|i| format!("f{i}.tf")).collect();
+    let many: Vec<(&str, &[u8])> = many.iter().map(|n| (n.as_str(), &b""[..])).collect();
+    let m = |file: &str| format!("modules/acme/vpc/aws/{file}");
+    let p = |file: &str| format!("providers/registry.terraform.io/hashicorp/null/{file}");
+    let case = |what, key, bytes, reaction| ObjectCase { what, key, bytes, reaction };
+    vec![
+        // Derived state and secrets: out of the publisher's reach.
+        case(
+            "a manifest where the indexer writes",
+            format!("indexed/{}", m("manifest.json")),
+            planted_manifest.clone(),
+            Reaction::Denied,
+        ),
+        case(
+            "a mirror document where the indexer writes",
+            format!("indexed/{}", p("3.2.1.json")),
+            forged_version.clone(),
+            Reaction::Denied,
+        ),
+        case(
+            "a forged rejection record",
+            format!("rejections/{}", m("9.0.0.tar.gz.json")),
+            b"{}".to_vec(),
+            Reaction::Denied,
+        ),
+        case("the token store", "access/tokens.json".into(), br#"{"format":1,"tokens":[]}"#.to_vec(), Reaction::Denied),
+        // Planted where publishers may write: stored, never read.
+        case(
+            "a manifest beside the archives, naming the token store",
+            m("manifest.json"),
+            planted_manifest,
+            Reaction::Inert,
+        ),
+        case(
+            "a VERSION.json with forged hashes and a URL out of the prefix",
+            p("3.2.1.json"),
+            forged_version,
+            Reaction::Inert,
+        ),
+        case(
+            "an index.json listing a version that has no zips",
+            p("index.json"),
+            br#"{"versions":{"9.9.9":{}}}"#.to_vec(),
+            Reaction::Inert,
+        ),
+        case("a key outside the publisher prefixes", "other/thing.zip".into(), b"x".to_vec(), Reaction::Denied),
+        case("a name the layout has no place for, unnotified", m("notes.txt"), b"x".to_vec(), Reaction::Inert),
+        // Archives that hide or escape: rejected, with the reason.
+        case(
+            "a second gzip member after a tar without end marker, holding ../../x.tf",
+            m("1.1.0.tar.gz"),
+            [gzip(&tar_without_end_marker(&[main])), gzip(&tar(&[Item::File("../../x.tf", b"evil")]))].concat(),
+            Reaction::Rejected("outside the module directory"),
+        ),
+        case(
+            "a tar cut before its end marker",
+            m("1.2.0.tar.gz"),
+            gzip(&tar_without_end_marker(&[main])),
+            Reaction::Rejected("no tar end-of-archive marker"),
+        ),
+        case(
+            "a whole archive with another appended",
+            m("1.2.1.tar.gz"),
+            [gzip(&tar(&[main])), gzip(&tar(&[Item::File("other.tf", b"")]))].concat(),
+            Reaction::Rejected("data after the tar end-of-archive marker"),
+        ),
+        case(
+            "a symbolic link climbing out",
+            m("1.3.0.tar.gz"),
+            tar_gz_items(&[main, Item::Symlink("m", "../../../../home")]),
+            Reaction::Rejected("climbs out of the module"),
+        ),
+        case(
+            "an absolute symbolic link",
+            m("1.3.1.tar.gz"),
+            tar_gz_items(&[main, Item::Symlink("m", "/etc")]),
+            Reaction::Rejected("is absolute"),
+        ),
+        case(
+            "a hard link to /etc/shadow",
+            m("1.4.0.tgz"),
+            tar_gz_items(&[main, Item::Hardlink("h", "/etc/shadow")]),
+            Reaction::Rejected("names something outside the module"),
+        ),
+        case(
+            "a file written through a link",
+            m("1.4.1.tgz"),
+            tar_gz_items(&[main, Item::Symlink("d", "."), Item::File("d/x.tf", b"")]),
+            Reaction::Rejected("lies below the symbolic link"),
+        ),
+        case(
+            "a zip symbolic link climbing out",
+            m("1.5.0.zip"),
+            zip_items(&[main, Item::Symlink("m", "../../../../home")]),
+            Reaction::Rejected("climbs out of the module"),
+        ),
+        case(
+            "a named pipe",
+            m("1.6.0.tar.gz"),
+            tar_gz_items(&[main, Item::Fifo("pipe")]),
+            Reaction::Rejected("is a Fifo"),
+        ),
+        case(
+            "a zip naming two entries alike",
+            m("1.7.0.zip"),
+            duplicate_names,
+            Reaction::Rejected("two entries have the same name"),
+        ),
+        case(
+            "more entries than the limit",
+            m("1.8.0.zip"),
+            zip(&many),
+            Reaction::Rejected("more than the limit of 100"),
+        ),
+        case(
+            "garbage over the published 1.0.0",
+            m("1.0.0.tar.gz"),
+            b"garbage".to_vec(),
+            Reaction::Rejected("not a readable tar.gz"),
+        ),
+        case(
+            "a name outside the layout",
+            m("v3.0.0.tar.gz"),
+            gzip(&tar(&[main])),
+            Reaction::Rejected("is not a module archive name"),
+        ),
+        case(
+            "a provider zip with a link out",
+            p("terraform-provider-null_3.3.0_linux_amd64.zip"),
+            zip_items(&[
+                Item::File("terraform-provider-null_v3.3.0", b"bin"),
+                Item::Symlink("lib", "../../../../usr/lib"),
+            ]),
+            Reaction::Rejected("climbs out of the module"),
+        ),
+        case(
+            "a provider zip over the published 3.2.1",
+            p("terraform-provider-null_3.2.1_linux_amd64.zip"),
+            provider_zip("other", "3.2.1", "hostile"),
+            Reaction::Rejected("no provider executable"),
+        ),
     ]
 }

@@ -4,7 +4,6 @@
 // Test support: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -21,6 +20,11 @@ pub struct Harness {
 
 impl Harness {
     pub async fn start() -> Harness {
+        Harness::start_with(&[]).await
+    }
+
+    /// With configuration variables (`REGISTRY_*`) for this instance.
+    pub async fn start_with(settings: &[(&str, &str)]) -> Harness {
         let dir = TempDir::new("registry");
         let running = registry_local::start(LocalOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
@@ -29,7 +33,7 @@ impl Harness {
             write_client_files: true,
             log_s3_requests: true,
             http_listen: None,
-            settings: vec![],
+            settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         })
         .await
         .expect("local registry starts");
@@ -96,41 +100,7 @@ impl Drop for TempDir {
     }
 }
 
-/// A module archive (`.tar.gz`/`.tgz`) holding the given files.
-pub fn module_tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let mut tar = tar::Builder::new(gz);
-    for (name, contents) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(contents.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_cksum();
-        tar.append_data(&mut header, name, contents.as_bytes()).unwrap();
-    }
-    tar.into_inner().unwrap().finish().unwrap()
-}
-
-/// A module archive in `.zip` form.
-pub fn module_zip(files: &[(&str, &str)]) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, contents) in files {
-        w.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
-        w.write_all(contents.as_bytes()).unwrap();
-    }
-    w.finish().unwrap().into_inner()
-}
-
-/// A provider package as releases ship it: one executable named
-/// `terraform-provider-TYPE_vVERSION`, no directory entries. `init` installs it without
-/// running it, so the executable is a small script that says what it is.
-pub fn provider_zip(r#type: &str, version: &str, marker: &str) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
-    w.start_file(format!("terraform-provider-{type}_v{version}"), options).unwrap();
-    w.write_all(format!("#!/bin/sh\n# {type} {version} {marker}\nexit 1\n").as_bytes()).unwrap();
-    w.finish().unwrap().into_inner()
-}
+pub use registry::testing::{module_tar_gz, module_zip, provider_zip};
 
 /// The platform the terraform CLI on this machine installs for, e.g. `linux_amd64`.
 pub fn this_platform() -> String {

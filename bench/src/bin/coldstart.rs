@@ -45,7 +45,7 @@ async fn main() {
     .await;
     let provider = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
     e2e::upload(publisher.clone(), provider.into(), e2e::provider_zip("null", "3.2.1", "coldstart")).await;
-    let secret = std::fs::read_to_string(local.data_dir.join("publisher.secret")).unwrap();
+    let secret = std::fs::read_to_string(local.data_dir.join("functions.secret")).unwrap();
 
     let api_event = |path: &str| {
         let mut e: serde_json::Value = serde_json::from_str(include_str!(
@@ -93,7 +93,7 @@ async fn main() {
                 .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
                 .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
                 .env("AWS_REGION", registry_local::REGION)
-                .env("AWS_ACCESS_KEY_ID", registry_local::embedded_s3::PUBLISHER_ACCESS_KEY)
+                .env("AWS_ACCESS_KEY_ID", registry_local::embedded_s3::FUNCTIONS_ACCESS_KEY)
                 .env("AWS_SECRET_ACCESS_KEY", secret.trim())
                 .env("AWS_ENDPOINT_URL", local.s3_endpoint())
                 .env("REGISTRY_BUCKET", registry_local::BUCKET)

@@ -48,17 +48,17 @@ async fn main() {
     let variants: [(&str, &Running); 3] = [("cold", &cold), ("warm", &warm), ("ttl 10 s", &ttl)];
 
     let endpoints = [
-        ("versions", "/v1/modules/acme/vpc/aws/versions", "modules/acme/vpc/aws/manifest.json"),
-        ("download", "/v1/modules/acme/vpc/aws/1.7.0/download", "modules/acme/vpc/aws/manifest.json"),
+        ("versions", "/v1/modules/acme/vpc/aws/versions", "indexed/modules/acme/vpc/aws/manifest.json"),
+        ("download", "/v1/modules/acme/vpc/aws/1.7.0/download", "indexed/modules/acme/vpc/aws/manifest.json"),
         (
             "index.json",
             "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-            "providers/registry.terraform.io/hashicorp/null/index.json",
+            "indexed/providers/registry.terraform.io/hashicorp/null/index.json",
         ),
         (
             "VERSION.json",
             "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.0.json",
-            "providers/registry.terraform.io/hashicorp/null/3.2.0.json",
+            "indexed/providers/registry.terraform.io/hashicorp/null/3.2.0.json",
         ),
     ];
     let auth = vec![format!("Authorization: Bearer {}", cold.dev_token)];

@@ -119,15 +119,15 @@ async fn main() {
     let mid = provider_versions / 2;
     let provider_version = format!("1.{}.{}", mid / 10, mid % 10);
     let version_path = format!("/v1/mirror/registry.terraform.io/acme/big/{provider_version}.json");
-    let version_key = format!("providers/registry.terraform.io/acme/big/{provider_version}.json");
+    let version_key = format!("indexed/providers/registry.terraform.io/acme/big/{provider_version}.json");
     let auth = vec![format!("Authorization: Bearer {}", warm.dev_token)];
     let routes = [
-        ("module versions", "/v1/modules/acme/big/aws/versions", "modules/acme/big/aws/manifest.json"),
-        ("module download", module_download.as_str(), "modules/acme/big/aws/manifest.json"),
+        ("module versions", "/v1/modules/acme/big/aws/versions", "indexed/modules/acme/big/aws/manifest.json"),
+        ("module download", module_download.as_str(), "indexed/modules/acme/big/aws/manifest.json"),
         (
             "provider index.json",
             "/v1/mirror/registry.terraform.io/acme/big/index.json",
-            "providers/registry.terraform.io/acme/big/index.json",
+            "indexed/providers/registry.terraform.io/acme/big/index.json",
         ),
         ("provider VERSION.json (12 platforms)", version_path.as_str(), version_key.as_str()),
     ];

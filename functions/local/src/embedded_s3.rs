@@ -1,12 +1,17 @@
 //! The embedded S3-compatible server: s3s-fs serving a local directory over the real S3
-//! protocol with SigV4 verification, wrapped so that every successful publisher write or
-//! delete runs the same indexing entry point an S3 event runs in AWS.
+//! protocol with SigV4 verification, wrapped so that it behaves as the deployed bucket does
+//! where that matters for correctness:
 //!
-//! Like the S3 event path, indexing reacts to keys, not to request bodies. Unlike S3 events
-//! it is synchronous: the publisher's upload answers after its manifest is up to date, so a
-//! script can `aws s3 cp` and `terraform init` straight after. Requests signed with the
-//! registry's own access key (its manifest writes) do not trigger indexing, as the indexer in
-//! AWS ignores events caused by its own role.
+//! - **Notifications**: a successful publisher write or delete of a key that infra's S3
+//!   notification filters cover (`layout::notifies`, the one list both use) runs the same
+//!   indexing entry point an S3 event runs in AWS; any other key runs nothing, as in AWS.
+//!   Unlike S3 events it is synchronous: the upload answers after its manifest is up to date,
+//!   so a script can `aws s3 cp` and `terraform init` straight after. Whoever signed the write
+//!   does not matter, as in AWS: the indexer writes only keys no filter covers.
+//! - **IAM**: the publisher's key may write only under the publisher prefixes
+//!   (`layout::PUBLISHER_PREFIXES`) and may not read the token store, as the publisher policy
+//!   in infra/ allows; anything else answers 403 `AccessDenied` as S3 would. The registry's
+//!   own key (readers, indexer and token command in one process) may do everything.
 //!
 //! Indexing passes run concurrently, as Lambda invocations do; what keeps them from losing
 //! updates is the conditional writes (`If-Match`, `If-None-Match`). s3s-fs checks a condition
@@ -27,12 +32,17 @@ use tokio::sync::Mutex;
 use registry::config::Limits;
 use registry::events::percent_decode;
 use registry::index::Indexer;
+use registry::layout;
 use registry::storage::S3Storage;
 
 /// Access key the registry (and its indexer) sign with; publishers use another one.
 pub const REGISTRY_ACCESS_KEY: &str = "registry-local";
 /// Access key written to `local.env` for publishers (`aws s3 cp`, SDKs).
 pub const PUBLISHER_ACCESS_KEY: &str = "publisher-local";
+/// Access key for the Lambda binaries run against the embedded S3 (`make lambda-test`), with
+/// the functions' rights: what the registry's own key may do. Its secret is in
+/// `DATA_DIR/functions.secret`.
+pub const FUNCTIONS_ACCESS_KEY: &str = "functions-local";
 /// Largest DeleteObjects request body we read to learn its keys (S3 allows 1,000 keys).
 const DELETE_BODY_LIMIT: usize = 1 << 20;
 
@@ -77,7 +87,7 @@ impl IndexingS3 {
         let path = request.uri().path().to_string();
         let query = request.uri().query().unwrap_or("").to_string();
         let signed_by = signer(&request);
-        let by_registry = signed_by.as_deref() == Some(REGISTRY_ACCESS_KEY);
+        let by_publisher = signed_by.as_deref() == Some(PUBLISHER_ACCESS_KEY);
         let mut entry = self.log.as_ref().map(|_| S3Request {
             method: method.clone(),
             signer: signed_by,
@@ -95,14 +105,28 @@ impl IndexingS3 {
         let mut request = request.map(Body::from);
 
         let mut deleted_keys = Vec::new();
-        if method == Method::POST && has_param(&query, "delete") && !by_registry {
+        if method == Method::POST && has_param(&query, "delete") {
             // DeleteObjects: the keys are in the XML body; read it (bounded) and pass it on.
             match request.body_mut().store_all_limited(DELETE_BODY_LIMIT).await {
                 Ok(bytes) => deleted_keys = keys_in_delete_body(&bytes),
+                Err(e) if by_publisher => {
+                    // Keys that cannot be read cannot be checked against the publisher's rights.
+                    let denied = access_denied(&format!("send a DeleteObjects body that cannot be read ({e})"));
+                    record(denied.status());
+                    return Ok(denied);
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "DeleteObjects body unreadable; its keys will not be reindexed")
                 }
             }
+        }
+
+        if by_publisher
+            && let Err(why) = publisher_may(&method, self.object_key(&path).as_deref(), &query, &request, &deleted_keys)
+        {
+            let denied = access_denied(&why);
+            record(denied.status());
+            return Ok(denied);
         }
 
         let conditional = method == Method::PUT
@@ -133,7 +157,7 @@ impl IndexingS3 {
             return Ok(not_modified);
         }
         record(response.status());
-        if !response.status().is_success() || by_registry {
+        if !response.status().is_success() {
             return Ok(response);
         }
         let changed: Vec<String> = match self.object_key(&path) {
@@ -148,7 +172,7 @@ impl IndexingS3 {
             _ => vec![],
         };
         let indexer = Indexer::new(&self.storage, self.limits.clone());
-        for key in changed {
+        for key in changed.into_iter().filter(|k| layout::notifies(k)) {
             match indexer.on_object_changed(&key).await {
                 Ok(Some((owner, outcome))) => tracing::info!(key, ?owner, ?outcome, "published"),
                 Ok(None) => {}
@@ -166,6 +190,61 @@ impl IndexingS3 {
         }
         percent_decode(rest)
     }
+}
+
+/// What the publisher's key may do, as the publisher policy in infra/ allows it: write and
+/// delete under the publisher prefixes only (never the indexer's `indexed/` or
+/// `rejections/`, never `access/`), read anything but the token store, and no bucket-level
+/// writes.
+fn publisher_may<B>(
+    method: &Method,
+    key: Option<&str>,
+    query: &str,
+    request: &Request<B>,
+    deleted_keys: &[String],
+) -> Result<(), String> {
+    let writable = |key: &str| layout::PUBLISHER_PREFIXES.iter().any(|p| key.starts_with(p));
+    let readable = |key: &str| !key.starts_with("access/");
+    let read = *method == Method::GET || *method == Method::HEAD;
+    match key {
+        Some(key) if read => readable(key).then_some(()).ok_or_else(|| format!("s3:GetObject on {key}")),
+        Some(key) if !writable(key) => Err(format!("{method} on {key}")),
+        Some(_) => {
+            // CopyObject also reads its source.
+            let source = request.headers().get("x-amz-copy-source").and_then(|v| v.to_str().ok());
+            let source = source.and_then(percent_decode).map(|s| s.trim_start_matches('/').to_string());
+            match source.as_deref().and_then(|s| s.split_once('/')) {
+                Some((_, source_key)) if !readable(source_key) => Err(format!("s3:GetObject on {source_key}")),
+                _ => Ok(()),
+            }
+        }
+        None if read => Ok(()),
+        None if *method == Method::POST && has_param(query, "delete") => {
+            match deleted_keys.iter().find(|k| !writable(k)) {
+                Some(key) => Err(format!("s3:DeleteObject on {key}")),
+                None => Ok(()),
+            }
+        }
+        None => Err(format!("{method} on the bucket")),
+    }
+}
+
+/// S3's answer to a request IAM does not allow.
+fn access_denied(why: &str) -> Response<Body> {
+    tracing::info!(why, "publisher request denied, as the publisher policy in AWS would");
+    let xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
+         <Message>Access Denied: the publisher may not {}</Message></Error>",
+        xml_escape(why)
+    );
+    let mut response = Response::new(Body::from(xml));
+    *response.status_mut() = http::StatusCode::FORBIDDEN;
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/xml"));
+    response
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 fn has_param(query: &str, name: &str) -> bool {

@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 pub mod embedded_s3;
 pub mod tls;
 
-use embedded_s3::{IndexingS3, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY};
+use embedded_s3::{FUNCTIONS_ACCESS_KEY, IndexingS3, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY};
 
 /// The bucket the embedded S3 serves (a directory under `DATA_DIR/s3/`).
 pub const BUCKET: &str = "registry";
@@ -141,6 +141,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let data_dir = data_dir.canonicalize().map_err(|e| io("data directory", e))?;
 
     let publisher_secret = load_or_make_secret(&data_dir.join("publisher.secret"))?;
+    let functions_secret = load_or_make_secret(&data_dir.join("functions.secret"))?;
     // The registry's own key never leaves this process.
     let registry_secret = random_hex(20)?;
 
@@ -164,6 +165,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let mut auth = s3s::auth::SimpleAuth::new();
     auth.register(REGISTRY_ACCESS_KEY.into(), registry_secret.into());
     auth.register(PUBLISHER_ACCESS_KEY.into(), publisher_secret.clone().into());
+    auth.register(FUNCTIONS_ACCESS_KEY.into(), functions_secret.into());
     builder.set_auth(auth);
 
     let config = Config::from_lookup(|name| match name {
@@ -282,23 +284,9 @@ where
         let app = app.clone();
         async move {
             // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
-            let header = |name| request.headers().get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
-            let reply = app
-                .handle(
-                    &registry::app::Request::new(request.method(), request.uri().path())
-                        .query(request.uri().query())
-                        .authorization(header(http::header::AUTHORIZATION))
-                        .if_none_match(header(http::header::IF_NONE_MATCH)),
-                )
-                .await;
-            let mut response = http::Response::new(Full::new(reply.body));
-            *response.status_mut() = reply.status;
-            for (name, value) in reply.headers {
-                if let Ok(value) = http::HeaderValue::from_str(&value) {
-                    response.headers_mut().append(name, value);
-                }
-            }
-            Ok::<_, Infallible>(response)
+            let (method, uri, headers) = (request.method(), request.uri(), request.headers());
+            let reply = app.handle(&registry::app::Request::from_parts(method, uri.path(), uri.query(), headers)).await;
+            Ok::<_, Infallible>(reply.into_http().map(Full::new))
         }
     });
     if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await {
@@ -399,7 +387,10 @@ fn random_hex(bytes: usize) -> Result<String, LocalError> {
 }
 
 /// Rebuild every manifest from the archives in the data directory, without serving.
-pub async fn reindex(data_dir: &Path) -> Result<Vec<(registry::layout::Owner, registry::index::Outcome)>, LocalError> {
+/// Each owner with its outcome: a failing owner does not stop the others.
+pub async fn reindex(
+    data_dir: &Path,
+) -> Result<Vec<(registry::layout::Owner, Result<registry::index::Outcome, registry::Error>)>, LocalError> {
     let running = start(LocalOptions {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         s3_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -483,8 +474,9 @@ async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String
                 .map_err(err)?;
             Ok(format!(
                 "token {name:?} created{}. It is shown only now:\n\n  {token}\n\n\
-                 Give it to the terraform CLI in its configuration (or paste it at `terraform login HOST`):\n\n  \
-                 credentials \"HOST\" {{\n    token = \"{token}\"\n  }}\n",
+                 Give it to the terraform CLI in its configuration:\n\n  \
+                 credentials \"HOST\" {{\n    token = \"{token}\"\n  }}\n\n\
+                 or in the environment: TF_TOKEN_HOST (dots as underscores, e.g. TF_TOKEN_registry_example_com).\n",
                 expires_at.map(|at| format!(", expires {at}")).unwrap_or_default()
             ))
         }

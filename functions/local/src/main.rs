@@ -84,10 +84,20 @@ async fn run(args: Vec<String>) -> Result<(), String> {
     }
     if command == "reindex" {
         let results = reindex(&data_dir).await.map_err(|e| e.to_string())?;
+        let mut failed = 0;
         for (owner, outcome) in &results {
-            println!("{owner:?}: {outcome:?}");
+            match outcome {
+                Ok(outcome) => println!("{owner}: {outcome:?}"),
+                Err(e) => {
+                    failed += 1;
+                    println!("{owner}: FAILED: {e}");
+                }
+            }
         }
-        println!("reindexed {} modules and providers", results.len());
+        println!("reindexed {} modules and providers", results.len() - failed);
+        if failed > 0 {
+            return Err(format!("{failed} failed (see above); the others were reindexed"));
+        }
         return Ok(());
     }
     let s3_listen = s3_listen.unwrap_or_else(|| {

@@ -3,8 +3,8 @@
 use registry::router::Service;
 
 #[tokio::main]
-async fn main() -> Result<(), lambda_http::Error> {
-    lambda_http::tracing::init_default_subscriber();
+async fn main() -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::tracing::init_default_subscriber();
     let app = registry::lambda::s3_app(Service::Mirror).await?;
-    lambda_http::run(lambda_http::service_fn(|request| registry::lambda::handle(&app, request))).await
+    lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::handle(&app, event))).await
 }

@@ -1,5 +1,5 @@
 //! Who may read what. The terraform CLI sends `Authorization: Bearer TOKEN` (from a
-//! `credentials "HOST"` block or `terraform login`) to discovery, module and mirror endpoints;
+//! `credentials "HOST"` block or a `TF_TOKEN_HOST` variable) to discovery, module and mirror endpoints;
 //! this module decides, for one request, whether that token (or no token) may read the module
 //! namespace or mirrored provider the request names.
 //!

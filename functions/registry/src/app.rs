@@ -14,7 +14,7 @@ use crate::access::{self, Decision, Resource, TokenStore};
 use crate::cache::ManifestCache;
 use crate::config::Config;
 use crate::error::Error;
-use crate::layout;
+use crate::layout::{self, Wanted};
 use crate::manifest::{ModuleManifest, ProviderIndex, ProviderVersion};
 use crate::router::{self, Route, Service};
 use crate::storage::{Revalidated, Storage};
@@ -43,11 +43,17 @@ pub struct Reply {
 
 impl Reply {
     fn json(status: StatusCode, value: &impl serde::Serialize) -> Self {
-        let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
-        Reply { status, headers: vec![("content-type", CONTENT_TYPE_JSON.into())], body: body.into() }
+        match serde_json::to_vec(value) {
+            Ok(body) => Reply { status, headers: vec![("content-type", CONTENT_TYPE_JSON.into())], body: body.into() },
+            Err(e) => {
+                tracing::error!(error = %e, "answer not serialisable");
+                Reply::error(&Error::Internal(format!("serialise answer: {e}")))
+            }
+        }
     }
 
-    fn error(err: &Error) -> Self {
+    /// The answer to an error: its status, `{"errors": [...]}`, and for 401 the challenge.
+    pub fn error(err: &Error) -> Self {
         let mut headers = vec![("content-type", CONTENT_TYPE_JSON.into())];
         if matches!(err, Error::Unauthorized(_)) {
             // RFC 6750: how to authenticate. The terraform CLI sends credentials it has anyway.
@@ -71,6 +77,21 @@ impl Reply {
 
     pub fn header_value(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The reply as an `http::Response`, what both transports send (the local server as it is,
+    /// the Lambda adapter as API Gateway's response event).
+    pub fn into_http(self) -> http::Response<Bytes> {
+        let mut response = http::Response::new(self.body);
+        *response.status_mut() = self.status;
+        for (name, value) in self.headers {
+            // Every value is built by this module from ASCII; one that is not is dropped
+            // rather than sent malformed.
+            if let Ok(value) = http::HeaderValue::from_str(&value) {
+                response.headers_mut().append(name, value);
+            }
+        }
+        response
     }
 }
 
@@ -96,6 +117,22 @@ impl<'a> Request<'a> {
 
     pub fn get(raw_path: &'a str) -> Self {
         Request::new(&Method::GET, raw_path)
+    }
+
+    /// The request as every transport has it: the method, the path exactly as sent (not
+    /// decoded, not normalised), the raw query, and the headers, of which only
+    /// `Authorization` and `If-None-Match` are read.
+    pub fn from_parts(
+        method: &'a Method,
+        raw_path: &'a str,
+        query: Option<&'a str>,
+        headers: &'a http::HeaderMap,
+    ) -> Self {
+        let header = |name| headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
+        Request::new(method, raw_path)
+            .query(query)
+            .authorization(header(http::header::AUTHORIZATION))
+            .if_none_match(header(http::header::IF_NONE_MATCH))
     }
 
     pub fn query(mut self, query: Option<&'a str>) -> Self {
@@ -196,7 +233,8 @@ impl<S: Storage> App<S> {
                 let entry = manifest
                     .find(&version)
                     .ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
-                let url = self.storage.presign_get(&entry.archive, self.config.presign_ttl).await?;
+                let url =
+                    self.presign(&entry.archive, Wanted::ModuleArchive { module: &module, version: &version }).await?;
                 // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
                 // A 200 with both works for both and keeps every answer JSON.
                 Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
@@ -221,9 +259,9 @@ impl<S: Storage> App<S> {
                 let doc = self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing).await?;
                 let prefix = layout::provider_prefix(&provider);
                 let mut archives = serde_json::Map::new();
-                for (platform, archive) in doc.servable() {
-                    let url =
-                        self.storage.presign_get(&format!("{prefix}{}", archive.url), self.config.presign_ttl).await?;
+                for (platform, archive) in &doc.archives {
+                    let wanted = Wanted::ProviderArchive { provider: &provider, version: &version, platform };
+                    let url = self.presign(&format!("{prefix}{}", archive.url), wanted).await?;
                     let mut entry = json!({ "url": url });
                     if !archive.hashes.is_empty() {
                         entry["hashes"] = json!(archive.hashes);
@@ -268,8 +306,17 @@ impl<S: Storage> App<S> {
         }
     }
 
+    /// The one way a read route hands out an archive URL: only for a key that
+    /// `layout::archive_key` classifies as exactly the archive the request named.
+    async fn presign(&self, key: &str, wanted: Wanted<'_>) -> Result<String, Error> {
+        let key = layout::archive_key(key, wanted)?;
+        self.storage.presign_get(key, self.config.presign_ttl).await
+    }
+
     /// The token store, read at most once per `tokens_cache` per container. An unreadable
-    /// store fails closed (500); it never lets requests through.
+    /// store fails closed (500); it never lets requests through. That includes S3's
+    /// `AccessDenied`, which a function without `s3:ListBucket` also gets for a missing key:
+    /// infra creates an empty store with the bucket, so denied means misconfigured here.
     async fn tokens(&self) -> Result<Option<Arc<TokenStore>>, Error> {
         let lock = || self.tokens.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, store)) = lock().as_ref()
@@ -277,7 +324,11 @@ impl<S: Storage> App<S> {
         {
             return Ok(store.clone());
         }
-        let store = match self.storage.get(layout::TOKENS).await? {
+        let read = self.storage.get(layout::TOKENS).await.map_err(|e| match e {
+            Error::Forbidden(why) => Error::Internal(format!("token store unreadable: {why}")),
+            other => other,
+        })?;
+        let store = match read {
             None => None,
             Some(o) => Some(Arc::new(TokenStore::parse(&o.bytes)?)),
         };
@@ -302,9 +353,20 @@ impl<S: Storage> App<S> {
         is_empty: fn(&T) -> bool,
         missing: impl Fn() -> Error,
     ) -> Result<Arc<T>, Error> {
+        // The read functions have no `s3:ListBucket` (least privilege), so S3 answers a missing
+        // manifest with AccessDenied rather than NoSuchKey: absent, for a manifest.
+        let absent_if_denied = |e: Error| match e {
+            Error::Forbidden(_) => Ok(None),
+            other => Err(other),
+        };
         let fetched = match self.manifests.get::<T>(key) {
             Some(hit) if hit.fresh => Some(hit.value),
-            Some(hit) => match self.storage.get_if_changed(key, &hit.etag).await? {
+            Some(hit) => match self
+                .storage
+                .get_if_changed(key, &hit.etag)
+                .await
+                .or_else(|e| absent_if_denied(e).map(|_| Revalidated::Changed(None)))?
+            {
                 Revalidated::Unchanged => {
                     self.manifests.revalidated(key);
                     Some(hit.value)
@@ -315,7 +377,7 @@ impl<S: Storage> App<S> {
                 }
             },
             None => {
-                let object = self.storage.get(key).await?;
+                let object = self.storage.get(key).await.or_else(absent_if_denied)?;
                 self.parse_and_keep(key, object, parse)?
             }
         };
@@ -351,7 +413,7 @@ mod tests {
     fn app() -> App<MemoryStorage> {
         let storage = MemoryStorage::new();
         storage.insert(
-            "modules/acme/vpc/aws/manifest.json",
+            "indexed/modules/acme/vpc/aws/manifest.json",
             serde_json::to_vec(&ModuleManifest::new(vec![crate::manifest::ModuleVersion {
                 version: "1.0.0".into(),
                 archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
@@ -361,15 +423,18 @@ mod tests {
             }]))
             .unwrap(),
         );
-        storage.insert("providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
         storage.insert(
-            "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
+            "indexed/providers/registry.terraform.io/hashicorp/null/index.json",
+            r#"{"versions":{"3.2.1":{}}}"#,
+        );
+        storage.insert(
+            "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
             r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:abc=","zh:00"],"indexed":{"size":1,"etag":"e"}}}}"#,
         );
-        storage.insert("modules/broken/vpc/aws/manifest.json", "{not json");
-        storage.insert("modules/acme/yanked/aws/manifest.json", r#"{"format":1,"versions":[]}"#);
-        storage.insert("providers/registry.terraform.io/hashicorp/gone/index.json", r#"{"versions":{}}"#);
-        storage.insert("providers/registry.terraform.io/hashicorp/null/3.0.0.json", r#"{"archives":{}}"#);
+        storage.insert("indexed/modules/broken/vpc/aws/manifest.json", "{not json");
+        storage.insert("indexed/modules/acme/yanked/aws/manifest.json", r#"{"format":1,"versions":[]}"#);
+        storage.insert("indexed/providers/registry.terraform.io/hashicorp/gone/index.json", r#"{"versions":{}}"#);
+        storage.insert("indexed/providers/registry.terraform.io/hashicorp/null/3.0.0.json", r#"{"archives":{}}"#);
         App::new(open(Config::new("bucket")), storage, &Service::ALL)
     }
 
@@ -416,6 +481,76 @@ mod tests {
         }
     }
 
+    /// A manifest where publishers write is never read, and an entry of a manifest that does
+    /// get read is presigned only if it is exactly the requested archive.
+    #[tokio::test]
+    async fn downloads_presign_only_the_requested_archive() {
+        let app = app();
+        let planted = ModuleManifest::new(vec![crate::manifest::ModuleVersion {
+            version: "6.6.6".into(),
+            archive: "access/tokens.json".into(),
+            size: 1,
+            sha256: "00".into(),
+            etag: "\"x\"".into(),
+        }]);
+        // Planted by a publisher of `acme` beside its archives: not where manifests live.
+        app.storage.insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());
+        let (status, body, _) = get(&app, "/v1/modules/acme/planted/aws/6.6.6/download").await;
+        assert_eq!((status, body), (404, json!({"errors": ["module acme/planted/aws not found"]})));
+
+        // Even a manifest under `indexed/` hands out nothing but the archive it names for the
+        // requested version: the token store, another namespace, another version, another
+        // module's archive all answer 500 and no URL.
+        for archive in [
+            "access/tokens.json",
+            "modules/other/vpc/aws/6.6.6.tar.gz",
+            "modules/acme/vpc/aws/1.0.0.tar.gz",
+            "indexed/modules/acme/vpc/aws/manifest.json",
+            "rejections/modules/acme/vpc/aws/6.6.6.tar.gz.json",
+        ] {
+            let mut manifest = planted.clone();
+            manifest.versions[0].archive = archive.into();
+            app.storage.insert("indexed/modules/acme/vpc/aws/manifest.json", serde_json::to_vec(&manifest).unwrap());
+            let (status, body, reply) = get(&app, "/v1/modules/acme/vpc/aws/6.6.6/download").await;
+            assert_eq!((status, body), (500, json!({"errors": ["internal error"]})), "{archive}");
+            assert_eq!(reply.header_value("x-terraform-get"), None, "{archive}");
+        }
+        let mut doc = ProviderVersion::default();
+        doc.archives.insert(
+            "linux_amd64".into(),
+            crate::manifest::ProviderArchive {
+                url: "../../../access/tokens.json".into(),
+                hashes: vec![],
+                indexed: None,
+            },
+        );
+        app.storage.insert(
+            "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
+            serde_json::to_vec(&doc).unwrap(),
+        );
+        let (status, _, _) = get(&app, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json").await;
+        assert_eq!(status, 500);
+    }
+
+    #[tokio::test]
+    async fn access_denied_is_absence_for_a_manifest_and_an_error_for_the_token_store() {
+        // The read functions have no s3:ListBucket: S3 answers AccessDenied for a missing key.
+        let app = app();
+        app.storage.deny("indexed/modules/acme/vpc/aws/manifest.json");
+        assert_eq!(get(&app, "/v1/modules/acme/vpc/aws/versions").await.0, 404);
+
+        let storage = MemoryStorage::new();
+        storage.deny(layout::TOKENS);
+        let app = App::new(Config::new("bucket"), storage, &Service::ALL);
+        let reply =
+            app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions").authorization(Some("Bearer trg_x"))).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "fails closed, and says it is the registry's fault"
+        );
+    }
+
     #[tokio::test]
     async fn download_answers_header_and_body() {
         let (_, body, reply) = get(&app(), "/v1/modules/acme/vpc/aws/1.0.0/download").await;
@@ -460,8 +595,10 @@ mod tests {
     #[tokio::test]
     async fn access_is_checked_once_here_for_every_deployment() {
         let storage = app().storage;
-        storage
-            .insert("modules/other/vpc/aws/manifest.json", storage.peek("modules/acme/vpc/aws/manifest.json").unwrap());
+        storage.insert(
+            "indexed/modules/other/vpc/aws/manifest.json",
+            storage.peek("indexed/modules/acme/vpc/aws/manifest.json").unwrap(),
+        );
         let ci = crate::access::manage::record("ci", "trg_ci", vec!["acme".into()], vec![], None);
         let store = crate::access::TokenStore { format: 1, tokens: vec![ci] };
         storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
@@ -514,7 +651,7 @@ mod tests {
     async fn warm_manifests_are_revalidated_not_reread() {
         let app = app();
         let path = "/v1/modules/acme/vpc/aws/versions";
-        let key = "modules/acme/vpc/aws/manifest.json";
+        let key = "indexed/modules/acme/vpc/aws/manifest.json";
         let (_, cold, _) = get(&app, path).await;
         assert_eq!(app.manifests.usage().0, 1, "the parsed manifest is kept");
         // Warm: one conditional request, unchanged, same answer.
@@ -531,7 +668,7 @@ mod tests {
         let (_, body, _) = get(&app, path).await;
         assert_eq!(body, json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
         // Gone: 404 at once, and nothing stale is kept.
-        app.storage.lock_remove(key);
+        app.storage.remove(key);
         assert_eq!(get(&app, path).await.0, 404);
         assert_eq!(app.manifests.usage().0, 0);
 

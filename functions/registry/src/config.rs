@@ -51,11 +51,26 @@ pub struct Limits {
     /// `REGISTRY_MAX_UNPACKED_BYTES`, default 4 GiB: total bytes an archive may unpack to
     /// (decompression bombs).
     pub unpacked_bytes: u64,
+    /// `REGISTRY_MAX_ARCHIVE_ENTRIES`, default 20,000: entries an archive may hold, which bounds
+    /// the memory a check needs (about a million empty entries fit in a 90 MiB zip).
+    pub archive_entries: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { module_archive_bytes: 100 << 20, provider_zip_bytes: 1 << 30, unpacked_bytes: 4 << 30 }
+        Limits {
+            module_archive_bytes: 100 << 20,
+            provider_zip_bytes: 1 << 30,
+            unpacked_bytes: 4 << 30,
+            archive_entries: 20_000,
+        }
+    }
+}
+
+impl Limits {
+    /// What reading one archive may cost.
+    pub fn bounds(&self) -> crate::archive::Bounds {
+        crate::archive::Bounds { unpacked_bytes: self.unpacked_bytes, entries: self.archive_entries }
     }
 }
 
@@ -140,6 +155,13 @@ impl Config {
             module_archive_bytes: limit("REGISTRY_MAX_MODULE_ARCHIVE_BYTES", defaults.module_archive_bytes)?,
             provider_zip_bytes: limit("REGISTRY_MAX_PROVIDER_ZIP_BYTES", defaults.provider_zip_bytes)?,
             unpacked_bytes: limit("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
+            archive_entries: bounded(
+                "REGISTRY_MAX_ARCHIVE_ENTRIES",
+                get("REGISTRY_MAX_ARCHIVE_ENTRIES"),
+                defaults.archive_entries,
+                1_000_000,
+                "entries",
+            )?,
         };
         let globs = |var: &str| -> Result<Vec<String>, ConfigError> {
             let list: Vec<String> = get(var)
@@ -283,6 +305,7 @@ mod tests {
                 "REGISTRY_MAX_PROVIDER_ZIP_BYTES",
             ),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_UNPACKED_BYTES", "0")], "REGISTRY_MAX_UNPACKED_BYTES"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_ARCHIVE_ENTRIES", "2000000")], "REGISTRY_MAX_ARCHIVE_ENTRIES"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_S3_FORCE_PATH_STYLE", "yes")], "REGISTRY_S3_FORCE_PATH_STYLE"),
         ];
         for (vars, needle) in cases {

@@ -22,6 +22,10 @@ pub enum Error {
     Conflict(String),
     /// S3 (or another dependency) could not be reached or answered with a server error.
     Unavailable(String),
+    /// S3 refused the request (`AccessDenied`): the role may not read the key, or (for a role
+    /// without `s3:ListBucket`) the key does not exist. Callers that know which decide; left
+    /// alone it is a misconfiguration, 500.
+    Forbidden(String),
     /// Something we wrote is unreadable (a corrupt manifest) or an invariant broke.
     Internal(String),
     /// An object's bytes are unusable as stored (they fail S3's integrity check, or exceed a
@@ -38,7 +42,7 @@ impl Error {
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Internal(_) | Error::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::Internal(_) | Error::Corrupt(_) | Error::Forbidden(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -49,7 +53,7 @@ impl Error {
             Error::Conflict(_) => "conflicting update, try again".into(),
             Error::MethodNotAllowed => "method not allowed: this registry answers GET and HEAD".into(),
             Error::Unavailable(_) => "storage is unavailable, try again".into(),
-            Error::Internal(_) | Error::Corrupt(_) => "internal error".into(),
+            Error::Internal(_) | Error::Corrupt(_) | Error::Forbidden(_) => "internal error".into(),
         }
     }
 
@@ -76,6 +80,7 @@ impl fmt::Display for Error {
             Error::Unavailable(m) => write!(f, "unavailable: {m}"),
             Error::Internal(m) => write!(f, "internal: {m}"),
             Error::Corrupt(m) => write!(f, "corrupt: {m}"),
+            Error::Forbidden(m) => write!(f, "access denied: {m}"),
         }
     }
 }
@@ -96,6 +101,7 @@ mod tests {
             (Error::Unavailable("s3 timeout on bucket x".into()), 503, "storage is unavailable, try again"),
             (Error::Internal("manifest at modules/a/b/c parse error".into()), 500, "internal error"),
             (Error::Corrupt("checksum mismatch".into()), 500, "internal error"),
+            (Error::Forbidden("GetObject access/tokens.json".into()), 500, "internal error"),
         ];
         for (err, status, text) in cases {
             assert_eq!(err.status().as_u16(), status, "{err}");

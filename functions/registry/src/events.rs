@@ -30,16 +30,7 @@ pub struct S3Event {
 pub struct S3Record {
     #[serde(rename = "eventName", default)]
     pub event_name: String,
-    #[serde(rename = "userIdentity", default)]
-    pub user_identity: Option<UserIdentity>,
     pub s3: S3Entity,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct UserIdentity {
-    /// For a write by a Lambda function's role: `AWS:ROLE_ID:FUNCTION_NAME`.
-    #[serde(rename = "principalId", default)]
-    pub principal_id: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +58,9 @@ pub struct Summary {
     pub ignored_keys: usize,
     /// Keys under `modules/` or `providers/` that fit no module or provider.
     pub rejected_keys: usize,
+    /// Owners whose pass failed (each with its error); the others were indexed regardless.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
 }
 
 impl S3Event {
@@ -75,23 +69,19 @@ impl S3Event {
     /// record); and how many records were ignored (another bucket or kind of event, keys
     /// elsewhere in the bucket).
     ///
-    /// `own_session` is the indexer's own role session name (its function name): records of
-    /// its own manifest writes are skipped, so it does not wake itself up.
-    pub fn owners(&self, bucket: &str, own_session: Option<&str>) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
+    /// Every record counts, whoever caused it: the indexer writes only where no notification
+    /// filter points (`layout::notifies`), so it never sees its own writes, and there is no
+    /// principal or session name a publisher could borrow to have an upload skipped.
+    pub fn owners(&self, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
         let mut owners = BTreeSet::new();
         let mut misplaced = BTreeSet::new();
         let mut ignored = 0;
         for record in &self.records {
-            let by_self = match (own_session, &record.user_identity) {
-                (Some(session), Some(who)) => who.principal_id.rsplit(':').next() == Some(session),
-                _ => false,
-            };
             let relevant = record.s3.bucket.name == bucket
-                && !by_self
                 && (record.event_name.starts_with("ObjectCreated:") || record.event_name.starts_with("ObjectRemoved:"));
             let key = relevant.then(|| decode_event_key(&record.s3.object.key)).flatten();
             match key.as_deref().map(|k| (layout::classify(k), layout::expected_name(k))) {
-                Some((Some(kind), _)) => {
+                Some((Some(kind), _)) if !kind.is_derived() => {
                     owners.insert(kind.owner());
                 }
                 Some((None, Some(_))) => {
@@ -104,15 +94,11 @@ impl S3Event {
     }
 }
 
-/// Handle one invocation. Transient failures (S3 unavailable, a manifest still contended
-/// after every retry) are returned as errors so that Lambda retries the event; everything
-/// else, including rejected uploads, is an answer.
-pub async fn handle<S: Storage>(
-    indexer: &Indexer<'_, S>,
-    bucket: &str,
-    own_session: Option<&str>,
-    event: IndexerEvent,
-) -> Result<Summary, Error> {
+/// Handle one invocation. Every owner is indexed even if another fails; then failures are
+/// returned as an error, so that Lambda retries an S3 event (transient failures: S3
+/// unavailable, a manifest still contended after every retry) and a manual reindex reports
+/// them. Everything else, including rejected uploads, is an answer.
+pub async fn handle<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: IndexerEvent) -> Result<Summary, Error> {
     let mut summary = Summary::default();
     let results = match event {
         IndexerEvent::Reindex { reindex } if reindex == "all" => indexer.reindex_all().await?,
@@ -123,41 +109,45 @@ pub async fn handle<S: Storage>(
             )));
         }
         IndexerEvent::S3(event) => {
-            let (owners, misplaced, ignored) = event.owners(bucket, own_session);
+            let (owners, misplaced, ignored) = event.owners(bucket);
             summary.ignored_keys = ignored;
             for key in &misplaced {
                 indexer.on_object_changed(key).await?;
             }
             summary.rejected_keys = misplaced.len();
             let mut results = Vec::with_capacity(owners.len());
-            let mut failure = None;
             for owner in owners {
-                // Index every owner even if one fails, then report the failure for a retry.
-                match indexer.reindex(&owner).await {
-                    Ok(outcome) => results.push((owner, outcome)),
-                    Err(e) => {
-                        tracing::error!(?owner, error = %e, "indexing failed");
-                        failure = Some(e);
-                    }
+                let outcome = indexer.reindex(&owner).await;
+                if let Err(e) = &outcome {
+                    tracing::error!(%owner, error = %e, "indexing failed");
                 }
-            }
-            if let Some(e) = failure {
-                return Err(e);
+                results.push((owner, outcome));
             }
             results
         }
     };
+    let mut first_failure = None;
     for (owner, outcome) in results {
-        let name = match &owner {
-            Owner::Module(m) => format!("module {m}"),
-            Owner::Provider(p) => format!("provider {p}"),
-        };
         match outcome {
-            Outcome::Unchanged => summary.unchanged.push(name),
-            Outcome::Written { .. } => summary.indexed.push(name),
+            Ok(Outcome::Unchanged) => summary.unchanged.push(owner.to_string()),
+            Ok(Outcome::Written { .. }) => summary.indexed.push(owner.to_string()),
+            Err(e) => {
+                summary.failed.push(format!("{owner}: {e}"));
+                first_failure.get_or_insert(e);
+            }
         }
     }
-    Ok(summary)
+    match first_failure {
+        None => Ok(summary),
+        Some(e) => {
+            tracing::error!(indexed = summary.indexed.len(), failed = ?summary.failed, "indexing failed for some owners");
+            Err(Error::Unavailable(format!(
+                "{} owner(s) failed, the first with {e}: {}",
+                summary.failed.len(),
+                summary.failed.join("; ")
+            )))
+        }
+    }
 }
 
 /// Decode a key from an S3 notification: `+` is a space, `%XX` an escaped byte.

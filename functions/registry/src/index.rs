@@ -126,9 +126,13 @@ impl<'a, S: Storage> Indexer<'a, S> {
     }
 
     /// Rebuild every manifest from the archives present (repair, migration). Idempotent.
-    pub async fn reindex_all(&self) -> Result<Vec<(Owner, Outcome)>, Error> {
+    /// Owners are found from the uploads and from the manifests already written (so a module
+    /// whose archives all went while nothing indexed them is emptied too). A failing owner is
+    /// logged and answered with its error, and the rest are indexed all the same: one
+    /// poisoned owner cannot block the repair of the others.
+    pub async fn reindex_all(&self) -> Result<Vec<(Owner, Result<Outcome, Error>)>, Error> {
         let mut owners = BTreeSet::new();
-        for prefix in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX] {
+        for prefix in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX] {
             for object in self.storage.list(prefix).await? {
                 if let Some(kind) = layout::classify(&object.key) {
                     owners.insert(kind.owner());
@@ -137,7 +141,10 @@ impl<'a, S: Storage> Indexer<'a, S> {
         }
         let mut results = Vec::with_capacity(owners.len());
         for owner in owners {
-            let outcome = self.reindex(&owner).await?;
+            let outcome = self.reindex(&owner).await;
+            if let Err(e) = &outcome {
+                tracing::error!(%owner, error = %e, "reindex failed for this owner; going on with the others");
+            }
             results.push((owner, outcome));
         }
         Ok(results)
@@ -252,10 +259,10 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let Some(Spooled { mut file, sha256, size, etag }) = self.fetch(object, limit, rejections).await? else {
             return Ok(None);
         };
-        let unpacked = self.limits.unpacked_bytes;
+        let bounds = self.limits.bounds();
         let verdict = blocking(move || {
             file.rewind().map_err(|e| e.to_string())?;
-            archive::check_module_archive(file, extension, unpacked)
+            archive::check_module_archive(file, extension, &bounds)
         })
         .await?;
         let version = match layout::classify(&object.key) {
@@ -279,12 +286,14 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let index_key = layout::provider_index(provider);
 
         // Rule 1: every document this pass may replace, before the listing it computes from.
-        let first = self.storage.list(&prefix).await?;
-        let has_index = first.iter().any(|o| o.key == index_key);
+        // They are the indexer's own, under `indexed/`: a `VERSION.json` a publisher uploaded
+        // beside the zips is never read, so no hash in it is ever believed.
+        let written = self.storage.list(&layout::provider_documents_prefix(provider)).await?;
+        let has_index = written.iter().any(|o| o.key == index_key);
         // A provider may have hundreds of versions: read their documents concurrently, a
         // bounded number at a time.
         let mut reads = Vec::new();
-        for object in &first {
+        for object in &written {
             if let Some(ObjectKind::ProviderVersion { provider: p, version }) = layout::classify(&object.key)
                 && &p == provider
             {
@@ -312,6 +321,8 @@ impl<'a, S: Storage> Indexer<'a, S> {
                 Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
                     zips.entry(version).or_default().insert(platform, object);
                 }
+                // index.json / VERSION.json from a synced `terraform providers mirror`
+                // directory: a name the layout accepts, never read.
                 _ => {}
             }
         }
@@ -397,10 +408,10 @@ impl<'a, S: Storage> Indexer<'a, S> {
         let Some(Spooled { mut file, sha256, size, etag }) = self.fetch(object, limit, rejections).await? else {
             return Ok(None);
         };
-        let (r#type, unpacked) = (provider.r#type.clone(), self.limits.unpacked_bytes);
+        let (r#type, bounds) = (provider.r#type.clone(), self.limits.bounds());
         let verdict = blocking(move || {
             file.rewind().map_err(|e| e.to_string())?;
-            archive::check_provider_zip(file, &r#type, unpacked)
+            archive::check_provider_zip(file, &r#type, &bounds)
         })
         .await?;
         match verdict {
@@ -595,8 +606,10 @@ pub fn rfc3339(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::archive::test_archives::{tar_gz_of, zip_of};
     use crate::storage::MemoryStorage;
+    use crate::testing::{tar_gz as tar_gz_of, zip as zip_of};
+
+    const MANIFEST: &str = "indexed/modules/acme/vpc/aws/manifest.json";
 
     fn module() -> Owner {
         Owner::Module(ModuleAddress::parse("acme", "vpc", "aws").unwrap())
@@ -611,7 +624,7 @@ mod tests {
         zip_of(&[("terraform-provider-null_v3", marker.as_bytes())])
     }
     fn manifest(s: &MemoryStorage) -> ModuleManifest {
-        ModuleManifest::parse(&s.peek("modules/acme/vpc/aws/manifest.json").unwrap()).unwrap()
+        ModuleManifest::parse(&s.peek(MANIFEST).unwrap()).unwrap()
     }
     fn versions(s: &MemoryStorage) -> Vec<String> {
         manifest(s).versions.into_iter().map(|v| v.version).collect()
@@ -665,7 +678,7 @@ mod tests {
         let indexer = Indexer::new(&s, limits);
         s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("good"));
         indexer.reindex(&module()).await.unwrap();
-        let published = s.peek("modules/acme/vpc/aws/manifest.json");
+        let published = s.peek(MANIFEST);
 
         let bad = [
             ("modules/acme/vpc/aws/1.1.0.tar.gz", tar_gz_of(&[("README.md", b"no tf")]), "no .tf"),
@@ -675,7 +688,7 @@ mod tests {
         for (key, bytes, reason) in &bad {
             s.insert(key, bytes.clone());
             indexer.on_object_changed(key).await.unwrap();
-            assert_eq!(s.peek("modules/acme/vpc/aws/manifest.json"), published, "{key}: the manifest stays as it was");
+            assert_eq!(s.peek(MANIFEST), published, "{key}: the manifest stays as it was");
             let record = rejection(&s, key).unwrap_or_else(|| panic!("{key} has a rejection record"));
             assert!(record.reason.contains(reason), "{}", record.reason);
             assert_eq!(record.key, *key);
@@ -691,7 +704,7 @@ mod tests {
         // Overwriting a published version with a bad archive keeps what was published.
         s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", b"corrupt".to_vec());
         indexer.reindex(&module()).await.unwrap();
-        assert_eq!(s.peek("modules/acme/vpc/aws/manifest.json"), published);
+        assert_eq!(s.peek(MANIFEST), published);
 
         // Fixing an upload clears its record and publishes it; deleting one clears its record.
         s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("fixed"));
@@ -720,7 +733,7 @@ mod tests {
             let record = rejection(&s, key).unwrap_or_else(|| panic!("{key} has no rejection record"));
             assert!(record.reason.contains("the registry indexes"), "{key}: {}", record.reason);
         }
-        assert!(s.peek("modules/acme/vpc/aws/manifest.json").is_none(), "nothing was published");
+        assert!(s.peek(MANIFEST).is_none(), "nothing was published");
         // Keys elsewhere in the bucket are not the registry's business.
         s.insert("docs/readme.md", "x");
         assert_eq!(indexer.on_object_changed("docs/readme.md").await.unwrap(), None);
@@ -738,30 +751,33 @@ mod tests {
         let s = MemoryStorage::new();
         let indexer = Indexer::new(&s, Limits::default());
         let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
         let zip_a = provider_zip("linux");
         s.insert(&format!("{prefix}terraform-provider-null_3.2.1_linux_amd64.zip"), zip_a.clone());
         s.insert(&format!("{prefix}terraform-provider-null_3.2.1_darwin_arm64.zip"), provider_zip("darwin"));
         s.insert(&format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip"), zip_a.clone());
-        // A document for a version with no zips, as `terraform providers mirror` might leave.
+        // A document the indexer wrote for a version whose zips have all gone since.
         s.insert(
-            &format!("{prefix}2.0.0.json"),
-            r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_2.0.0_linux_amd64.zip"}}}"#,
+            &format!("{docs}2.0.0.json"),
+            r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_2.0.0_linux_amd64.zip","hashes":["h1:x"]}}}"#,
         );
-        let (owner, outcome) = indexer.on_object_changed(&format!("{prefix}index.json")).await.unwrap().unwrap();
+        let key = format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip");
+        let (owner, outcome) = indexer.on_object_changed(&key).await.unwrap().unwrap();
         assert_eq!(outcome, Outcome::Written { versions: 2 });
-        let index = ProviderIndex::parse(&s.peek(&format!("{prefix}index.json")).unwrap()).unwrap();
+        let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
         assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.1.0", "3.2.1"]);
-        let stale = ProviderVersion::parse(&s.peek(&format!("{prefix}2.0.0.json")).unwrap()).unwrap();
+        let stale = ProviderVersion::parse(&s.peek(&format!("{docs}2.0.0.json")).unwrap()).unwrap();
         assert!(stale.archives.is_empty(), "a version with no zips is emptied, which answers 404");
-        let doc = ProviderVersion::parse(&s.peek(&format!("{prefix}3.2.1.json")).unwrap()).unwrap();
+        let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
         let linux = &doc.archives["linux_amd64"];
         assert_eq!(linux.url, "terraform-provider-null_3.2.1_linux_amd64.zip");
-        assert_eq!(linux.hashes[0], archive::summarise_zip(std::io::Cursor::new(zip_a.clone()), u64::MAX).unwrap().h1);
+        let h1 = archive::summarise_zip(std::io::Cursor::new(zip_a.clone()), &archive::Bounds::UNLIMITED).unwrap().h1;
+        assert_eq!(linux.hashes[0], h1);
         assert_eq!(linux.hashes[1], format!("zh:{}", hex::encode(Sha256::digest(&zip_a))));
         assert_eq!(indexer.reindex(&owner).await.unwrap(), Outcome::Unchanged);
 
         // A bad zip is rejected; the rest of the provider is indexed as before.
-        let before = s.peek(&format!("{prefix}index.json"));
+        let before = s.peek(&format!("{docs}index.json"));
         let bad = format!("{prefix}terraform-provider-null_4.0.0_linux_amd64.zip");
         s.insert(&bad, "garbage");
         s.insert(
@@ -769,10 +785,91 @@ mod tests {
             zip_of(&[("README", b"no binary")]),
         );
         indexer.reindex(&owner).await.unwrap();
-        assert_eq!(s.peek(&format!("{prefix}index.json")), before);
+        assert_eq!(s.peek(&format!("{docs}index.json")), before);
         assert!(rejection(&s, &bad).unwrap().reason.contains("not a readable zip"));
-        let doc = ProviderVersion::parse(&s.peek(&format!("{prefix}3.2.1.json")).unwrap()).unwrap();
+        let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
         assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
+    }
+
+    /// What a publisher writes beside the zips is an input, never a trusted hash: a
+    /// `VERSION.json` claiming the very ETag of a zip, with hashes of other bytes, changes
+    /// nothing the mirror serves.
+    #[tokio::test]
+    async fn publisher_documents_are_never_believed() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let zip_key = format!("{prefix}terraform-provider-null_3.2.1_linux_amd64.zip");
+        let zip = provider_zip("real");
+        s.insert(&zip_key, zip.clone());
+        let etag = s.etag(&zip_key).await.unwrap().unwrap();
+        let forged = serde_json::json!({"archives": {"linux_amd64": {
+            "url": "terraform-provider-null_3.2.1_linux_amd64.zip",
+            "hashes": ["h1:forgedforgedforgedforgedforgedforgedforged00=", "zh:00"],
+            "indexed": {"size": zip.len(), "etag": etag}
+        }}});
+        s.insert(&format!("{prefix}3.2.1.json"), serde_json::to_vec(&forged).unwrap());
+        s.insert(&format!("{prefix}index.json"), r#"{"versions":{"3.2.1":{},"9.9.9":{}}}"#);
+        indexer.reindex(&provider()).await.unwrap();
+        let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
+        let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
+        let h1 = archive::summarise_zip(std::io::Cursor::new(zip.clone()), &archive::Bounds::UNLIMITED).unwrap().h1;
+        assert_eq!(doc.archives["linux_amd64"].hashes, [h1, format!("zh:{}", hex::encode(Sha256::digest(&zip)))]);
+        let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+        assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.2.1"], "only versions with zips");
+        // The publisher's files stay as they were, and are not rejected: they are names a
+        // synced `terraform providers mirror` directory holds.
+        assert_eq!(s.peek(&format!("{prefix}3.2.1.json")).unwrap(), serde_json::to_vec(&forged).unwrap());
+        assert!(rejection(&s, &format!("{prefix}3.2.1.json")).is_none());
+    }
+
+    /// A manifest planted where publishers write (`modules/…/manifest.json`, pointing at the
+    /// token store) is never read: not by a pass, not when a garbage upload is rejected next
+    /// to it, not by `reindex_all`; its upload gets a rejection record saying so.
+    #[tokio::test]
+    async fn a_planted_manifest_is_never_read() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("real"));
+        let planted = serde_json::json!({"format": 1, "versions": [
+            {"version": "6.6.6", "archive": "access/tokens.json", "size": 1, "sha256": "00", "etag": "\"x\""},
+            {"version": "1.0.0", "archive": "modules/other/secret/aws/1.0.0.tar.gz", "size": 1, "sha256": "00", "etag": "\"x\""}
+        ]});
+        s.insert("modules/acme/vpc/aws/manifest.json", serde_json::to_vec(&planted).unwrap());
+        s.insert("modules/acme/vpc/aws/2.0.0.tar.gz", b"garbage".to_vec());
+        indexer.reindex(&module()).await.unwrap();
+        let entries: Vec<(String, String)> =
+            manifest(&s).versions.into_iter().map(|v| (v.version, v.archive)).collect();
+        assert_eq!(entries, [("1.0.0".to_string(), "modules/acme/vpc/aws/1.0.0.tar.gz".to_string())]);
+        let record = rejection(&s, "modules/acme/vpc/aws/manifest.json").unwrap();
+        assert!(record.reason.contains("only the indexer writes them"), "{}", record.reason);
+        assert!(rejection(&s, "modules/acme/vpc/aws/2.0.0.tar.gz").is_some());
+        let before = s.peek(MANIFEST);
+        for (_, outcome) in indexer.reindex_all().await.unwrap() {
+            outcome.unwrap();
+        }
+        assert_eq!(s.peek(MANIFEST), before, "reindex all keeps only what the archives say");
+    }
+
+    #[tokio::test]
+    async fn reindex_all_goes_on_past_a_failing_owner() {
+        let s = MemoryStorage::new();
+        s.insert("modules/a/b/c/1.0.0.tgz", tar_gz_of(&[("main.tf", b"x")]));
+        s.insert("modules/d/e/f/0.1.0.tgz", tar_gz_of(&[("main.tf", b"y")]));
+        s.insert("modules/g/h/i/0.1.0.tgz", tar_gz_of(&[("main.tf", b"z")]));
+        // The first owner's manifest cannot be read: its pass fails.
+        s.deny("indexed/modules/a/b/c/manifest.json");
+        let results = Indexer::new(&s, Limits::default()).reindex_all().await.unwrap();
+        let outcomes: Vec<(String, bool)> = results.iter().map(|(o, r)| (o.to_string(), r.is_ok())).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("module a/b/c".to_string(), false),
+                ("module d/e/f".to_string(), true),
+                ("module g/h/i".to_string(), true)
+            ]
+        );
+        assert!(s.peek("indexed/modules/g/h/i/manifest.json").is_some(), "indexed after the failure");
     }
 
     #[tokio::test]
@@ -788,10 +885,10 @@ mod tests {
         let indexer = Indexer::new(&s, Limits::default());
         let first = indexer.reindex_all().await.unwrap();
         assert_eq!(first.len(), 3);
-        assert!(first.iter().all(|(_, o)| matches!(o, Outcome::Written { versions: 1 })), "{first:?}");
+        assert!(first.iter().all(|(_, o)| matches!(o, Ok(Outcome::Written { versions: 1 }))), "{first:?}");
         let snapshot: Vec<_> = s.keys().into_iter().map(|k| (k.clone(), s.peek(&k))).collect();
         let second = indexer.reindex_all().await.unwrap();
-        assert!(second.iter().all(|(_, o)| *o == Outcome::Unchanged), "{second:?}");
+        assert!(second.iter().all(|(_, o)| matches!(o, Ok(Outcome::Unchanged))), "{second:?}");
         let after: Vec<_> = s.keys().into_iter().map(|k| (k.clone(), s.peek(&k))).collect();
         assert_eq!(snapshot, after);
     }
@@ -875,8 +972,9 @@ mod tests {
             t.await.unwrap();
         }
         assert_eq!(versions(&s).len(), 50);
-        let index = ProviderIndex::parse(&s.peek("providers/registry.terraform.io/hashicorp/null/index.json").unwrap())
-            .unwrap();
+        let index =
+            ProviderIndex::parse(&s.peek("indexed/providers/registry.terraform.io/hashicorp/null/index.json").unwrap())
+                .unwrap();
         assert_eq!(index.versions.len(), 50);
     }
 

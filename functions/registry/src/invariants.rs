@@ -15,7 +15,7 @@ pub fn key_is_clean(key: &str) -> bool {
         && !key.contains('%')
         && !key.contains('\\')
         && key.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
-        && (key.starts_with(layout::MODULES_PREFIX) || key.starts_with(layout::PROVIDERS_PREFIX))
+        && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX].iter().any(|p| key.starts_with(p))
 }
 
 /// Route `raw_path` (any string): if it is accepted, the path had nothing encoded or

@@ -1,12 +1,22 @@
-//! The Lambda side: build each function's app once per container, and adapt lambda_http
-//! requests to the shared handler. The binaries only call these.
+//! The Lambda side: build each function's state once per container, and answer the events the
+//! runtime hands over. The binaries only call these.
+//!
+//! API Gateway HTTP API events (payload format 2.0) are read with `aws_lambda_events`' types
+//! straight from the invocation's JSON, not through lambda_http: lambda_http builds an
+//! `http::Request` whose URL it makes from the `Host` and `X-Forwarded-Proto` headers and
+//! unwraps the parse, so an odd header value panicked before any handler ran. The registry
+//! routes on the raw path and reads two headers; it needs no URL, so none is built.
 
 use std::convert::Infallible;
 
-use lambda_http::{Body, Request, RequestExt, Response};
+use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use aws_lambda_events::encodings::Body;
+use lambda_runtime::LambdaEvent;
+use serde_json::Value;
 
-use crate::app::{App, Reply};
+use crate::app::{App, Reply, Request};
 use crate::config::Config;
+use crate::error::Error;
 use crate::router::Service;
 use crate::storage::{NoStorage, S3Storage, Storage};
 
@@ -38,61 +48,79 @@ async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
     Ok((config, storage))
 }
 
-/// Answer one API Gateway request. Never an `Err`: API Gateway would turn it into an opaque
-/// 502, so every failure is already a JSON reply here.
-pub async fn handle<S: Storage>(app: &App<S>, request: Request) -> Result<Response<Body>, Infallible> {
-    // The raw path as API Gateway received it. `request.uri()` went through URL parsing,
-    // which resolves `..` and `%2e%2e`: routing on it could reach a key the client never named.
-    let header = |name| request.headers().get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
-    let request = crate::app::Request::new(request.method(), request.raw_http_path())
-        .query(request.uri().query())
-        .authorization(header(http::header::AUTHORIZATION))
-        .if_none_match(header(http::header::IF_NONE_MATCH));
-    let reply = app.handle(&request).await;
-    Ok(to_response(reply))
+/// Answer one API Gateway invocation. Never an `Err`: API Gateway would turn it into an
+/// opaque 502, so every failure is already a JSON reply here.
+pub async fn handle<S: Storage>(
+    app: &App<S>,
+    event: LambdaEvent<Value>,
+) -> Result<ApiGatewayV2httpResponse, Infallible> {
+    Ok(answer(app, event.payload).await)
 }
 
-fn to_response(reply: Reply) -> Response<Body> {
-    let body = match String::from_utf8(reply.body.to_vec()) {
-        _ if reply.body.is_empty() => Body::Empty,
-        Ok(text) => Body::Text(text),
-        Err(e) => Body::Binary(e.into_bytes()),
-    };
-    let mut response = Response::new(body);
-    *response.status_mut() = reply.status;
-    for (name, value) in reply.headers {
-        if let Ok(value) = http::HeaderValue::from_str(&value) {
-            response.headers_mut().append(name, value);
+/// The answer to an API Gateway HTTP API event, given as the JSON the runtime delivers.
+/// Anything that is not such an event gets a 400 JSON answer.
+pub async fn answer<S: Storage>(app: &App<S>, event: Value) -> ApiGatewayV2httpResponse {
+    let reply = match serde_json::from_value::<ApiGatewayV2httpRequest>(event) {
+        Ok(event) => {
+            // `rawPath` is the path exactly as the client sent it: neither decoded nor
+            // normalised, so `%2e%2e` reaches the router as it was sent.
+            let raw_path = event.raw_path.as_deref().unwrap_or_default();
+            let method = &event.request_context.http.method;
+            let request = Request::from_parts(method, raw_path, event.raw_query_string.as_deref(), &event.headers);
+            // Boxed: the runtime's service layers on top of the handler's own future make a type
+            // deeper than the compiler's default recursion limit.
+            Box::pin(app.handle(&request)).await
         }
+        Err(e) => {
+            tracing::warn!(error = %e, "not an API Gateway HTTP API (payload 2.0) event");
+            Reply::error(&Error::BadRequest("the function expects API Gateway HTTP API (payload 2.0) events".into()))
+        }
+    };
+    to_response(reply.into_http())
+}
+
+fn to_response(response: http::Response<bytes::Bytes>) -> ApiGatewayV2httpResponse {
+    let (parts, body) = response.into_parts();
+    let mut answer = ApiGatewayV2httpResponse::default();
+    answer.status_code = i64::from(parts.status.as_u16());
+    answer.headers = parts.headers;
+    if !body.is_empty() {
+        answer.body = Some(match String::from_utf8(body.to_vec()) {
+            Ok(text) => Body::Text(text),
+            Err(e) => {
+                // Serialised base64-encoded by aws_lambda_events; API Gateway decodes it.
+                answer.is_base64_encoded = true;
+                Body::Binary(e.into_bytes())
+            }
+        });
     }
-    response
+    answer
 }
 
 /// The indexer function's state: config and the S3 client, built once per container.
 pub struct IndexerFunction<S> {
     pub config: Config,
     pub storage: S,
-    /// `AWS_LAMBDA_FUNCTION_NAME`: the role session name of this function's own writes.
-    pub own_session: Option<String>,
 }
 
 pub async fn indexer_function() -> Result<IndexerFunction<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    let own_session = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok().filter(|n| !n.is_empty());
-    Ok(IndexerFunction { config, storage, own_session })
+    Ok(IndexerFunction { config, storage })
 }
 
 /// Answer one indexer invocation (S3 notifications, or `{"reindex": "all"}`). An `Err` makes
 /// Lambda retry the event, so only transient failures are errors.
-pub async fn index<S: Storage>(
-    function: &IndexerFunction<S>,
-    event: lambda_http::LambdaEvent<serde_json::Value>,
-) -> Result<serde_json::Value, BoxError> {
-    let event: crate::events::IndexerEvent = serde_json::from_value(event.payload)
+pub async fn index<S: Storage>(function: &IndexerFunction<S>, event: LambdaEvent<Value>) -> Result<Value, BoxError> {
+    // Boxed for the same reason as the handler's future in `answer`.
+    Box::pin(index_payload(function, event.payload)).await
+}
+
+/// The indexer's answer to an invocation's JSON (what tests call).
+pub async fn index_payload<S: Storage>(function: &IndexerFunction<S>, payload: Value) -> Result<Value, BoxError> {
+    let event: crate::events::IndexerEvent = serde_json::from_value(payload)
         .map_err(|e| format!("expected S3 notifications or {{\"reindex\": \"all\"}}: {e}"))?;
     let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone());
-    let own_session = function.own_session.as_deref();
-    let summary = crate::events::handle(&indexer, &function.config.bucket, own_session, event).await?;
+    let summary = crate::events::handle(&indexer, &function.config.bucket, event).await?;
     tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
     Ok(serde_json::to_value(summary)?)
 }

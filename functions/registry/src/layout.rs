@@ -1,20 +1,30 @@
-//! The S3 key layout: the only place that knows where things live in the bucket.
-//! `docs/BUCKET.md` draws the same tree.
+//! The S3 key layout: the only place that knows where things live in the bucket, and who
+//! writes them. `docs/BUCKET.md` draws the same tree.
 //!
 //! ```text
-//! modules/NAMESPACE/NAME/SYSTEM/VERSION.tar.gz|.tgz|.zip   module archives (publisher uploads)
-//! modules/NAMESPACE/NAME/SYSTEM/manifest.json             module manifest (indexer writes)
-//! providers/HOSTNAME/NAMESPACE/TYPE/index.json            as `terraform providers mirror` writes
-//! providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json
-//! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip
-//! rejections/KEY.json                                     why the upload at KEY was not indexed
-//! access/tokens.json                                      token hashes and scopes
+//! modules/NAMESPACE/NAME/SYSTEM/VERSION.tar.gz|.tgz|.zip    module archives          publishers
+//! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip       publishers
+//! providers/HOSTNAME/NAMESPACE/TYPE/index.json, VERSION.json  left by a synced
+//!                                                  `terraform providers mirror` directory: never read
+//! indexed/modules/NAMESPACE/NAME/SYSTEM/manifest.json       module manifest          indexer only
+//! indexed/providers/HOSTNAME/NAMESPACE/TYPE/index.json      mirror documents         indexer only
+//! indexed/providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json
+//! rejections/KEY.json                                       why KEY was not indexed  indexer only
+//! access/tokens.json                                        token hashes and scopes  token command
 //! ```
+//!
+//! The trust boundary is the prefix: publishers write inputs (`modules/`, `providers/`); what
+//! the read functions serve from lives under `indexed/`, which only the indexer writes. A read
+//! function presigns a key only after [`archive_key`] classified it as the very archive the
+//! request named, so nothing in a manifest can point a download elsewhere.
 
 use crate::address::{ModuleAddress, ProviderAddress};
+use crate::error::Error;
 
 pub const MODULES_PREFIX: &str = "modules/";
 pub const PROVIDERS_PREFIX: &str = "providers/";
+/// Everything the registry derives and serves from; written by the indexer only.
+pub const INDEXED_PREFIX: &str = "indexed/";
 pub const REJECTIONS_PREFIX: &str = "rejections/";
 /// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
 /// token command.
@@ -22,32 +32,57 @@ pub const TOKENS: &str = "access/tokens.json";
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
+/// Where publishers write (their IAM policy in infra/, the local registry's publisher key).
+pub const PUBLISHER_PREFIXES: [&str; 2] = [MODULES_PREFIX, PROVIDERS_PREFIX];
+/// Where the indexer writes. No notification filter covers these, so its own writes never
+/// invoke it (`notifies`).
+pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];
+
+/// The uploads and deletes that invoke the indexer, as (prefix, suffix): exactly infra's S3
+/// notification filters (`infra/main.tf`, `local.notifications`; a test compares the two), and
+/// exactly what the local registry's embedded S3 indexes, so local runs see what AWS delivers.
+pub const NOTIFICATIONS: [(&str, &str); 4] =
+    [(MODULES_PREFIX, ".tar.gz"), (MODULES_PREFIX, ".tgz"), (MODULES_PREFIX, ".zip"), (PROVIDERS_PREFIX, ".zip")];
+
+/// Whether a write or delete of `key` invokes the indexer (in AWS through S3 notifications,
+/// locally through the embedded S3).
+pub fn notifies(key: &str) -> bool {
+    NOTIFICATIONS.iter().any(|(prefix, suffix)| key.starts_with(prefix) && key.ends_with(suffix))
+}
+
 /// Module archive formats, by the extension go-getter uses to pick its decompressor.
 /// Longest first so `.tar.gz` is not mistaken for something ending in `.gz`.
 pub const MODULE_ARCHIVE_EXTENSIONS: [&str; 3] = ["tar.gz", "tgz", "zip"];
 
+/// Where a module's archives are uploaded.
 pub fn module_prefix(m: &ModuleAddress) -> String {
     format!("{MODULES_PREFIX}{}/{}/{}/", m.namespace, m.name, m.system)
 }
 
 pub fn module_manifest(m: &ModuleAddress) -> String {
-    format!("{}{MODULE_MANIFEST_FILE}", module_prefix(m))
+    format!("{INDEXED_PREFIX}{}{MODULE_MANIFEST_FILE}", module_prefix(m))
 }
 
 pub fn module_archive(m: &ModuleAddress, version: &semver::Version, extension: &str) -> String {
     format!("{}{version}.{extension}", module_prefix(m))
 }
 
+/// Where a provider's zips are uploaded.
 pub fn provider_prefix(p: &ProviderAddress) -> String {
     format!("{PROVIDERS_PREFIX}{}/{}/{}/", p.hostname, p.namespace, p.r#type)
 }
 
+/// Where the indexer keeps a provider's mirror documents.
+pub fn provider_documents_prefix(p: &ProviderAddress) -> String {
+    format!("{INDEXED_PREFIX}{}", provider_prefix(p))
+}
+
 pub fn provider_index(p: &ProviderAddress) -> String {
-    format!("{}{PROVIDER_INDEX_FILE}", provider_prefix(p))
+    format!("{}{PROVIDER_INDEX_FILE}", provider_documents_prefix(p))
 }
 
 pub fn provider_version(p: &ProviderAddress, version: &semver::Version) -> String {
-    format!("{}{version}.json", provider_prefix(p))
+    format!("{}{version}.json", provider_documents_prefix(p))
 }
 
 /// Where the indexer explains why it did not index the upload at `key`.
@@ -69,7 +104,12 @@ pub fn rejected_key(rejection_key: &str) -> Option<&str> {
 /// expects there instead (the reason in its rejection record). `None` for other prefixes.
 pub fn expected_name(key: &str) -> Option<String> {
     let key_text = crate::address::printable(key);
-    if key.starts_with(MODULES_PREFIX) {
+    if key.starts_with(MODULES_PREFIX) && key.ends_with(&format!("/{MODULE_MANIFEST_FILE}")) {
+        Some(format!(
+            "{key_text:?} is not read: module manifests live under {INDEXED_PREFIX} and only the indexer writes them \
+             (a manifest.json left here by an older version of the registry can be deleted)"
+        ))
+    } else if key.starts_with(MODULES_PREFIX) {
         Some(format!(
             "{key_text:?} is not a module archive name: the registry indexes modules/NAMESPACE/NAME/SYSTEM/VERSION.tar.gz \
              (or .tgz, .zip), with VERSION in SemVer form such as 1.2.0 (no leading v), NAMESPACE and NAME of letters, \
@@ -107,23 +147,20 @@ impl Platform {
 /// What an object key is, by where it sits in the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectKind {
-    ModuleArchive {
-        module: ModuleAddress,
-        version: semver::Version,
-        extension: &'static str,
-    },
+    /// `modules/NAMESPACE/NAME/SYSTEM/VERSION.EXT`, uploaded by a publisher.
+    ModuleArchive { module: ModuleAddress, version: semver::Version, extension: &'static str },
+    /// `providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-…zip`, uploaded by a publisher.
+    ProviderArchive { provider: ProviderAddress, version: semver::Version, platform: Platform },
+    /// `index.json` or `VERSION.json` beside the zips, as a synced `terraform providers mirror`
+    /// directory holds them: a name the layout accepts, whose content is never read.
+    ProviderMirrorFile(ProviderAddress),
+    /// `indexed/…/manifest.json`, written by the indexer.
     ModuleManifest(ModuleAddress),
-    ProviderArchive {
-        provider: ProviderAddress,
-        version: semver::Version,
-        platform: Platform,
-    },
+    /// `indexed/…/index.json`, written by the indexer.
     ProviderIndex(ProviderAddress),
-    ProviderVersion {
-        provider: ProviderAddress,
-        version: semver::Version,
-    },
-    /// Under a known prefix, but not a name the layout has a place for.
+    /// `indexed/…/VERSION.json`, written by the indexer.
+    ProviderVersion { provider: ProviderAddress, version: semver::Version },
+    /// Under a module's or provider's upload prefix, but not a name the layout has a place for.
     Unrecognised(Owner),
 }
 
@@ -134,6 +171,15 @@ pub enum Owner {
     Provider(ProviderAddress),
 }
 
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Module(m) => write!(f, "module {m}"),
+            Owner::Provider(p) => write!(f, "provider {p}"),
+        }
+    }
+}
+
 impl ObjectKind {
     pub fn owner(&self) -> Owner {
         match self {
@@ -141,22 +187,31 @@ impl ObjectKind {
                 Owner::Module(module.clone())
             }
             ObjectKind::ProviderArchive { provider, .. }
+            | ObjectKind::ProviderMirrorFile(provider)
             | ObjectKind::ProviderIndex(provider)
             | ObjectKind::ProviderVersion { provider, .. } => Owner::Provider(provider.clone()),
             ObjectKind::Unrecognised(owner) => owner.clone(),
         }
+    }
+
+    /// Written by the indexer (under `indexed/`), not by a publisher.
+    pub fn is_derived(&self) -> bool {
+        matches!(
+            self,
+            ObjectKind::ModuleManifest(_) | ObjectKind::ProviderIndex(_) | ObjectKind::ProviderVersion { .. }
+        )
     }
 }
 
 /// Classify a bucket key. `None` means the key is outside the layout entirely (wrong prefix,
 /// wrong depth, or segments that are not valid addresses): the indexer ignores such keys.
 pub fn classify(key: &str) -> Option<ObjectKind> {
+    if let Some(rest) = key.strip_prefix(INDEXED_PREFIX) {
+        return classify_derived(rest);
+    }
     if let Some(rest) = key.strip_prefix(MODULES_PREFIX) {
         let [namespace, name, system, file] = split4(rest)?;
         let module = ModuleAddress::parse(namespace, name, system).ok()?;
-        if file == MODULE_MANIFEST_FILE {
-            return Some(ObjectKind::ModuleManifest(module));
-        }
         for extension in MODULE_ARCHIVE_EXTENSIONS {
             if let Some(v) = file.strip_suffix(extension).and_then(|s| s.strip_suffix('.'))
                 && let Ok(version) = crate::address::parse_version(v)
@@ -169,13 +224,10 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
     if let Some(rest) = key.strip_prefix(PROVIDERS_PREFIX) {
         let [hostname, namespace, r#type, file] = split4(rest)?;
         let provider = ProviderAddress::parse(hostname, namespace, r#type).ok()?;
-        if file == PROVIDER_INDEX_FILE {
-            return Some(ObjectKind::ProviderIndex(provider));
-        }
-        if let Some(v) = file.strip_suffix(".json")
-            && let Ok(version) = crate::address::parse_version(v)
+        if file == PROVIDER_INDEX_FILE
+            || file.strip_suffix(".json").is_some_and(|v| crate::address::parse_version(v).is_ok())
         {
-            return Some(ObjectKind::ProviderVersion { provider, version });
+            return Some(ObjectKind::ProviderMirrorFile(provider));
         }
         if let Some((version, platform)) = parse_provider_archive_name(&provider, file) {
             return Some(ObjectKind::ProviderArchive { provider, version, platform });
@@ -183,6 +235,63 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
         return Some(ObjectKind::Unrecognised(Owner::Provider(provider)));
     }
     None
+}
+
+/// Keys under `indexed/`: only the names the indexer writes.
+fn classify_derived(rest: &str) -> Option<ObjectKind> {
+    if let Some(rest) = rest.strip_prefix(MODULES_PREFIX) {
+        let [namespace, name, system, file] = split4(rest)?;
+        let module = ModuleAddress::parse(namespace, name, system).ok()?;
+        return (file == MODULE_MANIFEST_FILE).then_some(ObjectKind::ModuleManifest(module));
+    }
+    let [hostname, namespace, r#type, file] = split4(rest.strip_prefix(PROVIDERS_PREFIX)?)?;
+    let provider = ProviderAddress::parse(hostname, namespace, r#type).ok()?;
+    if file == PROVIDER_INDEX_FILE {
+        return Some(ObjectKind::ProviderIndex(provider));
+    }
+    let version = crate::address::parse_version(file.strip_suffix(".json")?).ok()?;
+    Some(ObjectKind::ProviderVersion { provider, version })
+}
+
+/// The one archive a download asks for, named by the request (never by a manifest).
+#[derive(Debug, Clone, Copy)]
+pub enum Wanted<'a> {
+    ModuleArchive {
+        module: &'a ModuleAddress,
+        version: &'a semver::Version,
+    },
+    /// `platform` is the `archives` key of `VERSION.json` (`linux_amd64`).
+    ProviderArchive {
+        provider: &'a ProviderAddress,
+        version: &'a semver::Version,
+        platform: &'a str,
+    },
+}
+
+/// The check every presigning route makes: `key`, taken from a manifest, is presigned only if
+/// it classifies as exactly the archive the request named (same module or provider, same
+/// version, same platform), so no manifest entry can hand out a URL to anything else (the
+/// token store, another namespace's archive, a rejection record). `Error::Internal`
+/// otherwise: a manifest only the indexer writes said something it never writes.
+pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Error> {
+    let matches = match (classify(key), wanted) {
+        (Some(ObjectKind::ModuleArchive { module, version, .. }), Wanted::ModuleArchive { module: m, version: v }) => {
+            module == *m && version == *v
+        }
+        (
+            Some(ObjectKind::ProviderArchive { provider, version, platform }),
+            Wanted::ProviderArchive { provider: p, version: v, platform: k },
+        ) => provider == *p && version == *v && platform.key() == k,
+        _ => false,
+    };
+    if matches {
+        Ok(key)
+    } else {
+        Err(Error::Internal(format!(
+            "manifest entry {:?} is not the archive of {wanted:?}: not presigned",
+            crate::address::printable(key)
+        )))
+    }
 }
 
 /// Parse `terraform-provider-TYPE_VERSION_OS_ARCH.zip` for this provider's TYPE.
@@ -228,12 +337,12 @@ mod tests {
 
     #[test]
     fn keys() {
-        assert_eq!(module_manifest(&module()), "modules/acme/vpc/aws/manifest.json");
+        assert_eq!(module_manifest(&module()), "indexed/modules/acme/vpc/aws/manifest.json");
         assert_eq!(module_archive(&module(), &v("1.2.0"), "tar.gz"), "modules/acme/vpc/aws/1.2.0.tar.gz");
-        assert_eq!(provider_index(&provider()), "providers/registry.terraform.io/hashicorp/null/index.json");
+        assert_eq!(provider_index(&provider()), "indexed/providers/registry.terraform.io/hashicorp/null/index.json");
         assert_eq!(
             provider_version(&provider(), &v("3.2.1")),
-            "providers/registry.terraform.io/hashicorp/null/3.2.1.json"
+            "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json"
         );
         let linux = Platform { os: "linux".into(), arch: "amd64".into() };
         assert_eq!(
@@ -258,7 +367,11 @@ mod tests {
                 "modules/acme/vpc/aws/2.0.0.zip",
                 Some(ObjectKind::ModuleArchive { module: module(), version: v("2.0.0"), extension: "zip" }),
             ),
-            ("modules/acme/vpc/aws/manifest.json", Some(ObjectKind::ModuleManifest(module()))),
+            ("indexed/modules/acme/vpc/aws/manifest.json", Some(ObjectKind::ModuleManifest(module()))),
+            // A manifest where publishers write is not one: it is never read.
+            ("modules/acme/vpc/aws/manifest.json", Some(ObjectKind::Unrecognised(Owner::Module(module())))),
+            ("indexed/modules/acme/vpc/aws/1.0.0.tar.gz", None),
+            ("indexed/modules/acme/vpc/aws/other.json", None),
             ("modules/acme/vpc/aws/1.2.gz", Some(ObjectKind::Unrecognised(Owner::Module(module())))),
             ("modules/acme/vpc/aws/readme.md", Some(ObjectKind::Unrecognised(Owner::Module(module())))),
             ("modules/acme/vpc/aws/x/1.0.0.zip", None),
@@ -269,10 +382,26 @@ mod tests {
                 "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
                 Some(ObjectKind::ProviderArchive { provider: provider(), version: v("3.2.1"), platform: linux }),
             ),
-            ("providers/registry.terraform.io/hashicorp/null/index.json", Some(ObjectKind::ProviderIndex(provider()))),
+            (
+                "indexed/providers/registry.terraform.io/hashicorp/null/index.json",
+                Some(ObjectKind::ProviderIndex(provider())),
+            ),
+            (
+                "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
+                Some(ObjectKind::ProviderVersion { provider: provider(), version: v("3.2.1") }),
+            ),
+            // What `terraform providers mirror` writes beside the zips: accepted, never read.
+            (
+                "providers/registry.terraform.io/hashicorp/null/index.json",
+                Some(ObjectKind::ProviderMirrorFile(provider())),
+            ),
             (
                 "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
-                Some(ObjectKind::ProviderVersion { provider: provider(), version: v("3.2.1") }),
+                Some(ObjectKind::ProviderMirrorFile(provider())),
+            ),
+            (
+                "indexed/providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
+                None,
             ),
             (
                 "providers/registry.terraform.io/hashicorp/null/terraform-provider-random_3.2.1_linux_amd64.zip",
@@ -283,10 +412,76 @@ mod tests {
                 Some(ObjectKind::Unrecognised(Owner::Provider(provider()))),
             ),
             ("providers/localhost/hashicorp/null/index.json", None),
+            ("indexed/access/tokens.json", None),
+            ("access/tokens.json", None),
         ];
         for (key, want) in cases {
             assert_eq!(classify(key), want, "{key}");
         }
+    }
+
+    #[test]
+    fn presigning_names_only_the_requested_archive() {
+        let (m, p) = (module(), provider());
+        let wanted_module = Wanted::ModuleArchive { module: &m, version: &v("1.0.0") };
+        let wanted_zip = Wanted::ProviderArchive { provider: &p, version: &v("3.2.1"), platform: "linux_amd64" };
+        let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
+        assert_eq!(
+            archive_key("modules/acme/vpc/aws/1.0.0.tar.gz", wanted_module).unwrap(),
+            "modules/acme/vpc/aws/1.0.0.tar.gz"
+        );
+        assert_eq!(
+            archive_key("modules/acme/vpc/aws/1.0.0.zip", wanted_module).unwrap(),
+            "modules/acme/vpc/aws/1.0.0.zip"
+        );
+        assert_eq!(archive_key(zip, wanted_zip).unwrap(), zip);
+        let refused = [
+            ("access/tokens.json", wanted_module),
+            ("modules/acme/vpc/aws/1.0.1.tar.gz", wanted_module),
+            ("modules/acme/vpc/aws/1.0.0+b1.tar.gz", wanted_module),
+            ("modules/other/vpc/aws/1.0.0.tar.gz", wanted_module),
+            ("indexed/modules/acme/vpc/aws/manifest.json", wanted_module),
+            ("rejections/modules/acme/vpc/aws/1.0.0.tar.gz.json", wanted_module),
+            ("modules/acme/vpc/aws/../../other/vpc/aws/1.0.0.tar.gz", wanted_module),
+            (zip, wanted_module),
+            ("modules/acme/vpc/aws/1.0.0.tar.gz", wanted_zip),
+            (
+                "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_darwin_arm64.zip",
+                wanted_zip,
+            ),
+            (
+                "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.0_linux_amd64.zip",
+                wanted_zip,
+            ),
+            ("providers/registry.terraform.io/hashicorp/null/index.json", wanted_zip),
+            ("providers/example.com/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip", wanted_zip),
+        ];
+        for (key, wanted) in refused {
+            assert_eq!(archive_key(key, wanted).unwrap_err().status().as_u16(), 500, "{key}");
+        }
+    }
+
+    #[test]
+    fn the_indexer_never_notifies_itself() {
+        // Every filter is under a publisher prefix, and no indexer prefix is under a filter's.
+        for (prefix, _) in NOTIFICATIONS {
+            assert!(PUBLISHER_PREFIXES.contains(&prefix), "{prefix}");
+            assert!(INDEXER_PREFIXES.iter().all(|i| !i.starts_with(prefix) && !prefix.starts_with(i)), "{prefix}");
+        }
+        let written = [
+            module_manifest(&module()),
+            provider_index(&provider()),
+            provider_version(&provider(), &v("1.0.0")),
+            rejection("modules/acme/vpc/aws/1.0.0.tar.gz"),
+            rejection("providers/registry.terraform.io/hashicorp/null/terraform-provider-null_1.0.0_linux_amd64.zip"),
+        ];
+        for key in written {
+            assert!(!notifies(&key), "{key}");
+        }
+        assert!(notifies("modules/acme/vpc/aws/1.0.0.tgz"));
+        assert!(notifies("providers/h.io/n/t/terraform-provider-t_1.0.0_linux_amd64.zip"));
+        assert!(!notifies("providers/h.io/n/t/index.json"), "publisher JSON changes nothing served");
+        assert!(!notifies("modules/acme/vpc/aws/manifest.json"));
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub mod layout;
 pub mod manifest;
 pub mod router;
 pub mod storage;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 
 pub use app::{App, Reply};
 pub use config::Config;

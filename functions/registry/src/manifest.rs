@@ -1,9 +1,10 @@
 //! Manifest formats and the pure transforms from a stored manifest to a protocol response.
 //!
-//! Module manifests are ours (`docs/MANIFESTS.md`). Provider manifests are exactly the
-//! `index.json` / `VERSION.json` files `terraform providers mirror` writes; the indexer adds an
-//! `indexed` record per archive (size and ETag of the zip it hashed) so it can skip unchanged
-//! zips, and the mirror function serves only the protocol's `url` and `hashes`.
+//! All of them are written by the indexer only, under `indexed/` (`docs/BUCKET.md` shows each).
+//! Module manifests are ours. Provider manifests have the shape of the `index.json` /
+//! `VERSION.json` files `terraform providers mirror` writes, plus an `indexed` record per
+//! archive (size and ETag of the zip the indexer hashed, so it can skip unchanged zips); the
+//! mirror function serves only the protocol's `url` and `hashes`.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -147,27 +148,6 @@ impl ProviderVersion {
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
     }
-
-    /// The archives whose `url` is a plain file name beside the JSON document, i.e. a key the
-    /// registry may presign. Anything else (absolute URLs, paths that climb out) is never
-    /// presigned: the registry only hands out URLs for objects inside this provider's prefix.
-    pub fn servable(&self) -> impl Iterator<Item = (&String, &ProviderArchive)> {
-        self.archives.iter().filter(|(platform, archive)| {
-            let ok = is_sibling_file_name(&archive.url);
-            if !ok {
-                tracing::warn!(platform = %crate::address::printable(platform), "archive url is not a file name beside VERSION.json; not served");
-            }
-            ok
-        })
-    }
-}
-
-/// A file name with no path, scheme, query or escape in it.
-pub fn is_sibling_file_name(url: &str) -> bool {
-    !url.is_empty()
-        && url.len() <= 255
-        && !url.starts_with('.')
-        && url.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-+".contains(&c))
 }
 
 #[cfg(test)]
@@ -221,13 +201,6 @@ mod tests {
         // Shape written by `terraform providers mirror` (Terraform 1.11).
         let index = br#"{"versions":{"3.2.1":{},"3.2.0":{},"latest":{}}}"#;
         assert_eq!(ProviderIndex::parse(index).unwrap().response(), json!({"versions":{"3.2.0":{},"3.2.1":{}}}));
-        let version = br#"{"archives":{
-            "linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:abc="]},
-            "darwin_arm64":{"url":"../../../other/secret.zip","hashes":["h1:x"]},
-            "windows_amd64":{"url":"https://elsewhere.example/x.zip"}}}"#;
-        let doc = ProviderVersion::parse(version).unwrap();
-        let served: Vec<&String> = doc.servable().map(|(p, _)| p).collect();
-        assert_eq!(served, ["linux_amd64"]);
         assert!(ProviderIndex::parse(b"[]").is_err());
     }
 }

@@ -1,10 +1,11 @@
-//! Handler tests: real API Gateway HTTP API v2 event JSON, parsed by lambda_http exactly as
-//! the Lambda runtime does, answered by the same handler the Lambda binaries run.
+//! Handler tests: real API Gateway HTTP API v2 event JSON, handed to the same entry point the
+//! Lambda binaries run on each invocation's JSON.
 
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
 
-use lambda_http::Body;
+use aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use aws_lambda_events::encodings::Body;
 use registry::router::Service;
 use registry::storage::MemoryStorage;
 use registry::{App, Config};
@@ -14,22 +15,34 @@ const EVENT: &str = include_str!("events/apigw_v2_module_versions.json");
 
 /// The recorded event with another method and raw path (API Gateway fills `rawPath` with the
 /// path as the client sent it, still percent-encoded).
-fn event(method: &str, raw_path: &str) -> lambda_http::Request {
+fn event(method: &str, raw_path: &str) -> Value {
     let mut e: Value = serde_json::from_str(EVENT).unwrap();
     e["rawPath"] = json!(raw_path);
     e["requestContext"]["http"]["path"] = json!(raw_path);
     e["requestContext"]["http"]["method"] = json!(method);
-    lambda_http::request::from_str(&e.to_string()).expect("lambda_http parses the event")
+    e
+}
+
+fn recorded() -> Value {
+    serde_json::from_str(EVENT).unwrap()
+}
+
+fn body_json(response: &ApiGatewayV2httpResponse) -> Value {
+    match &response.body {
+        Some(Body::Text(t)) => serde_json::from_str(t).unwrap(),
+        None | Some(Body::Empty) => Value::Null,
+        Some(other) => panic!("JSON answers are text bodies, not {other:?}"),
+    }
 }
 
 fn storage() -> MemoryStorage {
     let s = MemoryStorage::new();
     s.insert(
-        "modules/acme/vpc/aws/manifest.json",
+        "indexed/modules/acme/vpc/aws/manifest.json",
         r#"{"format":1,"versions":[{"version":"1.1.0","archive":"modules/acme/vpc/aws/1.1.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""},
             {"version":"1.0.0","archive":"modules/acme/vpc/aws/1.0.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""}]}"#,
     );
-    s.insert("providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
+    s.insert("indexed/providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
     // The token the recorded event carries, scoped to the acme modules and hashicorp providers.
     let token = registry::access::manage::record(
         "ci",
@@ -41,38 +54,28 @@ fn storage() -> MemoryStorage {
     let store = registry::access::TokenStore { format: 1, tokens: vec![token] };
     s.insert(registry::layout::TOKENS, serde_json::to_vec(&store).unwrap());
     s.insert(
-        "providers/registry.terraform.io/hashicorp/null/3.2.1.json",
+        "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
         r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:x="]}}}"#,
     );
     s
 }
 
 async fn call<S: registry::storage::Storage>(app: &App<S>, method: &str, path: &str) -> (u16, http::HeaderMap, Value) {
-    let response = registry::lambda::handle(app, event(method, path)).await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
+    let response = registry::lambda::answer(app, event(method, path)).await;
+    let status = response.status_code as u16;
+    let headers = response.headers.clone();
     assert_eq!(headers.get("content-type").map(|v| v.to_str().unwrap()), Some("application/json"), "{method} {path}");
-    let body = match response.body() {
-        Body::Text(t) => serde_json::from_str(t).unwrap(),
-        Body::Empty => Value::Null,
-        Body::Binary(b) => serde_json::from_slice(b).unwrap(),
-        _ => Value::Null,
-    };
-    (status, headers, body)
+    (status, headers, body_json(&response))
 }
 
 #[tokio::test]
 async fn the_recorded_event_as_is() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
-    let response = registry::lambda::handle(&app, lambda_http::request::from_str(EVENT).unwrap()).await.unwrap();
-    assert_eq!(response.status(), 200);
-    let Body::Text(text) = response.body() else { panic!("JSON answers are text bodies") };
-    assert_eq!(
-        serde_json::from_str::<Value>(text).unwrap(),
-        json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]})
-    );
+    let response = registry::lambda::answer(&app, recorded()).await;
+    assert_eq!(response.status_code, 200);
+    assert_eq!(body_json(&response), json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
     assert_eq!(app.storage.request_count(), 2, "a cold container reads the token store and the manifest");
-    registry::lambda::handle(&app, lambda_http::request::from_str(EVENT).unwrap()).await.unwrap();
+    registry::lambda::answer(&app, recorded()).await;
     assert_eq!(app.storage.request_count(), 3, "then exactly one S3 request per registry request");
 }
 
@@ -136,19 +139,48 @@ async fn s3_down_is_503_json_not_502() {
 #[tokio::test]
 async fn the_bearer_token_in_the_event_is_what_is_checked() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules, Service::Mirror]);
-    let mut e: Value = serde_json::from_str(EVENT).unwrap();
+    let mut e = recorded();
     e["headers"].as_object_mut().unwrap().remove("authorization");
-    let response =
-        registry::lambda::handle(&app, lambda_http::request::from_str(&e.to_string()).unwrap()).await.unwrap();
-    assert_eq!(response.status(), 401);
-    assert_eq!(response.headers()["www-authenticate"], r#"Bearer realm="terraform-registry""#);
+    let response = registry::lambda::answer(&app, e.clone()).await;
+    assert_eq!(response.status_code, 401);
+    assert_eq!(response.headers["www-authenticate"], r#"Bearer realm="terraform-registry""#);
     e["headers"]["authorization"] = json!("Bearer some-other-token");
-    let response =
-        registry::lambda::handle(&app, lambda_http::request::from_str(&e.to_string()).unwrap()).await.unwrap();
-    assert_eq!(response.status(), 401);
+    let response = registry::lambda::answer(&app, e).await;
+    assert_eq!(response.status_code, 401);
     // In the token's scope for providers, outside it for another origin.
     let (status, _, _) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/index.json").await;
     assert_eq!(status, 200);
     let (status, _, _) = call(&app, "GET", "/v1/mirror/example.com/acme/widget/index.json").await;
     assert_eq!(status, 404);
+}
+
+/// lambda_http built a URL from `Host` and `X-Forwarded-Proto` and unwrapped the parse, so
+/// these headers panicked before any handler ran. Nothing here builds a URL: the headers are
+/// ignored and the request is answered; a value no HTTP header can hold makes the event
+/// unreadable, a JSON 400.
+#[tokio::test]
+async fn no_header_value_can_panic_the_adapter() {
+    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
+    for (name, value, status) in [
+        ("x-forwarded-proto", "a b", 200),
+        ("x-forwarded-proto", "://", 200),
+        ("x-forwarded-proto", "\u{0}", 400),
+        ("host", "exa mple.com", 200),
+        ("host", "[::1", 200),
+        ("host", "a:b:c", 200),
+        ("host", "\n", 400),
+    ] {
+        let mut e = recorded();
+        e["headers"][name] = json!(value);
+        let response = registry::lambda::answer(&app, e).await;
+        assert_eq!(response.status_code, status, "{name}: {value:?}");
+        assert!(body_json(&response).is_object(), "{name}: {value:?}: a JSON answer");
+    }
+    // Not an API Gateway event at all: a JSON 400, not a failed invocation.
+    for junk in [json!({"hello": "world"}), json!([]), json!({"requestContext": {"http": {"method": "NOT A METHOD"}}})]
+    {
+        let response = registry::lambda::answer(&app, junk.clone()).await;
+        assert_eq!(response.status_code, 400, "{junk}");
+        assert!(body_json(&response)["errors"][0].is_string(), "{junk}");
+    }
 }

@@ -1,8 +1,8 @@
 //! In-memory storage for unit and handler tests. It counts calls, so tests can assert the
 //! cost rule (one storage read per registry request), and can be switched to fail like an
-//! unreachable S3.
+//! unreachable S3, or to refuse keys as S3 refuses a role that may not read them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -19,6 +19,8 @@ pub struct MemoryStorage {
     /// Storage calls that would be S3 requests (presigning is not one).
     pub requests: AtomicUsize,
     pub unavailable: AtomicBool,
+    /// Keys whose reads answer `AccessDenied`, as S3 does for a role without the right.
+    denied: Mutex<BTreeSet<String>>,
 }
 
 impl MemoryStorage {
@@ -34,8 +36,20 @@ impl MemoryStorage {
     }
 
     /// Remove without counting a request (test setup).
-    pub fn lock_remove(&self, key: &str) {
+    pub fn remove(&self, key: &str) {
         self.lock().remove(key);
+    }
+
+    /// From now on, reads of `key` answer `Error::Forbidden` (test setup).
+    pub fn deny(&self, key: &str) {
+        self.denied.lock().unwrap_or_else(|p| p.into_inner()).insert(key.into());
+    }
+
+    fn readable(&self, key: &str) -> Result<(), Error> {
+        if self.denied.lock().unwrap_or_else(|p| p.into_inner()).contains(key) {
+            return Err(Error::Forbidden(format!("GetObject {key}")));
+        }
+        Ok(())
     }
 
     pub fn keys(&self) -> Vec<String> {
@@ -67,11 +81,13 @@ impl MemoryStorage {
 impl Storage for MemoryStorage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
         self.begin()?;
+        self.readable(key)?;
         Ok(self.lock().get(key).cloned())
     }
 
     async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
         self.begin()?;
+        self.readable(key)?;
         Ok(match self.lock().get(key) {
             Some(o) if o.etag == etag => Revalidated::Unchanged,
             other => Revalidated::Changed(other.cloned()),
@@ -80,6 +96,7 @@ impl Storage for MemoryStorage {
 
     async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
         self.begin()?;
+        self.readable(key)?;
         Ok(self.lock().get(key).map(|o| o.etag.clone()))
     }
 
@@ -122,6 +139,7 @@ impl Storage for MemoryStorage {
         F: FnMut(&[u8]) -> Result<(), Error> + Send,
     {
         self.begin()?;
+        self.readable(key)?;
         let Some(object) = self.lock().get(key).cloned() else {
             return Ok(None);
         };

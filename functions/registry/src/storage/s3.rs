@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use aws_sdk_s3::Client;
+use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
@@ -50,19 +51,24 @@ impl S3Storage {
     }
 }
 
-/// Classify an SDK error: 404 is "no such key"; 403 on a read is also "no such key",
-/// because S3 answers 403 instead of 404 to a caller without `s3:ListBucket`, which is how
-/// the read functions are deployed (least privilege). Anything else is S3 being unavailable.
-fn is_missing<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool
+/// What an SDK error says about the key: 404 is "no such key"; S3's `AccessDenied` (403) is
+/// `Error::Forbidden`, which a role without `s3:ListBucket` also gets for a missing key, so
+/// the caller decides (a manifest read treats it as absent, the token store as an error);
+/// anything else is S3 being unavailable.
+fn classify_error<E>(op: &str, key: &str, err: SdkError<E, HttpResponse>) -> Result<(), Error>
 where
-    R: std::fmt::Debug,
+    E: ProvideErrorMetadata + std::error::Error + 'static,
 {
-    match err {
-        SdkError::ServiceError(se) => {
-            matches!(se.err().code(), Some("NoSuchKey" | "NotFound" | "AccessDenied" | "NoSuchBucket"))
+    if let SdkError::ServiceError(se) = &err {
+        match (se.err().code(), se.raw().status().as_u16()) {
+            (Some("NoSuchKey" | "NotFound" | "NoSuchBucket"), _) | (None, 404) => return Ok(()),
+            (Some("AccessDenied" | "Forbidden"), _) | (None, 403) => {
+                return Err(Error::Forbidden(format!("{op} {key}")));
+            }
+            _ => {}
         }
-        _ => false,
     }
+    Err(unavailable(op, key, err))
 }
 
 /// The body of a GetObject answer, with its ETag.
@@ -102,8 +108,7 @@ impl Storage for S3Storage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
         let out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => out,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(e) => return Err(unavailable("GetObject", key, e)),
+            Err(e) => return classify_error("GetObject", key, e).map(|()| None),
         };
         read_object(key, out).await.map(Some)
     }
@@ -113,8 +118,7 @@ impl Storage for S3Storage {
             Ok(out) => out,
             // S3 answers 304 with no body; the SDK surfaces it as an unmodelled service error.
             Err(SdkError::ServiceError(se)) if se.raw().status().as_u16() == 304 => return Ok(Revalidated::Unchanged),
-            Err(e) if is_missing(&e) => return Ok(Revalidated::Changed(None)),
-            Err(e) => return Err(unavailable("GetObject", key, e)),
+            Err(e) => return classify_error("GetObject", key, e).map(|()| Revalidated::Changed(None)),
         };
         read_object(key, out).await.map(|o| Revalidated::Changed(Some(o)))
     }
@@ -122,8 +126,7 @@ impl Storage for S3Storage {
     async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
         match self.client.head_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => Ok(Some(out.e_tag.unwrap_or_default())),
-            Err(e) if is_missing(&e) => Ok(None),
-            Err(e) => Err(unavailable("HeadObject", key, e)),
+            Err(e) => classify_error("HeadObject", key, e).map(|()| None),
         }
     }
 
@@ -189,8 +192,7 @@ impl Storage for S3Storage {
     {
         let mut out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(out) => out,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(e) => return Err(unavailable("GetObject", key, e)),
+            Err(e) => return classify_error("GetObject", key, e).map(|()| None),
         };
         while let Some(chunk) = out.body.next().await {
             let chunk = match chunk {

@@ -1,0 +1,128 @@
+//! Archive builders for every test layer (unit, integration, end to end, benchmarks): the one
+//! place that makes module archives and provider zips, well-formed and hostile. Compiled for
+//! the crate's own tests and, for other crates, with the `test-support` feature; never in a
+//! Lambda.
+
+// Builders for tests: a failure to build is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Cursor, Write};
+
+/// One entry of an archive to build.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    File(&'a str, &'a [u8]),
+    Dir(&'a str),
+    /// A symbolic link and its target.
+    Symlink(&'a str, &'a str),
+    /// A tar hard link and the entry it names.
+    Hardlink(&'a str, &'a str),
+    /// A named pipe (tar only).
+    Fifo(&'a str),
+}
+
+/// A tar stream of `items`, ending with the end-of-archive marker (two zero blocks). Names
+/// and link targets are written as given, `..` and absolute paths included (the tar crate's
+/// own setters refuse those, and hostile archives need them).
+pub fn tar(items: &[Item<'_>]) -> Vec<u8> {
+    let mut tar = tar::Builder::new(Vec::new());
+    for item in items {
+        let (name, entry_type, data, link): (&str, tar::EntryType, &[u8], Option<&str>) = match *item {
+            Item::File(name, data) => (name, tar::EntryType::Regular, data, None),
+            Item::Dir(name) => (name, tar::EntryType::Directory, b"", None),
+            Item::Symlink(name, target) => (name, tar::EntryType::Symlink, b"", Some(target)),
+            Item::Hardlink(name, target) => (name, tar::EntryType::Link, b"", Some(target)),
+            Item::Fifo(name) => (name, tar::EntryType::Fifo, b"", None),
+        };
+        let mut header = tar::Header::new_gnu();
+        header.set_mtime(0);
+        header.set_mode(if entry_type == tar::EntryType::Directory { 0o755 } else { 0o644 });
+        header.set_entry_type(entry_type);
+        header.set_size(data.len() as u64);
+        let raw = header.as_old_mut();
+        if name.len() <= raw.name.len() && link.is_none_or(|l| l.len() <= raw.linkname.len()) {
+            raw.name[..name.len()].copy_from_slice(name.as_bytes());
+            if let Some(link) = link {
+                raw.linkname[..link.len()].copy_from_slice(link.as_bytes());
+            }
+            header.set_cksum();
+            tar.append(&header, data).unwrap();
+        } else if let Some(link) = link {
+            tar.append_link(&mut header, name, link).unwrap();
+        } else {
+            tar.append_data(&mut header, name, data).unwrap();
+        }
+    }
+    tar.into_inner().unwrap()
+}
+
+/// The same tar stream cut before its end-of-archive marker: Go's reader accepts it, and a
+/// reader that also stops at the end of the first gzip member sees nothing after it.
+pub fn tar_without_end_marker(items: &[Item<'_>]) -> Vec<u8> {
+    let mut bytes = tar(items);
+    bytes.truncate(bytes.len() - 1024);
+    bytes
+}
+
+/// One gzip member holding `bytes`.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+/// A `.tar.gz` of `items`.
+pub fn tar_gz_items(items: &[Item<'_>]) -> Vec<u8> {
+    gzip(&tar(items))
+}
+
+/// A `.tar.gz` holding these files.
+pub fn tar_gz(files: &[(&str, &[u8])]) -> Vec<u8> {
+    tar_gz_items(&files.iter().map(|(n, d)| Item::File(n, d)).collect::<Vec<_>>())
+}
+
+/// A module archive (`.tar.gz`) holding these text files.
+pub fn module_tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+    tar_gz(&files.iter().map(|(n, d)| (*n, d.as_bytes())).collect::<Vec<_>>())
+}
+
+/// A zip of `items` (names ending in `/` are directories).
+pub fn zip_items(items: &[Item<'_>]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    for item in items {
+        match *item {
+            Item::File(name, data) => {
+                w.start_file(name, options).unwrap();
+                w.write_all(data).unwrap();
+            }
+            Item::Dir(name) => w.add_directory(name, options).unwrap(),
+            Item::Symlink(name, target) => w.add_symlink(name, target, options).unwrap(),
+            Item::Hardlink(..) | Item::Fifo(_) => panic!("zip has no {item:?}"),
+        }
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// A zip holding these files (names ending in `/` are directories).
+pub fn zip(files: &[(&str, &[u8])]) -> Vec<u8> {
+    zip_items(
+        &files.iter().map(|(n, d)| if n.ends_with('/') { Item::Dir(n) } else { Item::File(n, d) }).collect::<Vec<_>>(),
+    )
+}
+
+/// A module archive in `.zip` form holding these text files.
+pub fn module_zip(files: &[(&str, &str)]) -> Vec<u8> {
+    zip(&files.iter().map(|(n, d)| (*n, d.as_bytes())).collect::<Vec<_>>())
+}
+
+/// A provider package as releases ship it: one executable named
+/// `terraform-provider-TYPE_vVERSION`, no directory entries. `terraform init` installs it
+/// without running it, so the executable is a small script that says what it is.
+pub fn provider_zip(r#type: &str, version: &str, marker: &str) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+    w.start_file(format!("terraform-provider-{type}_v{version}"), options).unwrap();
+    w.write_all(format!("#!/bin/sh\n# {type} {version} {marker}\nexit 1\n").as_bytes()).unwrap();
+    w.finish().unwrap().into_inner()
+}
