@@ -12,7 +12,12 @@ LAMBDAS   := discovery modules mirror indexer
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: help bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+
+## What each target does (this list): the `##` comment above each target.
+help:
+	@awk '/^## /{doc = doc (doc ? " " : "") substr($$0, 4); next} /^[A-Z_]+ *[:?]?= /{next} \
+	  /^[a-z][a-z0-9-]*:/{if (doc) printf "  %-14s %s\n", substr($$1, 1, length($$1) - 1), doc; doc = ""; next} {doc = ""}' $(MAKEFILE_LIST)
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -65,6 +70,7 @@ deploy: build
 	cd infra/examples/minimal && $(TERRAFORM) init -input=false && \
 	  $(TERRAFORM) apply -var lambda_dir=$(abspath $(LAMBDA_DIR))
 
+## terraform destroy of infra/examples/minimal (the bucket must be empty).
 destroy:
 	cd infra/examples/minimal && $(TERRAFORM) destroy -var lambda_dir=$(abspath $(LAMBDA_DIR))
 
@@ -72,7 +78,8 @@ destroy:
 unit:
 	$(CARGO) test -p registry
 
-## End-to-end tests only (real terraform CLI against the local registry).
+## The tests that need the local registry (the real terraform CLI, the embedded S3, hostile
+## requests and objects, concurrent publishes, infra consistency): the e2e crate.
 e2e:
 	$(CARGO) test -p e2e
 
@@ -83,8 +90,10 @@ token-create:
 	@$(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
 	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \
 	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(TOKEN_TARGET)
+## List the tokens (names, dates, scopes; never a secret).
 token-list:
 	@$(CARGO) run -q -p registry-local --bin registry-local -- token list $(TOKEN_TARGET)
+## Revoke the token NAME (warm functions stop accepting it within REGISTRY_TOKENS_CACHE_SECONDS).
 token-revoke:
 	@$(CARGO) run -q -p registry-local --bin registry-local -- token revoke --name "$(NAME)" $(TOKEN_TARGET)
 
@@ -92,7 +101,6 @@ token-revoke:
 reindex:
 	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
 
-## Benchmarks (figures go to docs/PERFORMANCE.md).
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
 ## init vs nginx, Lambda cold start, scale, criterion micro-benchmarks; then bench-index.
 bench:
@@ -108,12 +116,15 @@ bench-index:
 	$(CARGO) build -q -p registry-local --bin registry-local
 	BIN=$${CARGO_TARGET_DIR:-target}/debug/registry-local bash bench/index_rss.sh
 
+## rustfmt check and clippy with warnings as errors.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+## Format every crate.
 fmt:
 	$(CARGO) fmt --all
 
+## Remove the build directory.
 clean:
 	$(CARGO) clean

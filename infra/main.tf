@@ -46,7 +46,6 @@ locals {
     REGISTRY_ANONYMOUS_PROVIDERS    = join(",", var.anonymous_providers)
     REGISTRY_TOKENS_CACHE_SECONDS   = tostring(var.tokens_cache_seconds)
     REGISTRY_MANIFEST_CACHE_SECONDS = tostring(var.manifest_cache_seconds)
-    RUST_LOG                        = "info"
   }
   environment = {
     discovery = local.common_environment

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use registry::config::BasePaths;
 use registry::layout;
+use registry::router::BasePaths;
 use registry::router::route_templates;
 
 fn repo() -> PathBuf {

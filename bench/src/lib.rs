@@ -15,13 +15,10 @@ use registry_local::{LocalOptions, Running};
 pub async fn registry(data_dir: &Path, settings: &[(&str, &str)]) -> Running {
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
     registry_local::start(LocalOptions {
-        listen: any,
-        s3_listen: any,
-        data_dir: data_dir.to_path_buf(),
-        write_client_files: false,
         log_s3_requests: true,
         http_listen: Some(any),
         settings: settings.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+        ..LocalOptions::ephemeral(data_dir)
     })
     .await
     .unwrap()

@@ -98,6 +98,8 @@ def record(key):
     return {"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
             "eventTime": "2026-11-22T22:00:00.000Z", "eventName": "ObjectCreated:Put",
             "userIdentity": {"principalId": "AWS:AROAEXAMPLE:ci"},
+            "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+            "responseElements": {"x-amz-request-id": "LOCAL", "x-amz-id-2": "LOCAL"},
             "s3": {"s3SchemaVersion": "1.0", "configurationId": "registry-indexer",
                    "bucket": {"name": "registry", "arn": "arn:aws:s3:::registry"},
                    "object": {"key": key, "size": 1, "eTag": "x", "sequencer": "01"}}}

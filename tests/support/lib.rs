@@ -27,13 +27,10 @@ impl Harness {
     pub async fn start_with(settings: &[(&str, &str)]) -> Harness {
         let dir = TempDir::new("registry");
         let running = registry_local::start(LocalOptions {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            s3_listen: "127.0.0.1:0".parse().unwrap(),
-            data_dir: dir.path().join("data"),
             write_client_files: true,
             log_s3_requests: true,
-            http_listen: None,
             settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..LocalOptions::ephemeral(dir.path().join("data"))
         })
         .await
         .expect("local registry starts");
@@ -70,33 +67,18 @@ pub async fn upload(client: aws_sdk_s3::Client, key: String, bytes: Vec<u8>) {
     sent.unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
 }
 
-/// A temporary directory removed on drop (kept when `KEEP_TEST_DIRS` is set, for debugging).
-pub struct TempDir(PathBuf);
+/// A temporary directory removed on drop, kept when `KEEP_TEST_DIRS` is set (for debugging).
+pub struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     pub fn new(label: &str) -> TempDir {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let path = std::env::temp_dir().join(format!(
-            "{label}-{}-{nanos}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
+        let keep = std::env::var_os("KEEP_TEST_DIRS").is_some();
+        let dir = tempfile::Builder::new().prefix(&format!("{label}-")).disable_cleanup(keep).tempdir().unwrap();
+        TempDir(dir)
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if std::env::var_os("KEEP_TEST_DIRS").is_none() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+        self.0.path()
     }
 }
 

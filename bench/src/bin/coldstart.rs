@@ -60,6 +60,7 @@ async fn main() {
     let s3_event = serde_json::json!({"Records": [{
         "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1", "eventTime": "2026-11-23T00:00:00.000Z",
         "eventName": "ObjectCreated:Put", "userIdentity": {"principalId": "AWS:AROAEXAMPLE:ci"},
+        "requestParameters": {"sourceIPAddress": "127.0.0.1"}, "responseElements": {},
         "s3": {"s3SchemaVersion": "1.0", "configurationId": "c", "bucket": {"name": "registry", "arn": "arn:aws:s3:::registry"},
                "object": {"key": "modules/acme/vpc/aws/1.0.0.tar.gz", "size": 1, "eTag": "x", "sequencer": "01"}}}]})
     .to_string();

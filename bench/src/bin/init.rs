@@ -8,7 +8,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -42,7 +41,7 @@ async fn main() {
         .extend(["linux_arm64", "darwin_arm64", "windows_amd64"].iter().map(|p| p.to_string()).filter(|p| *p != here));
     for p in 0..PROVIDERS {
         for platform in platforms.iter().take(4) {
-            let zip = provider_zip(&format!("p{p}"), "1.0.0", zip_mb << 20, p as u8);
+            let zip = registry::testing::sized_provider_zip(&format!("p{p}"), "1.0.0", zip_mb << 20, p as u8);
             let key = format!("providers/example.com/acme/p{p}/terraform-provider-p{p}_1.0.0_{platform}.zip");
             e2e::upload(publisher.clone(), key, zip).await;
         }
@@ -177,30 +176,4 @@ fn init(tf: &Path, work: &Path, ca: &Path) -> Duration {
     let modules = std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap_or_default();
     assert!(installed == PROVIDERS && modules.matches("\"Key\":\"m").count() == MODULES, "{stdout}\n{modules}");
     elapsed
-}
-
-/// A provider package with an executable and `size` bytes of incompressible payload, as real
-/// provider binaries (tens of MB) are; `seed` makes each provider's bytes different.
-fn provider_zip(r#type: &str, version: &str, size: usize, seed: u8) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let exec = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
-    w.start_file(format!("terraform-provider-{type}_v{version}"), exec).unwrap();
-    w.write_all(b"#!/bin/sh\nexit 1\n").unwrap();
-    let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    w.start_file("payload.bin", stored).unwrap();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(seed);
-    let mut chunk = vec![0u8; 1 << 16];
-    let mut left = size;
-    while left > 0 {
-        for b in chunk.iter_mut() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            *b = state as u8;
-        }
-        let n = left.min(chunk.len());
-        w.write_all(&chunk[..n]).unwrap();
-        left -= n;
-    }
-    w.finish().unwrap().into_inner()
 }

@@ -29,9 +29,9 @@ use s3s::service::S3Service;
 use s3s::{Body, HttpError};
 use tokio::sync::Mutex;
 
-use registry::config::Limits;
 use registry::events::percent_decode;
 use registry::index::Indexer;
+use registry::index::Limits;
 use registry::layout;
 use registry::storage::S3Storage;
 

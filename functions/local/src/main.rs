@@ -1,5 +1,6 @@
 //! `registry-local`: run the registry on loopback (`make dev`), rebuild manifests, manage tokens.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +8,7 @@ use std::process::ExitCode;
 use registry_local::{LocalOptions, TokenAction, TokenTarget, reindex, start, token_command};
 
 const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--http-listen ADDR] [--data-dir DIR]
-              registry-local reindex [--data-dir DIR]
+       registry-local reindex [--data-dir DIR]
        registry-local token create --name NAME [--modules GLOBS] [--providers GLOBS] [--expires-days N] [--data-dir DIR | --bucket BUCKET]
        registry-local token list [--data-dir DIR | --bucket BUCKET]
        registry-local token revoke --name NAME [--data-dir DIR | --bucket BUCKET]
@@ -30,107 +31,169 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Vec<String>) -> Result<(), String> {
-    let mut command = "serve".to_string();
-    let mut listen: SocketAddr = "127.0.0.1:8443".parse().map_err(|e| format!("{e}"))?;
-    let mut s3_listen: Option<SocketAddr> = None;
-    let mut http_listen: Option<SocketAddr> = None;
-    let mut data_dir = PathBuf::from(".data");
-    let (mut token_verb, mut name, mut bucket, mut expires_days) =
-        (None::<String>, None::<String>, None::<String>, None::<u64>);
-    let (mut modules, mut providers) = (Vec::new(), Vec::new());
-    let globs =
-        |list: String| list.split(',').map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect::<Vec<_>>();
-    let mut it = args.into_iter();
-    while let Some(arg) = it.next() {
-        let mut value = |flag: &str| it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
-        match arg.as_str() {
-            "serve" | "reindex" | "token" => command = arg,
-            "create" | "list" | "revoke" if command == "token" => token_verb = Some(arg),
-            "--name" => name = Some(value("--name")?),
-            "--bucket" => bucket = Some(value("--bucket")?),
-            "--modules" => modules = globs(value("--modules")?),
-            "--providers" => providers = globs(value("--providers")?),
-            "--expires-days" => {
-                expires_days = Some(value("--expires-days")?.parse().map_err(|e| format!("--expires-days: {e}"))?)
+/// The command line: the subcommand (with its verb, for `token`) and its flags.
+struct Command {
+    words: Vec<String>,
+    flags: BTreeMap<String, String>,
+}
+
+impl Command {
+    /// Split words from `--flag value` pairs; every flag takes a value.
+    fn parse(args: Vec<String>) -> Result<Command, String> {
+        let (mut words, mut flags) = (Vec::new(), BTreeMap::new());
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            if arg == "-h" || arg == "--help" {
+                words = vec!["help".into()];
+                break;
             }
-            "--listen" => listen = value("--listen")?.parse().map_err(|e| format!("--listen: {e}"))?,
-            "--http-listen" => {
-                http_listen = Some(value("--http-listen")?.parse().map_err(|e| format!("--http-listen: {e}"))?)
+            if arg.starts_with("--") {
+                let value = it.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?;
+                if flags.insert(arg.clone(), value).is_some() {
+                    return Err(format!("{arg} given twice\n{USAGE}"));
+                }
+            } else {
+                words.push(arg);
             }
-            "--s3-listen" => s3_listen = Some(value("--s3-listen")?.parse().map_err(|e| format!("--s3-listen: {e}"))?),
-            "--data-dir" => data_dir = PathBuf::from(value("--data-dir")?),
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+        Ok(Command { words, flags })
+    }
+
+    /// Refuse flags that do not belong to this subcommand (`reindex --bucket` would otherwise
+    /// silently reindex the local data directory).
+    fn only(&self, command: &str, allowed: &[&str]) -> Result<(), String> {
+        match self.flags.keys().find(|f| !allowed.contains(&f.as_str())) {
+            Some(flag) => Err(format!("{command} does not take {flag}\n{USAGE}")),
+            None => Ok(()),
         }
     }
-    if command == "token" {
-        let target = match bucket {
-            Some(b) => TokenTarget::Bucket(b),
-            None => TokenTarget::DataDir(data_dir),
-        };
-        let need_name = || name.clone().ok_or_else(|| format!("--name is required\n{USAGE}"));
-        let action = match token_verb.as_deref() {
-            Some("create") => TokenAction::Create { name: need_name()?, modules, providers, expires_days },
-            Some("list") => TokenAction::List,
-            Some("revoke") => TokenAction::Revoke { name: need_name()? },
-            _ => return Err(format!("token needs create, list or revoke\n{USAGE}")),
-        };
-        print!("{}", token_command(action, target).await.map_err(|e| e.to_string())?);
-        return Ok(());
+
+    fn value<T: std::str::FromStr>(&self, flag: &str) -> Result<Option<T>, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.flags.get(flag).map(|v| v.parse().map_err(|e| format!("{flag} {v:?}: {e}"))).transpose()
     }
-    if command == "reindex" {
-        let results = reindex(&data_dir).await.map_err(|e| e.to_string())?;
-        let mut failed = 0;
-        for (owner, outcome) in &results {
-            match outcome {
-                Ok(outcome) => println!("{owner}: {outcome:?}"),
-                Err(e) => {
-                    failed += 1;
-                    println!("{owner}: FAILED: {e}");
+
+    fn globs(&self, flag: &str) -> Vec<String> {
+        self.flags
+            .get(flag)
+            .map(|list| list.split(',').map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect())
+            .unwrap_or_default()
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        PathBuf::from(self.flags.get("--data-dir").map_or(".data", String::as_str))
+    }
+}
+
+async fn run(args: Vec<String>) -> Result<(), String> {
+    let command = Command::parse(args)?;
+    let words: Vec<&str> = command.words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["help"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        [] | ["serve"] => {
+            command.only("serve", &["--listen", "--s3-listen", "--http-listen", "--data-dir"])?;
+            serve(&command).await
+        }
+        ["reindex"] => {
+            command.only("reindex", &["--data-dir"])?;
+            let results = reindex(&command.data_dir()).await.map_err(|e| e.to_string())?;
+            let mut failed = 0;
+            for (owner, outcome) in &results {
+                match outcome {
+                    Ok(outcome) => println!("{owner}: {outcome:?}"),
+                    Err(e) => {
+                        failed += 1;
+                        println!("{owner}: FAILED: {e}");
+                    }
                 }
             }
+            println!("reindexed {} modules and providers", results.len() - failed);
+            if failed > 0 {
+                return Err(format!("{failed} failed (see above); the others were reindexed"));
+            }
+            Ok(())
         }
-        println!("reindexed {} modules and providers", results.len() - failed);
-        if failed > 0 {
-            return Err(format!("{failed} failed (see above); the others were reindexed"));
+        ["token", verb] => {
+            let target_flags = ["--data-dir", "--bucket"];
+            let action = match *verb {
+                "create" => {
+                    command.only(
+                        "token create",
+                        &["--name", "--modules", "--providers", "--expires-days", "--data-dir", "--bucket"],
+                    )?;
+                    TokenAction::Create {
+                        name: need_name(&command)?,
+                        modules: command.globs("--modules"),
+                        providers: command.globs("--providers"),
+                        expires_days: command.value("--expires-days")?,
+                    }
+                }
+                "list" => {
+                    command.only("token list", &target_flags)?;
+                    TokenAction::List
+                }
+                "revoke" => {
+                    command.only("token revoke", &["--name", "--data-dir", "--bucket"])?;
+                    TokenAction::Revoke { name: need_name(&command)? }
+                }
+                other => return Err(format!("token needs create, list or revoke, not {other:?}\n{USAGE}")),
+            };
+            let target = match (command.flags.get("--bucket"), command.flags.contains_key("--data-dir")) {
+                (Some(_), true) => return Err(format!("--data-dir or --bucket, not both\n{USAGE}")),
+                (Some(bucket), false) => TokenTarget::Bucket(bucket.clone()),
+                (None, _) => TokenTarget::DataDir(command.data_dir()),
+            };
+            print!("{}", token_command(action, target).await.map_err(|e| e.to_string())?);
+            Ok(())
         }
-        return Ok(());
+        ["token"] => Err(format!("token needs create, list or revoke\n{USAGE}")),
+        other => Err(format!("unknown command {:?}\n{USAGE}", other.join(" "))),
     }
-    let s3_listen = s3_listen.unwrap_or_else(|| {
+}
+
+fn need_name(command: &Command) -> Result<String, String> {
+    command.flags.get("--name").cloned().ok_or_else(|| format!("--name is required\n{USAGE}"))
+}
+
+async fn serve(command: &Command) -> Result<(), String> {
+    let listen: SocketAddr = command.value("--listen")?.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8443)));
+    let s3_listen = command.value("--s3-listen")?.unwrap_or_else(|| {
         let port = if listen.port() == 0 { 0 } else { listen.port().wrapping_add(1) };
         SocketAddr::new(listen.ip(), port)
     });
     let running = start(LocalOptions {
         listen,
         s3_listen,
-        data_dir,
         write_client_files: true,
-        log_s3_requests: false,
-        http_listen,
-        settings: vec![],
+        http_listen: command.value("--http-listen")?,
+        ..LocalOptions::ephemeral(command.data_dir())
     })
     .await
     .map_err(|e| e.to_string())?;
     let dir = running.data_dir.display();
+    let paths = &running.app.config.paths;
     println!(
         "\nregistry-local is serving\n\
          \x20 registry (HTTPS):  {base}   modules: {host}/NAMESPACE/NAME/SYSTEM\n\
-         \x20 provider mirror:   {base}/v1/mirror/\n\
-         \x20 embedded S3:       {s3}   bucket: registry\n\n\
+         \x20 provider mirror:   {base}{mirror}\n\
+         \x20 embedded S3:       {s3}   bucket: {bucket}\n\n\
          Use it from terraform (terraform.rc holds the local-dev token; `make token-create` makes scoped ones):\n\
          \x20 export TF_CLI_CONFIG_FILE={dir}/terraform.rc SSL_CERT_FILE={dir}/ca.pem\n\
          Publish (archives are indexed as soon as the upload finishes):\n\
          \x20 source {dir}/local.env\n\
-         \x20 aws s3 cp vpc.tar.gz s3://registry/modules/acme/vpc/aws/1.0.0.tar.gz\n\
-         \x20 aws s3 sync ./mirror s3://registry/providers/    # a `terraform providers mirror` directory\n\n\
+         \x20 aws s3 cp vpc.tar.gz s3://{bucket}/modules/acme/vpc/aws/1.0.0.tar.gz\n\
+         \x20 aws s3 sync ./mirror s3://{bucket}/providers/    # a `terraform providers mirror` directory\n\n\
          Ctrl-C stops it.",
         base = running.base_url(),
         host = running.registry_addr,
+        mirror = paths.mirror,
         s3 = running.s3_endpoint(),
+        bucket = registry_local::BUCKET,
     );
     tokio::signal::ctrl_c().await.map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
     println!("stopping");

@@ -11,9 +11,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use http::Method;
 use registry::access::{Policy, Resource, TokenStore, decide, manage};
 use registry::address::ModuleAddress;
-use registry::config::BasePaths;
 use registry::manifest::{ModuleManifest, ModuleVersion, ProviderVersion};
 use registry::router;
+use registry::router::BasePaths;
 use registry::storage::{S3Storage, Storage};
 
 fn module_manifest(versions: usize) -> Vec<u8> {

@@ -18,22 +18,28 @@ use sha2::{Digest, Sha256};
 use crate::address::{ModuleAddress, ProviderAddress};
 use crate::error::Error;
 
+/// The `format` of `access/tokens.json` this code reads and writes.
 pub const TOKENS_FORMAT: u32 = 1;
 /// Prefix of every token this registry issues (recognisable in leaked-secret scanners).
 pub const TOKEN_PREFIX: &str = "trg_";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `access/tokens.json`: every token, as a hash with its scopes.
 pub struct TokenStore {
+    /// `TOKENS_FORMAT`; anything else is refused (fail closed).
     pub format: u32,
+    /// The tokens, each with a unique name.
     pub tokens: Vec<TokenRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One token: its hash, when it was made, when it expires, and what it may read.
 pub struct TokenRecord {
     /// Unique, for listing and revoking.
     pub name: String,
     /// Hex SHA-256 of the token; the token itself is never stored.
     pub sha256: String,
+    /// When it was created (`2026-11-22T21:40:00Z`).
     pub created_at: String,
     /// RFC 3339 UTC (`2027-01-31T00:00:00Z`); `None`: never expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,20 +57,27 @@ pub struct TokenRecord {
 /// `REGISTRY_ANONYMOUS_PROVIDERS` (comma-separated globs; empty: nobody).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
+    /// Module namespaces anyone may read (globs).
     pub anonymous_modules: Vec<String>,
+    /// Providers anyone may read (`HOSTNAME/NAMESPACE/TYPE` globs).
     pub anonymous_providers: Vec<String>,
 }
 
 /// What a request reads.
 #[derive(Debug, Clone, Copy)]
 pub enum Resource<'a> {
+    /// The service discovery document: public.
     Discovery,
+    /// A module's versions or download.
     Module(&'a ModuleAddress),
+    /// A mirrored provider's versions or packages.
     Provider(&'a ProviderAddress),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// What one request may do.
 pub enum Decision {
+    /// Answer it.
     Allow,
     /// No usable token: 401.
     Unauthenticated(&'static str),
@@ -73,6 +86,7 @@ pub enum Decision {
 }
 
 impl TokenStore {
+    /// Read the store; a bad or unknown format is an error (fail closed).
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         let mut store: TokenStore =
             serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("access/tokens.json: {e}")))?;
@@ -102,6 +116,7 @@ impl TokenStore {
 }
 
 impl Policy {
+    /// Whether `resource` may be read without a token.
     pub fn anonymous(&self, resource: Resource<'_>) -> bool {
         match resource {
             Resource::Discovery => true,
@@ -112,6 +127,7 @@ impl Policy {
 }
 
 impl TokenRecord {
+    /// Whether this token's scopes cover `resource`.
     pub fn may_read(&self, resource: Resource<'_>) -> bool {
         match resource {
             Resource::Discovery => true,
@@ -120,11 +136,12 @@ impl TokenRecord {
         }
     }
 
+    /// Whether the token has expired at `now_unix` (an unreadable expiry counts as expired).
     pub fn expired(&self, now_unix: i64) -> bool {
         match &self.expires_at {
             None => false,
             // An unreadable expiry is treated as expired: fail closed.
-            Some(at) => parse_rfc3339(at).is_none_or(|at| at <= now_unix),
+            Some(at) => crate::clock::parse_rfc3339(at).is_none_or(|at| at <= now_unix),
         }
     }
 }
@@ -170,6 +187,7 @@ pub fn bearer(header: &str) -> Option<&str> {
     ok.then_some(token)
 }
 
+/// The SHA-256 of a token, as the store keeps it.
 pub fn hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
@@ -209,37 +227,17 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     pi == p.len()
 }
 
-/// Parse `YYYY-MM-DDTHH:MM:SSZ` (UTC) to Unix seconds.
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
-}
-
 /// Managing the store: every change is a conditional write of the whole object, retried when
 /// another change got there first, so concurrent token commands never lose a token.
 pub mod manage {
+    use std::time::Duration;
+
     use super::*;
     use crate::layout;
+    use crate::retry::{self, Backoff};
     use crate::storage::{Precondition, Storage};
 
+    /// Every token record (names, dates, scopes; never a secret).
     pub async fn list<S: Storage>(storage: &S) -> Result<Vec<TokenRecord>, Error> {
         Ok(read(storage).await?.0.tokens)
     }
@@ -276,7 +274,7 @@ pub mod manage {
         TokenRecord {
             name: name.into(),
             sha256: hex::encode(hash(token)),
-            created_at: crate::index::rfc3339_now(),
+            created_at: crate::clock::rfc3339_now(),
             expires_at,
             modules,
             providers,
@@ -290,24 +288,22 @@ pub mod manage {
         }
     }
 
+    /// How a change that loses a race to another token command is retried.
+    const CHANGE_RETRY: Backoff =
+        Backoff { attempts: 10, first: Duration::from_millis(20), max: Duration::from_millis(500) };
+
     async fn change<S: Storage>(storage: &S, apply: impl Fn(&mut TokenStore) -> bool) -> Result<bool, Error> {
-        for _ in 0..10 {
+        retry::on_conflict(CHANGE_RETRY, layout::TOKENS, |_| async {
             let (mut store, etag) = read(storage).await?;
             if !apply(&mut store) {
                 return Ok(false);
             }
-            let mut body = serde_json::to_vec_pretty(&store).map_err(|e| Error::Internal(e.to_string()))?;
-            body.push(b'\n');
-            match storage
-                .put(layout::TOKENS, body.into(), "application/json", Precondition::replacing(etag.as_deref()))
-                .await
-            {
-                Ok(()) => return Ok(true),
-                Err(Error::Conflict(_)) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Unavailable("access/tokens.json kept changing; try again".into()))
+            let body = crate::manifest::to_json(&store)?;
+            let precondition = Precondition::replacing(etag.as_deref());
+            storage.put(layout::TOKENS, body, crate::manifest::CONTENT_TYPE_JSON, precondition).await?;
+            Ok(true)
+        })
+        .await
     }
 }
 
@@ -348,17 +344,6 @@ mod tests {
     }
 
     #[test]
-    fn timestamps() {
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_rfc3339("2026-11-22T21:40:05Z"), Some(1_795_383_605));
-        for bad in ["2026-13-01T00:00:00Z", "2026-11-22 21:40:05Z", "2026-11-22T21:40:05+01:00", "soon", ""] {
-            assert_eq!(parse_rfc3339(bad), None, "{bad}");
-        }
-        let now = crate::index::rfc3339_now();
-        assert!(parse_rfc3339(&now).is_some(), "{now}");
-    }
-
-    #[test]
     fn decisions() {
         let store = TokenStore {
             format: 1,
@@ -375,7 +360,7 @@ mod tests {
             ],
         };
         let policy = Policy { anonymous_modules: vec!["public".into()], anonymous_providers: vec![] };
-        let now = parse_rfc3339("2026-11-22T00:00:00Z").unwrap();
+        let now = crate::clock::parse_rfc3339("2026-11-22T00:00:00Z").unwrap();
         let acme = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
         let team = ModuleAddress::parse("team-net", "vpc", "aws").unwrap();
         let other = ModuleAddress::parse("other", "vpc", "aws").unwrap();

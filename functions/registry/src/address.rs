@@ -13,21 +13,29 @@ pub const VERSION_MAX_LEN: usize = 128;
 pub const HOSTNAME_MAX_LEN: usize = 253 + 6;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A module's address in the registry: `NAMESPACE/NAME/SYSTEM`.
 pub struct ModuleAddress {
+    /// The publisher's namespace (`acme`).
     pub namespace: String,
+    /// The module's name (`network`).
     pub name: String,
+    /// The target system, usually a provider type (`aws`).
     pub system: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A provider's address: `HOSTNAME/NAMESPACE/TYPE`.
 pub struct ProviderAddress {
     /// The provider's origin registry host (e.g. `registry.terraform.io`), not the mirror's.
     pub hostname: String,
+    /// The provider's namespace (`hashicorp`).
     pub namespace: String,
+    /// The provider's type (`aws`).
     pub r#type: String,
 }
 
 impl ModuleAddress {
+    /// Validate each part against the protocol grammar (400 otherwise).
     pub fn parse(namespace: &str, name: &str, system: &str) -> Result<Self, Error> {
         check("namespace", namespace, is_module_name)?;
         check("name", name, is_module_name)?;
@@ -43,6 +51,7 @@ impl fmt::Display for ModuleAddress {
 }
 
 impl ProviderAddress {
+    /// Validate each part against the protocol grammar (400 otherwise).
     pub fn parse(hostname: &str, namespace: &str, r#type: &str) -> Result<Self, Error> {
         check("hostname", hostname, is_hostname)?;
         check("namespace", namespace, is_provider_part)?;

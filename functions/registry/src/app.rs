@@ -15,11 +15,9 @@ use crate::cache::ManifestCache;
 use crate::config::Config;
 use crate::error::Error;
 use crate::layout::{self, Wanted};
-use crate::manifest::{ModuleManifest, ProviderIndex, ProviderVersion};
+use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ProviderIndex, ProviderVersion};
 use crate::router::{self, Route, Service};
 use crate::storage::{Revalidated, Storage};
-
-pub const CONTENT_TYPE_JSON: &str = "application/json";
 
 /// Version lists: a cache may keep them but must revalidate (ETag) before each use, so a
 /// new version shows at once; `private` because what a token may see is per token.
@@ -32,12 +30,27 @@ fn etag_matches(condition: &str, etag: &str) -> bool {
     condition.split(',').any(|c| c.trim() == "*" || bare(c) == bare(etag))
 }
 
+/// What a request for something that does not exist gets. A token that may not read it gets
+/// exactly this too: one builder for both, so the two answers can never drift apart and a
+/// token cannot tell hidden from absent.
+fn absent(route: &Route) -> Error {
+    Error::NotFound(match route {
+        Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => format!("module {m} not found"),
+        Route::MirrorIndex(p) => format!("provider {p} not found"),
+        Route::MirrorVersion(p, v) => format!("provider {p} has no version {v}"),
+        Route::Discovery => "not found".into(),
+    })
+}
+
 /// A transport-neutral response; the Lambda adapter and the local server each turn it into
 /// their own response type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// Header names (lower case) and values.
     pub headers: Vec<(&'static str, String)>,
+    /// The body: JSON, or empty for HEAD and 304.
     pub body: Bytes,
 }
 
@@ -75,6 +88,7 @@ impl Reply {
         self.header("etag", etag)
     }
 
+    /// The first value of header `name` (case-insensitive).
     pub fn header_value(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
@@ -99,6 +113,7 @@ impl Reply {
 /// ignored. Transports fill it in from their own request type.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
+    /// The request method.
     pub method: &'a Method,
     /// The path exactly as the client sent it: not decoded, not normalised.
     pub raw_path: &'a str,
@@ -111,10 +126,12 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    /// A request with this method and raw path, no query and no headers.
     pub fn new(method: &'a Method, raw_path: &'a str) -> Self {
         Request { method, raw_path, query: None, authorization: None, if_none_match: None }
     }
 
+    /// A `GET` of `raw_path`.
     pub fn get(raw_path: &'a str) -> Self {
         Request::new(&Method::GET, raw_path)
     }
@@ -135,24 +152,30 @@ impl<'a> Request<'a> {
             .if_none_match(header(http::header::IF_NONE_MATCH))
     }
 
+    /// With this raw query string.
     pub fn query(mut self, query: Option<&'a str>) -> Self {
         self.query = query;
         self
     }
 
+    /// With this `Authorization` header.
     pub fn authorization(mut self, authorization: Option<&'a str>) -> Self {
         self.authorization = authorization;
         self
     }
 
+    /// With this `If-None-Match` header.
     pub fn if_none_match(mut self, if_none_match: Option<&'a str>) -> Self {
         self.if_none_match = if_none_match;
         self
     }
 }
 
+/// The handler with its configuration, storage and per-container state; one per process.
 pub struct App<S> {
+    /// Loaded once at start.
     pub config: Config,
+    /// The bucket (S3, in memory, or none for discovery).
     pub storage: S,
     services: Vec<Service>,
     /// The token store as last read, and when (kept for `config.tokens_cache`).
@@ -219,22 +242,24 @@ impl<S: Storage> App<S> {
             return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
         self.authorize(&route, authorization).await?;
-        match route {
+        let absent = || absent(&route);
+        match &route {
             // The same for every caller of a deployment: any cache may keep it a while.
             Route::Discovery => {
                 Ok(Reply::json(StatusCode::OK, &self.discovery()).header("cache-control", "public, max-age=300").etag())
             }
             Route::ModuleVersions(module) => {
-                let manifest = self.module_manifest(&module).await?;
+                let key = layout::module_manifest(module);
+                let manifest = self.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), absent).await?;
                 Ok(Reply::json(StatusCode::OK, &manifest.versions_response()).header("cache-control", NO_CACHE).etag())
             }
             Route::ModuleDownload(module, version) => {
-                let manifest = self.module_manifest(&module).await?;
+                let key = layout::module_manifest(module);
+                let manifest = self.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), absent).await?;
                 let entry = manifest
-                    .find(&version)
+                    .find(version)
                     .ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
-                let url =
-                    self.presign(&entry.archive, Wanted::ModuleArchive { module: &module, version: &version }).await?;
+                let url = self.presign(&entry.archive, Wanted::ModuleArchive { module, version }).await?;
                 // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
                 // A 200 with both works for both and keeps every answer JSON.
                 Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
@@ -242,25 +267,17 @@ impl<S: Storage> App<S> {
                     .header("cache-control", "no-store"))
             }
             Route::MirrorIndex(provider) => {
-                let missing = || Error::NotFound(format!("provider {provider} not found"));
-                let index = self
-                    .manifest(
-                        &layout::provider_index(&provider),
-                        ProviderIndex::parse,
-                        |i| i.versions.is_empty(),
-                        missing,
-                    )
-                    .await?;
+                let key = layout::provider_index(provider);
+                let index = self.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), absent).await?;
                 Ok(Reply::json(StatusCode::OK, &index.response()).header("cache-control", NO_CACHE).etag())
             }
             Route::MirrorVersion(provider, version) => {
-                let key = layout::provider_version(&provider, &version);
-                let missing = || Error::NotFound(format!("provider {provider} has no version {version}"));
-                let doc = self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing).await?;
-                let prefix = layout::provider_prefix(&provider);
+                let key = layout::provider_version(provider, version);
+                let doc = self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), absent).await?;
+                let prefix = layout::provider_prefix(provider);
                 let mut archives = serde_json::Map::new();
                 for (platform, archive) in &doc.archives {
-                    let wanted = Wanted::ProviderArchive { provider: &provider, version: &version, platform };
+                    let wanted = Wanted::ProviderArchive { provider, version, platform };
                     let url = self.presign(&format!("{prefix}{}", archive.url), wanted).await?;
                     let mut entry = json!({ "url": url });
                     if !archive.hashes.is_empty() {
@@ -292,17 +309,10 @@ impl<S: Storage> App<S> {
             (Some(_), Resource::Module(_) | Resource::Provider(_)) => self.tokens().await?,
             _ => None,
         };
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        match access::decide(&self.config.access, store.as_deref(), authorization, resource, now) {
+        match access::decide(&self.config.access, store.as_deref(), authorization, resource, crate::clock::now_unix()) {
             Decision::Allow => Ok(()),
             Decision::Unauthenticated(why) => Err(Error::Unauthorized(why.into())),
-            // Exactly what a request for something that does not exist gets.
-            Decision::Hidden => Err(Error::NotFound(match route {
-                Route::MirrorVersion(p, v) => format!("provider {p} has no version {v}"),
-                Route::MirrorIndex(p) => format!("provider {p} not found"),
-                Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => format!("module {m} not found"),
-                Route::Discovery => "not found".into(),
-            })),
+            Decision::Hidden => Err(absent(route)),
         }
     }
 
@@ -334,11 +344,6 @@ impl<S: Storage> App<S> {
         };
         *lock() = Some((Instant::now(), store.clone()));
         Ok(store)
-    }
-
-    async fn module_manifest(&self, module: &crate::address::ModuleAddress) -> Result<Arc<ModuleManifest>, Error> {
-        let missing = || Error::NotFound(format!("module {module} not found"));
-        self.manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), missing).await
     }
 
     /// The one storage read of a request: a manifest, parsed. Absent, or empty (the indexer

@@ -49,6 +49,7 @@ impl Bounds {
     pub const UNLIMITED: Bounds = Bounds { unpacked_bytes: u64::MAX, entries: u64::MAX };
 }
 
+/// What reading a provider zip found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZipSummary {
     /// What the CLI checks: `h1:` over every entry of the zip.

@@ -101,6 +101,7 @@ impl ManifestCache {
     }
 
     /// (entries, bytes) held now.
+    #[cfg(test)]
     pub fn usage(&self) -> (usize, usize) {
         let inner = self.lock();
         (inner.entries.len(), inner.bytes)

@@ -2,16 +2,19 @@
 
 use std::time::Duration;
 
+use crate::index::Limits;
+use crate::router::{BasePaths, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT};
+
 /// Bounds for presigned URL lifetimes: long enough for a slow `terraform init` to start the
 /// download, short enough that a URL printed in a CI log is useless soon after.
 pub const PRESIGN_TTL_MIN: Duration = Duration::from_secs(1);
+/// The longest presigned URL lifetime allowed.
 pub const PRESIGN_TTL_MAX: Duration = Duration::from_secs(3600);
+/// The default presigned URL lifetime.
 pub const PRESIGN_TTL_DEFAULT: Duration = Duration::from_secs(300);
 
-pub const MODULES_BASE_PATH_DEFAULT: &str = "/v1/modules/";
-pub const MIRROR_BASE_PATH_DEFAULT: &str = "/v1/mirror/";
-
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything a function or the local registry reads from its environment.
 pub struct Config {
     /// `REGISTRY_BUCKET`: the one bucket that holds archives and manifests.
     pub bucket: String,
@@ -38,57 +41,11 @@ pub struct Config {
     pub manifest_cache_ttl: Duration,
 }
 
+/// Default of `REGISTRY_MANIFEST_CACHE_BYTES`.
 pub const MANIFEST_CACHE_BYTES_DEFAULT: usize = 16 << 20;
 
-/// Size limits the indexer enforces before an archive is listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// `REGISTRY_MAX_MODULE_ARCHIVE_BYTES`, default 100 MiB.
-    pub module_archive_bytes: u64,
-    /// `REGISTRY_MAX_PROVIDER_ZIP_BYTES`, default 1 GiB (the indexer spools zips to `/tmp`:
-    /// give the function at least this much ephemeral storage).
-    pub provider_zip_bytes: u64,
-    /// `REGISTRY_MAX_UNPACKED_BYTES`, default 4 GiB: total bytes an archive may unpack to
-    /// (decompression bombs).
-    pub unpacked_bytes: u64,
-    /// `REGISTRY_MAX_ARCHIVE_ENTRIES`, default 20,000: entries an archive may hold, which bounds
-    /// the memory a check needs (about a million empty entries fit in a 90 MiB zip).
-    pub archive_entries: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            module_archive_bytes: 100 << 20,
-            provider_zip_bytes: 1 << 30,
-            unpacked_bytes: 4 << 30,
-            archive_entries: 20_000,
-        }
-    }
-}
-
-impl Limits {
-    /// What reading one archive may cost.
-    pub fn bounds(&self) -> crate::archive::Bounds {
-        crate::archive::Bounds { unpacked_bytes: self.unpacked_bytes, entries: self.archive_entries }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BasePaths {
-    /// `REGISTRY_MODULES_BASE_PATH`, default `/v1/modules/`.
-    pub modules: String,
-    /// `REGISTRY_MIRROR_BASE_PATH`, default `/v1/mirror/`.
-    pub mirror: String,
-}
-
-impl Default for BasePaths {
-    fn default() -> Self {
-        BasePaths { modules: MODULES_BASE_PATH_DEFAULT.into(), mirror: MIRROR_BASE_PATH_DEFAULT.into() }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A variable that is missing or has a bad value; the message names it.
 pub struct ConfigError(pub String);
 
 impl std::fmt::Display for ConfigError {
@@ -100,6 +57,7 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
+    /// The defaults, with this bucket (tests and tools).
     pub fn new(bucket: impl Into<String>) -> Self {
         Config {
             bucket: bucket.into(),

@@ -9,6 +9,8 @@ use std::fmt;
 use http::StatusCode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything that can go wrong on the request path or in the indexer, each with its HTTP
+/// status (`Error::status`).
 pub enum Error {
     /// The path breaks the protocol grammar (bad segment, bad version, unknown route shape).
     BadRequest(String),
@@ -34,6 +36,7 @@ pub enum Error {
 }
 
 impl Error {
+    /// The HTTP status a client gets for this error.
     pub fn status(&self) -> StatusCode {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -64,6 +67,7 @@ impl Error {
             .unwrap_or_else(|_| br#"{"errors":["internal error"]}"#.to_vec())
     }
 
+    /// A 5xx: the registry's or a dependency's fault, logged as an error.
     pub fn is_server_error(&self) -> bool {
         self.status().is_server_error()
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use aws_lambda_events::s3::S3Event;
 use serde::Deserialize;
 
 use crate::error::Error;
@@ -10,51 +11,29 @@ use crate::index::{Indexer, Outcome};
 use crate::layout::{self, Owner};
 use crate::storage::Storage;
 
-/// What the indexer function is invoked with: S3 notifications, or a manual
-/// `{"reindex": "all"}` (`aws lambda invoke`) to rebuild every manifest.
+/// What the indexer function is invoked with: S3 notifications (`aws_lambda_events`' type, as
+/// S3 delivers them), or a manual `{"reindex": "all"}` (`aws lambda invoke`) to rebuild every
+/// manifest.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum IndexerEvent {
-    Reindex { reindex: String },
+    /// `{"reindex": "all"}`: rebuild every manifest.
+    Reindex {
+        /// `"all"`, the only rebuild there is.
+        reindex: String,
+    },
+    /// An S3 notification batch.
     S3(S3Event),
-}
-
-#[derive(Debug, Deserialize)]
-pub struct S3Event {
-    /// Required: anything without it is not an S3 notification.
-    #[serde(rename = "Records")]
-    pub records: Vec<S3Record>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct S3Record {
-    #[serde(rename = "eventName", default)]
-    pub event_name: String,
-    pub s3: S3Entity,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct S3Entity {
-    pub bucket: S3Bucket,
-    pub object: S3Object,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct S3Bucket {
-    pub name: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct S3Object {
-    /// URL-encoded, with `+` for a space, as S3 writes it in notifications.
-    pub key: String,
 }
 
 /// What one invocation did, for the function's answer and log.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Summary {
+    /// Owners whose manifests were written.
     pub indexed: Vec<String>,
+    /// Owners whose manifests already said this.
     pub unchanged: Vec<String>,
+    /// Records about other buckets, other kinds of event, or keys outside the registry's prefixes.
     pub ignored_keys: usize,
     /// Keys under `modules/` or `providers/` that fit no module or provider.
     pub rejected_keys: usize,
@@ -63,42 +42,45 @@ pub struct Summary {
     pub failed: Vec<String>,
 }
 
-impl S3Event {
-    /// The owners (modules, providers) whose manifests the batch may have changed, each once;
-    /// the keys under `modules/` or `providers/` that fit no owner (they get a rejection
-    /// record); and how many records were ignored (another bucket or kind of event, keys
-    /// elsewhere in the bucket).
-    ///
-    /// Every record counts, whoever caused it: the indexer writes only where no notification
-    /// filter points (`layout::notifies`), so it never sees its own writes, and there is no
-    /// principal or session name a publisher could borrow to have an upload skipped.
-    pub fn owners(&self, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
-        let mut owners = BTreeSet::new();
-        let mut misplaced = BTreeSet::new();
-        let mut ignored = 0;
-        for record in &self.records {
-            let relevant = record.s3.bucket.name == bucket
-                && (record.event_name.starts_with("ObjectCreated:") || record.event_name.starts_with("ObjectRemoved:"));
-            let key = relevant.then(|| decode_event_key(&record.s3.object.key)).flatten();
-            match key.as_deref().map(|k| (layout::classify(k), layout::expected_name(k))) {
-                Some((Some(kind), _)) if !kind.is_derived() => {
-                    owners.insert(kind.owner());
-                }
-                Some((None, Some(_))) => {
-                    misplaced.extend(key);
-                }
-                _ => ignored += 1,
+/// The owners (modules, providers) whose manifests the batch may have changed, each once;
+/// the keys under `modules/` or `providers/` that fit no owner (they get a rejection
+/// record); and how many records were ignored (another bucket or kind of event, keys
+/// elsewhere in the bucket).
+///
+/// Every record counts, whoever caused it: the indexer writes only where no notification
+/// filter points (`layout::notifies`), so it never sees its own writes, and there is no
+/// principal or session name a publisher could borrow to have an upload skipped.
+pub fn owners(event: &S3Event, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
+    let mut owners = BTreeSet::new();
+    let mut misplaced = BTreeSet::new();
+    let mut ignored = 0;
+    for record in &event.records {
+        let name = record.event_name.as_deref().unwrap_or_default();
+        let relevant = record.s3.bucket.name.as_deref() == Some(bucket)
+            && (name.starts_with("ObjectCreated:") || name.starts_with("ObjectRemoved:"));
+        let key = relevant.then(|| record.s3.object.key.as_deref().and_then(decode_event_key)).flatten();
+        match key.as_deref().map(|k| (layout::classify(k), layout::expected_name(k))) {
+            Some((Some(kind), _)) if !kind.is_derived() => {
+                owners.insert(kind.owner());
             }
+            Some((None, Some(_))) => {
+                misplaced.extend(key);
+            }
+            _ => ignored += 1,
         }
-        (owners, misplaced, ignored)
     }
+    (owners, misplaced, ignored)
 }
 
-/// Handle one invocation. Every owner is indexed even if another fails; then failures are
+/// Process one invocation. Every owner is indexed even if another fails; then failures are
 /// returned as an error, so that Lambda retries an S3 event (transient failures: S3
 /// unavailable, a manifest still contended after every retry) and a manual reindex reports
 /// them. Everything else, including rejected uploads, is an answer.
-pub async fn handle<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: IndexerEvent) -> Result<Summary, Error> {
+pub async fn process<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    bucket: &str,
+    event: IndexerEvent,
+) -> Result<Summary, Error> {
     let mut summary = Summary::default();
     let results = match event {
         IndexerEvent::Reindex { reindex } if reindex == "all" => indexer.reindex_all().await?,
@@ -109,7 +91,7 @@ pub async fn handle<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: I
             )));
         }
         IndexerEvent::S3(event) => {
-            let (owners, misplaced, ignored) = event.owners(bucket);
+            let (owners, misplaced, ignored) = owners(&event, bucket);
             summary.ignored_keys = ignored;
             for key in &misplaced {
                 indexer.on_object_changed(key).await?;

@@ -4,8 +4,8 @@
 
 use http::Method;
 
-use crate::config::BasePaths;
 use crate::layout::{self, ObjectKind};
+use crate::router::BasePaths;
 use crate::router::{self, Route};
 
 /// A key the layout may hand to S3: ASCII, printable, no traversal, no empty segment, no

@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::router::Service;
 use crate::storage::{NoStorage, S3Storage, Storage};
 
+/// What a function's start-up or an indexer invocation fails with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
@@ -50,7 +51,7 @@ async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
 
 /// Answer one API Gateway invocation. Never an `Err`: API Gateway would turn it into an
 /// opaque 502, so every failure is already a JSON reply here.
-pub async fn handle<S: Storage>(
+pub async fn respond<S: Storage>(
     app: &App<S>,
     event: LambdaEvent<Value>,
 ) -> Result<ApiGatewayV2httpResponse, Infallible> {
@@ -99,10 +100,13 @@ fn to_response(response: http::Response<bytes::Bytes>) -> ApiGatewayV2httpRespon
 
 /// The indexer function's state: config and the S3 client, built once per container.
 pub struct IndexerFunction<S> {
+    /// Loaded once at start.
     pub config: Config,
+    /// The bucket.
     pub storage: S,
 }
 
+/// Build the indexer function's state from the environment (once per container).
 pub async fn indexer_function() -> Result<IndexerFunction<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
     Ok(IndexerFunction { config, storage })
@@ -120,7 +124,7 @@ pub async fn index_payload<S: Storage>(function: &IndexerFunction<S>, payload: V
     let event: crate::events::IndexerEvent = serde_json::from_value(payload)
         .map_err(|e| format!("expected S3 notifications or {{\"reindex\": \"all\"}}: {e}"))?;
     let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone());
-    let summary = crate::events::handle(&indexer, &function.config.bucket, event).await?;
+    let summary = crate::events::process(&indexer, &function.config.bucket, event).await?;
     tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
     Ok(serde_json::to_value(summary)?)
 }

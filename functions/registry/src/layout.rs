@@ -21,15 +21,20 @@
 use crate::address::{ModuleAddress, ProviderAddress};
 use crate::error::Error;
 
+/// Module archives, uploaded by publishers.
 pub const MODULES_PREFIX: &str = "modules/";
+/// Provider packages, uploaded by publishers.
 pub const PROVIDERS_PREFIX: &str = "providers/";
 /// Everything the registry derives and serves from; written by the indexer only.
 pub const INDEXED_PREFIX: &str = "indexed/";
+/// Why an upload was not indexed; written by the indexer only.
 pub const REJECTIONS_PREFIX: &str = "rejections/";
 /// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
 /// token command.
 pub const TOKENS: &str = "access/tokens.json";
+/// The file name of a module manifest.
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
+/// The file name of a provider's version list (the network mirror's).
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
 /// Where publishers write (their IAM policy in infra/, the local registry's publisher key).
@@ -59,12 +64,9 @@ pub fn module_prefix(m: &ModuleAddress) -> String {
     format!("{MODULES_PREFIX}{}/{}/{}/", m.namespace, m.name, m.system)
 }
 
+/// Where the indexer keeps a module's manifest.
 pub fn module_manifest(m: &ModuleAddress) -> String {
     format!("{INDEXED_PREFIX}{}{MODULE_MANIFEST_FILE}", module_prefix(m))
-}
-
-pub fn module_archive(m: &ModuleAddress, version: &semver::Version, extension: &str) -> String {
-    format!("{}{version}.{extension}", module_prefix(m))
 }
 
 /// Where a provider's zips are uploaded.
@@ -77,10 +79,12 @@ pub fn provider_documents_prefix(p: &ProviderAddress) -> String {
     format!("{INDEXED_PREFIX}{}", provider_prefix(p))
 }
 
+/// Where the indexer keeps a provider's `index.json`.
 pub fn provider_index(p: &ProviderAddress) -> String {
     format!("{}{PROVIDER_INDEX_FILE}", provider_documents_prefix(p))
 }
 
+/// Where the indexer keeps a provider version's `VERSION.json`.
 pub fn provider_version(p: &ProviderAddress, version: &semver::Version) -> String {
     format!("{}{version}.json", provider_documents_prefix(p))
 }
@@ -131,9 +135,12 @@ pub fn provider_archive_name(p: &ProviderAddress, version: &semver::Version, pla
     format!("terraform-provider-{}_{version}_{}_{}.zip", p.r#type, platform.os, platform.arch)
 }
 
+/// An operating system and architecture a provider package is built for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Platform {
+    /// `linux`, `darwin`, `windows`, …
     pub os: String,
+    /// `amd64`, `arm64`, …
     pub arch: String,
 }
 
@@ -148,9 +155,23 @@ impl Platform {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjectKind {
     /// `modules/NAMESPACE/NAME/SYSTEM/VERSION.EXT`, uploaded by a publisher.
-    ModuleArchive { module: ModuleAddress, version: semver::Version, extension: &'static str },
+    ModuleArchive {
+        /// Whose archive.
+        module: ModuleAddress,
+        /// Which version it publishes.
+        version: semver::Version,
+        /// `tar.gz`, `tgz` or `zip`: how go-getter unpacks it.
+        extension: &'static str,
+    },
     /// `providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-…zip`, uploaded by a publisher.
-    ProviderArchive { provider: ProviderAddress, version: semver::Version, platform: Platform },
+    ProviderArchive {
+        /// Whose package.
+        provider: ProviderAddress,
+        /// Which version it publishes.
+        version: semver::Version,
+        /// For which OS and architecture.
+        platform: Platform,
+    },
     /// `index.json` or `VERSION.json` beside the zips, as a synced `terraform providers mirror`
     /// directory holds them: a name the layout accepts, whose content is never read.
     ProviderMirrorFile(ProviderAddress),
@@ -159,7 +180,12 @@ pub enum ObjectKind {
     /// `indexed/…/index.json`, written by the indexer.
     ProviderIndex(ProviderAddress),
     /// `indexed/…/VERSION.json`, written by the indexer.
-    ProviderVersion { provider: ProviderAddress, version: semver::Version },
+    ProviderVersion {
+        /// Whose document.
+        provider: ProviderAddress,
+        /// Which version it describes.
+        version: semver::Version,
+    },
     /// Under a module's or provider's upload prefix, but not a name the layout has a place for.
     Unrecognised(Owner),
 }
@@ -167,7 +193,9 @@ pub enum ObjectKind {
 /// The module or provider whose manifest an object belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Owner {
+    /// A module: one manifest.
     Module(ModuleAddress),
+    /// A provider: its `index.json` and one `VERSION.json` per version.
     Provider(ProviderAddress),
 }
 
@@ -181,6 +209,7 @@ impl std::fmt::Display for Owner {
 }
 
 impl ObjectKind {
+    /// The module or provider the object belongs to.
     pub fn owner(&self) -> Owner {
         match self {
             ObjectKind::ModuleArchive { module, .. } | ObjectKind::ModuleManifest(module) => {
@@ -256,14 +285,20 @@ fn classify_derived(rest: &str) -> Option<ObjectKind> {
 /// The one archive a download asks for, named by the request (never by a manifest).
 #[derive(Debug, Clone, Copy)]
 pub enum Wanted<'a> {
+    /// A module version's archive (`…/download`).
     ModuleArchive {
+        /// The module the request names.
         module: &'a ModuleAddress,
+        /// The version the request names.
         version: &'a semver::Version,
     },
-    /// `platform` is the `archives` key of `VERSION.json` (`linux_amd64`).
+    /// A provider version's package for one platform (`VERSION.json`).
     ProviderArchive {
+        /// The provider the request names.
         provider: &'a ProviderAddress,
+        /// The version the request names.
         version: &'a semver::Version,
+        /// The `archives` key of `VERSION.json` (`linux_amd64`).
         platform: &'a str,
     },
 }
@@ -338,7 +373,7 @@ mod tests {
     #[test]
     fn keys() {
         assert_eq!(module_manifest(&module()), "indexed/modules/acme/vpc/aws/manifest.json");
-        assert_eq!(module_archive(&module(), &v("1.2.0"), "tar.gz"), "modules/acme/vpc/aws/1.2.0.tar.gz");
+        assert_eq!(module_prefix(&module()), "modules/acme/vpc/aws/");
         assert_eq!(provider_index(&provider()), "indexed/providers/registry.terraform.io/hashicorp/null/index.json");
         assert_eq!(
             provider_version(&provider(), &v("3.2.1")),

@@ -1,29 +1,49 @@
-//! All registry logic, shared by the Lambda binaries and the local registry.
+//! All registry logic, shared by the Lambda binaries and the local registry. Modules, from the
+//! leaves up (dependencies point one way; `tests/module_graph.rs` fails on a cycle):
 //!
-//! - [`router`]: (method, raw path) to a validated [`router::Route`], pure.
-//! - [`app`]: the handler every deployment runs; one storage read per request.
-//! - [`layout`]: the only module that knows S3 keys.
-//! - [`manifest`]: manifest formats and their protocol transforms.
+//! - [`error`]: one error enum, mapped to HTTP status and a JSON body.
+//! - [`clock`]: Unix time and the one timestamp format the registry writes.
+//! - [`address`]: module and provider addresses and versions, validated by the protocol grammar.
+//! - [`layout`]: the only module that knows S3 keys, who writes them, and what a key is.
+//! - [`manifest`]: manifest formats, their protocol transforms, and how documents are stored.
+//! - [`storage`]: the narrow storage interface (S3, in-memory, none).
+//! - `retry`: the conflict-retry loop behind every conditional write.
+//! - `archive`: validation of uploaded archives and the `h1:` hash.
 //! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
-//! - [`archive`]: validation of uploaded archives and the `h1:` hash.
-//! - [`storage`]: the narrow storage interface (S3, in-memory).
-//! - [`events`]: S3 notifications and the indexer function's handling of a batch.
-//! - [`lambda`]: what the Lambda `main`s call.
+//! - [`router`]: (method, raw path) to a validated [`router::Route`], pure.
+//! - [`access`]: tokens, scopes and the access decision.
+//! - [`config`]: typed configuration, loaded once from the environment.
+//! - `cache`: the warm container's manifest cache.
+//! - [`app`]: the handler every deployment runs; one storage read per request.
+//! - `events` (feature `aws`): S3 notifications and the indexer function's processing of them.
+//! - `lambda` (feature `aws`): what the Lambda `main`s call.
+//! - `testing`, `invariants` (feature `test-support`): archive builders and the routing
+//!   invariants that the property tests and fuzz targets share.
+
+#![warn(missing_docs)]
 
 pub mod access;
 pub mod address;
 pub mod app;
+// The fuzz targets reach the archive checks directly; nothing else outside the crate does.
+#[cfg(feature = "test-support")]
 pub mod archive;
-pub mod cache;
+#[cfg(not(feature = "test-support"))]
+mod archive;
+mod cache;
+pub mod clock;
 pub mod config;
 pub mod error;
+#[cfg(feature = "aws")]
 pub mod events;
 pub mod index;
+#[cfg(any(test, feature = "test-support"))]
 pub mod invariants;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod layout;
 pub mod manifest;
+mod retry;
 pub mod router;
 pub mod storage;
 #[cfg(any(test, feature = "test-support"))]

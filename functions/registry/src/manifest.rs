@@ -14,20 +14,38 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 
+/// The `format` of module manifests this code reads and writes.
 pub const MODULE_MANIFEST_FORMAT: u32 = 1;
 
+/// The content type of every document the registry writes and every answer it gives.
+pub const CONTENT_TYPE_JSON: &str = "application/json";
+
+/// A document as the registry stores it: pretty JSON with a final newline, so a person
+/// reading the bucket (`aws s3 cp … -`) sees something readable.
+pub fn to_json<T: Serialize>(value: &T) -> Result<bytes::Bytes, Error> {
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(format!("serialise document: {e}")))?;
+    bytes.push(b'\n');
+    Ok(bytes.into())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `indexed/modules/…/manifest.json`: a module's published versions.
 pub struct ModuleManifest {
+    /// `MODULE_MANIFEST_FORMAT`; another value is refused.
     pub format: u32,
     /// Newest first, by SemVer precedence.
     pub versions: Vec<ModuleVersion>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One published version of a module.
 pub struct ModuleVersion {
+    /// Its SemVer string, canonical.
     pub version: String,
     /// Full bucket key of the archive; its extension tells go-getter how to unpack it.
     pub archive: String,
+    /// Size of the archive in bytes.
     pub size: u64,
     /// Hex SHA-256 of the archive bytes.
     pub sha256: String,
@@ -36,11 +54,13 @@ pub struct ModuleVersion {
 }
 
 impl ModuleManifest {
+    /// A manifest of these versions, sorted newest first.
     pub fn new(mut versions: Vec<ModuleVersion>) -> Self {
         versions.sort_by(|a, b| newest_first(&a.version, &b.version));
         ModuleManifest { format: MODULE_MANIFEST_FORMAT, versions }
     }
 
+    /// Read a stored manifest; unreadable or of another format: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         let m: ModuleManifest =
             serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("module manifest: {e}")))?;
@@ -53,6 +73,7 @@ impl ModuleManifest {
         Ok(m)
     }
 
+    /// The entry of `version`, if published.
     pub fn find(&self, version: &semver::Version) -> Option<&ModuleVersion> {
         let wanted = version.to_string();
         self.versions.iter().find(|v| v.version == wanted)
@@ -66,6 +87,7 @@ impl ModuleManifest {
     }
 }
 
+/// The `versions` answer, borrowed from the manifest.
 #[derive(Debug, Serialize)]
 pub struct VersionsResponse<'a> {
     modules: [ModuleVersions<'a>; 1],
@@ -99,19 +121,23 @@ pub fn newest_first(a: &str, b: &str) -> Ordering {
 /// `providers/HOSTNAME/NAMESPACE/TYPE/index.json`: `{"versions": {"2.0.0": {}}}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderIndex {
+    /// Version → `{}` (the protocol has nothing to say per version).
     pub versions: BTreeMap<String, Value>,
 }
 
 /// `providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json`: `{"archives": {"linux_amd64": {...}}}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderVersion {
+    /// `linux_amd64` → that platform's package.
     pub archives: BTreeMap<String, ProviderArchive>,
 }
 
+/// One platform's package in `VERSION.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderArchive {
     /// Relative to the JSON document, as `terraform providers mirror` writes it: the zip's file name.
     pub url: String,
+    /// `h1:` and `zh:` of the zip, as the indexer computed them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hashes: Vec<String>,
     /// Written by the indexer only; absent in files written by `terraform providers mirror`.
@@ -119,13 +145,17 @@ pub struct ProviderArchive {
     pub indexed: Option<Indexed>,
 }
 
+/// Which bytes the indexer hashed: an unchanged ETag means no need to read them again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Indexed {
+    /// Size of the zip in bytes.
     pub size: u64,
+    /// ETag of the zip when it was hashed.
     pub etag: String,
 }
 
 impl ProviderIndex {
+    /// Read a stored `index.json`; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider index.json: {e}")))
     }
@@ -145,6 +175,7 @@ impl ProviderIndex {
 }
 
 impl ProviderVersion {
+    /// Read a stored `VERSION.json`; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
     }

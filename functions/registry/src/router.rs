@@ -6,31 +6,62 @@
 use http::Method;
 
 use crate::address::{ModuleAddress, ProviderAddress, parse_version, printable};
-use crate::config::BasePaths;
 use crate::error::Error;
 
+/// Where the CLI looks for the services a host offers.
 pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
+/// The module protocol's base path, as infra deploys it.
+pub const MODULES_BASE_PATH_DEFAULT: &str = "/v1/modules/";
+/// The network mirror's base path, as infra deploys it.
+pub const MIRROR_BASE_PATH_DEFAULT: &str = "/v1/mirror/";
+
+/// Where the protocol routes live (`REGISTRY_MODULES_BASE_PATH`, `REGISTRY_MIRROR_BASE_PATH`
+/// for the local registry; infra deploys the defaults). Both start and end with `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BasePaths {
+    /// `REGISTRY_MODULES_BASE_PATH`, default `/v1/modules/`.
+    pub modules: String,
+    /// `REGISTRY_MIRROR_BASE_PATH`, default `/v1/mirror/`.
+    pub mirror: String,
+}
+
+impl Default for BasePaths {
+    fn default() -> Self {
+        BasePaths { modules: MODULES_BASE_PATH_DEFAULT.into(), mirror: MIRROR_BASE_PATH_DEFAULT.into() }
+    }
+}
+
 /// Longer than any valid route (base path + hostname + 2 segments + version + file name).
 pub const PATH_MAX_LEN: usize = 1024;
 
+/// What a request asks for, with its addresses validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// `GET /.well-known/terraform.json`
     Discovery,
+    /// `GET …/NAMESPACE/NAME/SYSTEM/versions`
     ModuleVersions(ModuleAddress),
+    /// `GET …/NAMESPACE/NAME/SYSTEM/VERSION/download`
     ModuleDownload(ModuleAddress, semver::Version),
+    /// `GET …/HOSTNAME/NAMESPACE/TYPE/index.json`
     MirrorIndex(ProviderAddress),
+    /// `GET …/HOSTNAME/NAMESPACE/TYPE/VERSION.json`
     MirrorVersion(ProviderAddress, semver::Version),
 }
 
 /// The Lambda function that serves a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Service {
+    /// Service discovery.
     Discovery,
+    /// The module registry protocol.
     Modules,
+    /// The provider network mirror protocol.
     Mirror,
 }
 
 impl Service {
+    /// Every service: what the local registry serves in one process.
     pub const ALL: [Service; 3] = [Service::Discovery, Service::Modules, Service::Mirror];
 
     /// The Lambda binary (and infra function key) that serves it.
@@ -44,6 +75,7 @@ impl Service {
 }
 
 impl Route {
+    /// The service (so the Lambda function) that answers it.
     pub fn service(&self) -> Service {
         match self {
             Route::Discovery => Service::Discovery,
@@ -75,6 +107,8 @@ pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
     ]
 }
 
+/// Route a request by its method and raw path: 404 for a path that is not ours, 400 for one
+/// that breaks the grammar under a base path, 405 for another method than GET or HEAD.
 pub fn route(method: &Method, raw_path: &str, paths: &BasePaths) -> Result<Route, Error> {
     let route = match_path(raw_path, paths)?;
     if method != Method::GET && method != Method::HEAD {

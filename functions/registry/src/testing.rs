@@ -11,7 +11,9 @@ use std::io::{Cursor, Write};
 /// One entry of an archive to build.
 #[derive(Debug, Clone, Copy)]
 pub enum Item<'a> {
+    /// A regular file and its content.
     File(&'a str, &'a [u8]),
+    /// A directory.
     Dir(&'a str),
     /// A symbolic link and its target.
     Symlink(&'a str, &'a str),
@@ -124,5 +126,32 @@ pub fn provider_zip(r#type: &str, version: &str, marker: &str) -> Vec<u8> {
     let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
     w.start_file(format!("terraform-provider-{type}_v{version}"), options).unwrap();
     w.write_all(format!("#!/bin/sh\n# {type} {version} {marker}\nexit 1\n").as_bytes()).unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+/// A provider package of about `size` bytes: the executable, then a stored (uncompressed)
+/// payload of pseudo-random bytes from `seed`, so no layer can compress or deduplicate it.
+/// For benchmarks that move real-size packages.
+pub fn sized_provider_zip(r#type: &str, version: &str, size: usize, seed: u8) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let exec = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+    w.start_file(format!("terraform-provider-{type}_v{version}"), exec).unwrap();
+    w.write_all(b"#!/bin/sh\nexit 1\n").unwrap();
+    let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    w.start_file("payload.bin", stored).unwrap();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(seed);
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut left = size;
+    while left > 0 {
+        for b in chunk.iter_mut() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *b = state as u8;
+        }
+        let n = left.min(chunk.len());
+        w.write_all(&chunk[..n]).unwrap();
+        left -= n;
+    }
     w.finish().unwrap().into_inner()
 }

@@ -5,8 +5,8 @@
 
 use http::Method;
 use proptest::prelude::*;
-use registry::config::BasePaths;
 use registry::invariants;
+use registry::router::BasePaths;
 use registry::router::{self, Route};
 
 /// Pieces a path is made of: the routes' own words, separators and their encodings, and

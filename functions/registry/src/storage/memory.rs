@@ -14,16 +14,19 @@ use super::{Object, ObjectInfo, Precondition, Revalidated, Storage};
 use crate::error::Error;
 
 #[derive(Debug, Default)]
+/// A bucket in memory, counting requests; see the module documentation.
 pub struct MemoryStorage {
     objects: Mutex<BTreeMap<String, Object>>,
     /// Storage calls that would be S3 requests (presigning is not one).
     pub requests: AtomicUsize,
+    /// While true, every request fails as an unreachable S3 would (`Error::Unavailable`).
     pub unavailable: AtomicBool,
     /// Keys whose reads answer `AccessDenied`, as S3 does for a role without the right.
     denied: Mutex<BTreeSet<String>>,
 }
 
 impl MemoryStorage {
+    /// An empty bucket.
     pub fn new() -> Self {
         Self::default()
     }
@@ -52,14 +55,17 @@ impl MemoryStorage {
         Ok(())
     }
 
+    /// Every key, in order (test inspection, not counted).
     pub fn keys(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
     }
 
+    /// An object's bytes without counting a request (test inspection).
     pub fn peek(&self, key: &str) -> Option<Bytes> {
         self.lock().get(key).map(|o| o.bytes.clone())
     }
 
+    /// How many requests an S3 server would have answered so far.
     pub fn request_count(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }

@@ -19,15 +19,22 @@ pub use memory::MemoryStorage;
 pub use s3::S3Storage;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// A whole object as read.
 pub struct Object {
+    /// Its content.
     pub bytes: Bytes,
+    /// Its ETag as S3 answered it (quoted); empty if the server sent none.
     pub etag: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// An object as a listing shows it.
 pub struct ObjectInfo {
+    /// Its full key.
     pub key: String,
+    /// Its size in bytes.
     pub size: u64,
+    /// Its ETag, or empty where the server lists none (s3s-fs).
     pub etag: String,
 }
 
@@ -61,6 +68,7 @@ impl Precondition {
     }
 }
 
+/// What the registry needs of a bucket; see the module documentation.
 pub trait Storage: Send + Sync {
     /// The whole object, or `None` if there is no such key.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Object>, Error>> + Send;
@@ -82,6 +90,7 @@ pub trait Storage: Send + Sync {
         precondition: Precondition,
     ) -> impl Future<Output = Result<(), Error>> + Send;
 
+    /// Delete an object; deleting a key that is not there succeeds, as in S3.
     fn delete(&self, key: &str) -> impl Future<Output = Result<(), Error>> + Send;
 
     /// Every object under `prefix` (all pages), in key order.

@@ -14,6 +14,7 @@ use super::{Object, ObjectInfo, Precondition, Revalidated, Storage};
 use crate::error::Error;
 
 #[derive(Debug, Clone)]
+/// The registry's bucket through aws-sdk-s3.
 pub struct S3Storage {
     client: Client,
     bucket: String,
@@ -29,6 +30,7 @@ pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
 }
 
 impl S3Storage {
+    /// Storage on `bucket` through `client`.
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
         S3Storage { client, bucket: bucket.into() }
     }
@@ -42,10 +44,7 @@ impl S3Storage {
         S3Storage::new(Client::from_conf(s3), config.bucket.clone())
     }
 
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
+    /// The bucket's name.
     pub fn bucket(&self) -> &str {
         &self.bucket
     }
@@ -80,13 +79,29 @@ async fn read_object(key: &str, out: aws_sdk_s3::operation::get_object::GetObjec
         // rest, not a passing fault. Answer it as unreadable content (readers then answer
         // 500; the indexer rewrites it, `If-Match` this ETag) rather than as an outage that
         // would also block the repair.
-        Err(e) if error_chain(&e).contains("checksum mismatch") => {
+        Err(e) if fails_integrity_check(&e) => {
             tracing::error!(key, etag, error = %error_chain(&e), "object fails its integrity check");
             Bytes::new()
         }
         Err(e) => return Err(unavailable("GetObject body", key, e)),
     };
     Ok(Object { bytes, etag })
+}
+
+/// Whether a body read failed because the bytes do not match the checksum S3 stored with
+/// them (the SDK validates it while streaming), as opposed to a transport failure.
+fn fails_integrity_check(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(e) = cause {
+        if matches!(
+            e.downcast_ref::<aws_smithy_checksums::body::validate::Error>(),
+            Some(aws_smithy_checksums::body::validate::Error::ChecksumMismatch { .. })
+        ) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> Error {
@@ -197,7 +212,7 @@ impl Storage for S3Storage {
         while let Some(chunk) = out.body.next().await {
             let chunk = match chunk {
                 Ok(chunk) => chunk,
-                Err(e) if error_chain(&e).contains("checksum mismatch") => {
+                Err(e) if fails_integrity_check(&e) => {
                     return Err(Error::Corrupt(format!(
                         "the stored bytes fail S3's integrity check ({})",
                         error_chain(&e)

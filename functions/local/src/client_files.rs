@@ -1,0 +1,68 @@
+//! What the local registry writes for the people using it: `terraform.rc` (the mirror and the
+//! `local-dev` token), `local.env` (the publisher's S3 settings), and the token itself.
+
+use std::path::Path;
+
+use registry::storage::S3Storage;
+
+use crate::embedded_s3::PUBLISHER_ACCESS_KEY;
+use crate::{BUCKET, LocalError, REGION, Running, tls, write_private};
+
+/// The name of the token `make dev` writes into `terraform.rc`.
+pub const DEV_TOKEN_NAME: &str = "local-dev";
+
+pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalError> {
+    let dir = &running.data_dir;
+    let rc = format!(
+        "# Written by registry-local at every start. Use it with\n\
+         #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
+         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
+         provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n\n\
+         # The local-dev token (every module and provider). The CLI sends it to discovery,\n\
+         # module and mirror requests, never to the archive URLs.\n\
+         credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n",
+        rc = dir.join("terraform.rc").display(),
+        ca = dir.join(tls::CA_FILE).display(),
+        host = running.registry_addr,
+        base = running.base_url(),
+        token = running.dev_token,
+    );
+    // It holds a token: owner-only.
+    write_private(&dir.join("terraform.rc"), rc.as_bytes())?;
+    let env = format!(
+        "# Written by registry-local: `source` it to publish with the AWS CLI or any S3 client.\n\
+         export AWS_ENDPOINT_URL={endpoint}\nexport AWS_ACCESS_KEY_ID={PUBLISHER_ACCESS_KEY}\n\
+         export AWS_SECRET_ACCESS_KEY={secret}\nexport AWS_REGION={REGION}\nexport REGISTRY_BUCKET={BUCKET}\n",
+        endpoint = running.s3_endpoint(),
+        secret = running.publisher_secret,
+    );
+    write_private(&dir.join("local.env"), env.as_bytes())
+}
+
+/// The `local-dev` token: its plaintext kept in `DATA_DIR/dev-token` (owner-only) so that
+/// `terraform.rc` can carry it; its hash in the token store, like any other token's.
+pub(crate) async fn ensure_dev_token(storage: &S3Storage, data_dir: &Path) -> Result<String, LocalError> {
+    let path = data_dir.join("dev-token");
+    let token = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
+        Ok(t) if t.starts_with(registry::access::TOKEN_PREFIX) => t,
+        _ => {
+            let t = new_token()?;
+            write_private(&path, t.as_bytes())?;
+            t
+        }
+    };
+    let tokens = registry::access::manage::list(storage).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+    let current =
+        tokens.iter().any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::access::hash(&token)));
+    if !current {
+        let all = vec!["*".to_string()];
+        let record = registry::access::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None);
+        registry::access::manage::upsert(storage, record).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+    }
+    Ok(token)
+}
+
+/// A new token: the prefix and 32 random bytes, hex (256 bits of entropy).
+pub fn new_token() -> Result<String, LocalError> {
+    Ok(format!("{}{}", registry::access::TOKEN_PREFIX, crate::random_hex(32)?))
+}

@@ -1,0 +1,92 @@
+//! The two servers of the local registry: the embedded S3 (plain HTTP) and the registry
+//! itself (HTTPS, and plain HTTP on request), each stopped by the shared shutdown signal.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use registry::App;
+use registry::storage::S3Storage;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::embedded_s3::IndexingS3;
+
+pub(crate) async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => { tracing::warn!(error = %e, "S3 accept"); continue; }
+            },
+            _ = shutdown.changed() => return,
+        };
+        // Small answers written as headers then body: without NODELAY, Nagle's algorithm and the
+        // client's delayed ACK hold the second write for ~40 ms.
+        let _ = stream.set_nodelay(true);
+        let s3 = s3.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let s3 = s3.clone();
+                async move { s3.call(request).await }
+            });
+            if let Err(e) =
+                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
+            {
+                tracing::debug!(error = %e, "S3 connection");
+            }
+        });
+    }
+}
+
+/// Serve the registry on `listener`: HTTPS with `tls`, plain HTTP without (`--http-listen`).
+pub(crate) async fn serve_registry(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    app: Arc<App<S3Storage>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => { tracing::warn!(error = %e, "accept"); continue; }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let Some(acceptor) = acceptor else { return serve_connection(stream, app).await };
+            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => serve_connection(stream, app).await,
+                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
+            }
+        });
+    }
+}
+
+async fn serve_connection<IO>(stream: IO, app: Arc<App<S3Storage>>)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+        let app = app.clone();
+        async move {
+            // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
+            let (method, uri, headers) = (request.method(), request.uri(), request.headers());
+            let reply = app.handle(&registry::app::Request::from_parts(method, uri.path(), uri.query(), headers)).await;
+            Ok::<_, Infallible>(reply.into_http().map(Full::new))
+        }
+    });
+    if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await {
+        tracing::debug!(error = %e, "connection");
+    }
+}

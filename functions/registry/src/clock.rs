@@ -1,0 +1,77 @@
+//! Wall-clock time as the registry writes and reads it: Unix seconds, and UTC timestamps of
+//! the one form `2026-11-22T21:40:00Z` (token expiries, rejection records). A leaf module, so
+//! that every module that needs the time depends on it and nothing else; no date library for
+//! one timestamp format.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch (0 if the clock is set before it).
+pub fn now_unix() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Now as `2026-11-22T21:40:00Z`.
+pub fn rfc3339_now() -> String {
+    rfc3339(now_unix())
+}
+
+/// Unix seconds as `2026-11-22T21:40:00Z`.
+pub fn rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Parse `YYYY-MM-DDTHH:MM:SSZ` (UTC) to Unix seconds; `None` for anything else.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339("2026-11-22T21:40:05Z"), Some(1_795_383_605));
+        assert_eq!(rfc3339(1_795_383_605), "2026-11-22T21:40:05Z");
+        for secs in [0, 951_782_400, 4_107_542_399, 1_795_383_605] {
+            assert_eq!(parse_rfc3339(&rfc3339(secs)), Some(secs), "{secs}");
+        }
+        for bad in ["2026-13-01T00:00:00Z", "2026-11-22 21:40:05Z", "2026-11-22T21:40:05+01:00", "soon", ""] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+        let now = rfc3339_now();
+        assert!(now.starts_with("20") && now.as_bytes()[10] == b'T', "{now}");
+        assert!(parse_rfc3339(&now).is_some_and(|t| (t - now_unix()).abs() < 5), "{now}");
+    }
+}

@@ -1,0 +1,428 @@
+//! The indexer: given the archives present under one module or provider prefix, write that
+//! owner's manifest. The indexer Lambda calls it on S3 events, the local registry on every
+//! notified upload or delete through its embedded S3, and `reindex_all` rebuilds every
+//! manifest. One file per idea: the module pass (`modules`), the provider pass
+//! (`providers`), rejection records (`rejections`), spooling uploads to disk (`spool`).
+//!
+//! Correctness under concurrent publishes rests on two rules:
+//! 1. read every manifest a pass may replace *before* the listing it computes from, and
+//! 2. write each manifest only if it is still what was read (`If-Match` / `If-None-Match: *`),
+//!    retrying the whole pass (bounded, with jitter: `retry::on_conflict`) when a write loses
+//!    a race.
+//!
+//! Any pass that starts after an upload either writes a manifest containing it, or loses a
+//! race to a pass whose manifest it will then read and extend. Manifests are never deleted
+//! (an empty one answers 404), so a yank cannot race a publish into losing it.
+//!
+//! Passes are idempotent: with nothing changed they write nothing, so a redelivered event
+//! costs one read-only pass.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::archive;
+use crate::error::Error;
+use crate::layout::{self, Owner};
+use crate::retry::{self, Backoff};
+use crate::storage::{ObjectInfo, Storage};
+
+mod modules;
+mod providers;
+mod rejections;
+mod spool;
+
+pub use rejections::Rejection;
+use rejections::{Rejections, write_rejection};
+use spool::{Spooled, spool};
+
+/// How a pass that loses a race is retried before giving up (the caller then reports an
+/// error; in Lambda the event is retried).
+const PASS_RETRY: Backoff = Backoff { attempts: 30, first: Duration::from_millis(10), max: Duration::from_millis(500) };
+
+/// What a pass did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The manifest already said this.
+    Unchanged,
+    /// Manifests were written; `versions` is how many versions are listed now.
+    Written {
+        /// Versions listed after the pass.
+        versions: usize,
+    },
+}
+
+/// Size limits the indexer enforces before an archive is listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// `REGISTRY_MAX_MODULE_ARCHIVE_BYTES`, default 100 MiB.
+    pub module_archive_bytes: u64,
+    /// `REGISTRY_MAX_PROVIDER_ZIP_BYTES`, default 1 GiB (the indexer spools zips to `/tmp`:
+    /// give the function at least this much ephemeral storage).
+    pub provider_zip_bytes: u64,
+    /// `REGISTRY_MAX_UNPACKED_BYTES`, default 4 GiB: total bytes an archive may unpack to
+    /// (decompression bombs).
+    pub unpacked_bytes: u64,
+    /// `REGISTRY_MAX_ARCHIVE_ENTRIES`, default 20,000: entries an archive may hold, which bounds
+    /// the memory a check needs (about a million empty entries fit in a 90 MiB zip).
+    pub archive_entries: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            module_archive_bytes: 100 << 20,
+            provider_zip_bytes: 1 << 30,
+            unpacked_bytes: 4 << 30,
+            archive_entries: 20_000,
+        }
+    }
+}
+
+impl Limits {
+    /// What reading one archive may cost.
+    pub fn bounds(&self) -> archive::Bounds {
+        archive::Bounds { unpacked_bytes: self.unpacked_bytes, entries: self.archive_entries }
+    }
+}
+
+/// Rebuilds manifests from what is in the bucket; one per invocation or upload.
+pub struct Indexer<'a, S> {
+    storage: &'a S,
+    limits: Limits,
+}
+
+impl<'a, S: Storage> Indexer<'a, S> {
+    /// An indexer over `storage`, enforcing `limits` on what it accepts.
+    pub fn new(storage: &'a S, limits: Limits) -> Self {
+        Indexer { storage, limits }
+    }
+
+    /// React to one changed key (created or removed): rebuild the manifest of its owner, or,
+    /// for a key under `modules/` or `providers/` that belongs to no owner, write or clear its
+    /// rejection record. Keys elsewhere are ignored (`None`).
+    pub async fn on_object_changed(&self, key: &str) -> Result<Option<(Owner, Outcome)>, Error> {
+        let Some(kind) = layout::classify(key) else {
+            if layout::expected_name(key).is_some() {
+                self.explain_misplaced(key).await?;
+            } else {
+                tracing::debug!(key = %crate::address::printable(key), "key outside the registry layout; ignored");
+            }
+            return Ok(None);
+        };
+        let owner = kind.owner();
+        let outcome = self.reindex(&owner).await?;
+        Ok(Some((owner, outcome)))
+    }
+
+    /// A key under `modules/` or `providers/` that belongs to no module or provider (bad
+    /// names, wrong depth): say so in a rejection record while it exists.
+    async fn explain_misplaced(&self, key: &str) -> Result<(), Error> {
+        let present = self.storage.list(key).await?.into_iter().find(|o| o.key == key);
+        match (present, layout::expected_name(key)) {
+            (Some(object), Some(expected)) => write_rejection(self.storage, &object, expected).await,
+            _ => self.storage.delete(&layout::rejection(key)).await,
+        }
+    }
+
+    /// One owner's pass, retried while it loses races.
+    pub async fn reindex(&self, owner: &Owner) -> Result<Outcome, Error> {
+        let outcome = retry::on_conflict(PASS_RETRY, &owner.to_string(), |_| async {
+            match owner {
+                Owner::Module(m) => self.module_pass(m).await,
+                Owner::Provider(p) => self.provider_pass(p).await,
+            }
+        })
+        .await?;
+        tracing::info!(%owner, ?outcome, "indexed");
+        Ok(outcome)
+    }
+
+    /// Rebuild every manifest from the archives present (repair, migration). Idempotent.
+    /// Owners are found from the uploads and from the manifests already written (so a module
+    /// whose archives all went while nothing indexed them is emptied too). A failing owner is
+    /// logged and answered with its error, and the rest are indexed all the same: one
+    /// poisoned owner cannot block the repair of the others.
+    pub async fn reindex_all(&self) -> Result<Vec<(Owner, Result<Outcome, Error>)>, Error> {
+        let mut owners = BTreeSet::new();
+        for prefix in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX] {
+            for object in self.storage.list(prefix).await? {
+                if let Some(kind) = layout::classify(&object.key) {
+                    owners.insert(kind.owner());
+                }
+            }
+        }
+        let mut results = Vec::with_capacity(owners.len());
+        for owner in owners {
+            let outcome = self.reindex(&owner).await;
+            if let Err(e) = &outcome {
+                tracing::error!(%owner, error = %e, "reindex failed for this owner; going on with the others");
+            }
+            results.push((owner, outcome));
+        }
+        Ok(results)
+    }
+
+    /// An archive's ETag as listed. S3 lists every object with it; some S3-compatible servers
+    /// (s3s-fs, the local registry's) omit it, and then one HEAD answers it, asked only for an
+    /// archive the manifest already records, so that it is not read again.
+    async fn listed_etag(&self, object: &ObjectInfo) -> Result<String, Error> {
+        if !object.etag.is_empty() {
+            return Ok(object.etag.clone());
+        }
+        Ok(self.storage.etag(&object.key).await?.unwrap_or_default())
+    }
+
+    /// Spool an upload for checking, or record why not. `None` if there is nothing to check:
+    /// rejected before with these bytes, too large (a rejection record is written now),
+    /// unreadable as stored (likewise), or gone.
+    async fn spool_or_reject(
+        &self,
+        object: &ObjectInfo,
+        (limit, limit_var): (u64, &str),
+        rejections: &mut Rejections,
+    ) -> Result<Option<Spooled>, Error> {
+        rejections.keep(&object.key);
+        if rejections.rejected_before(&object.key, &object.etag) {
+            return Ok(None);
+        }
+        let reason = if object.size > limit {
+            format!("{} bytes, over the limit of {limit} ({limit_var})", object.size)
+        } else {
+            match spool(self.storage, &object.key, limit).await? {
+                None => return Ok(None),
+                Some(Ok(spooled)) => return Ok(Some(spooled)),
+                Some(Err(reason)) => reason,
+            }
+        };
+        rejections.reject(self.storage, object, reason).await?;
+        Ok(None)
+    }
+}
+
+/// What the tests of every pass share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+    use crate::address::{ModuleAddress, ProviderAddress};
+    use crate::manifest::ModuleManifest;
+    use crate::storage::MemoryStorage;
+
+    pub const MANIFEST: &str = "indexed/modules/acme/vpc/aws/manifest.json";
+
+    pub fn module() -> Owner {
+        Owner::Module(ModuleAddress::parse("acme", "vpc", "aws").unwrap())
+    }
+    pub fn provider() -> Owner {
+        Owner::Provider(ProviderAddress::parse("registry.terraform.io", "hashicorp", "null").unwrap())
+    }
+    pub fn tf(marker: &str) -> Vec<u8> {
+        crate::testing::tar_gz(&[("main.tf", marker.as_bytes())])
+    }
+    pub fn provider_zip(marker: &str) -> Vec<u8> {
+        crate::testing::zip(&[("terraform-provider-null_v3", marker.as_bytes())])
+    }
+    pub fn manifest(s: &MemoryStorage) -> ModuleManifest {
+        ModuleManifest::parse(&s.peek(MANIFEST).unwrap()).unwrap()
+    }
+    pub fn versions(s: &MemoryStorage) -> Vec<String> {
+        manifest(s).versions.into_iter().map(|v| v.version).collect()
+    }
+    pub fn rejection(s: &MemoryStorage, key: &str) -> Option<Rejection> {
+        s.peek(&layout::rejection(key)).map(|b| serde_json::from_slice(&b).unwrap())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+    use crate::manifest::ProviderIndex;
+    use crate::storage::{MemoryStorage, Object, Precondition};
+    use crate::testing::{tar_gz as tar_gz_of, zip as zip_of};
+    use bytes::Bytes;
+
+    #[tokio::test]
+    async fn misnamed_and_misplaced_uploads_are_explained() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let keys = [
+            "modules/acme/vpc/aws/v1.0.0.tar.gz",
+            "modules/acme/vpc/1.0.0.tar.gz",
+            "modules/Acme Corp/vpc/aws/1.0.0.tar.gz",
+            "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_v3.2.1_linux_amd64.zip",
+            "providers/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
+        ];
+        for key in keys {
+            s.insert(key, tf("x"));
+            indexer.on_object_changed(key).await.unwrap();
+            let record = rejection(&s, key).unwrap_or_else(|| panic!("{key} has no rejection record"));
+            assert!(record.reason.contains("the registry indexes"), "{key}: {}", record.reason);
+        }
+        assert!(s.peek(MANIFEST).is_none(), "nothing was published");
+        // Keys elsewhere in the bucket are not the registry's business.
+        s.insert("docs/readme.md", "x");
+        assert_eq!(indexer.on_object_changed("docs/readme.md").await.unwrap(), None);
+        assert!(rejection(&s, "docs/readme.md").is_none());
+        // Deleting them clears their records.
+        for key in keys {
+            s.delete(key).await.unwrap();
+            indexer.on_object_changed(key).await.unwrap();
+            assert!(rejection(&s, key).is_none(), "{key}");
+        }
+    }
+
+    #[tokio::test]
+    async fn reindex_all_is_idempotent() {
+        let s = MemoryStorage::new();
+        s.insert("modules/a/b/c/1.0.0.tgz", tar_gz_of(&[("main.tf", b"x")]));
+        s.insert("modules/d/e/f/0.1.0.zip", zip_of(&[("main.tf", b"y")]));
+        s.insert(
+            "providers/example.com/acme/thing/terraform-provider-thing_1.0.0_linux_amd64.zip",
+            zip_of(&[("terraform-provider-thing", b"z")]),
+        );
+        s.insert("elsewhere/file", "ignored");
+        let indexer = Indexer::new(&s, Limits::default());
+        let first = indexer.reindex_all().await.unwrap();
+        assert_eq!(first.len(), 3);
+        assert!(first.iter().all(|(_, o)| matches!(o, Ok(Outcome::Written { versions: 1 }))), "{first:?}");
+        let snapshot: Vec<_> = s.keys().into_iter().map(|k| (k.clone(), s.peek(&k))).collect();
+        let second = indexer.reindex_all().await.unwrap();
+        assert!(second.iter().all(|(_, o)| matches!(o, Ok(Outcome::Unchanged))), "{second:?}");
+        let after: Vec<_> = s.keys().into_iter().map(|k| (k.clone(), s.peek(&k))).collect();
+        assert_eq!(snapshot, after);
+    }
+
+    /// A manifest planted where publishers write (`modules/…/manifest.json`, pointing at the
+    /// token store) is never read: not by a pass, not when a garbage upload is rejected next
+    /// to it, not by `reindex_all`; its upload gets a rejection record saying so.
+    #[tokio::test]
+    async fn a_planted_manifest_is_never_read() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("real"));
+        let planted = serde_json::json!({"format": 1, "versions": [
+            {"version": "6.6.6", "archive": "access/tokens.json", "size": 1, "sha256": "00", "etag": "\"x\""},
+            {"version": "1.0.0", "archive": "modules/other/secret/aws/1.0.0.tar.gz", "size": 1, "sha256": "00", "etag": "\"x\""}
+        ]});
+        s.insert("modules/acme/vpc/aws/manifest.json", serde_json::to_vec(&planted).unwrap());
+        s.insert("modules/acme/vpc/aws/2.0.0.tar.gz", b"garbage".to_vec());
+        indexer.reindex(&module()).await.unwrap();
+        let entries: Vec<(String, String)> =
+            manifest(&s).versions.into_iter().map(|v| (v.version, v.archive)).collect();
+        assert_eq!(entries, [("1.0.0".to_string(), "modules/acme/vpc/aws/1.0.0.tar.gz".to_string())]);
+        let record = rejection(&s, "modules/acme/vpc/aws/manifest.json").unwrap();
+        assert!(record.reason.contains("only the indexer writes them"), "{}", record.reason);
+        assert!(rejection(&s, "modules/acme/vpc/aws/2.0.0.tar.gz").is_some());
+        let before = s.peek(MANIFEST);
+        for (_, outcome) in indexer.reindex_all().await.unwrap() {
+            outcome.unwrap();
+        }
+        assert_eq!(s.peek(MANIFEST), before, "reindex all keeps only what the archives say");
+    }
+
+    #[tokio::test]
+    async fn reindex_all_goes_on_past_a_failing_owner() {
+        let s = MemoryStorage::new();
+        s.insert("modules/a/b/c/1.0.0.tgz", tar_gz_of(&[("main.tf", b"x")]));
+        s.insert("modules/d/e/f/0.1.0.tgz", tar_gz_of(&[("main.tf", b"y")]));
+        s.insert("modules/g/h/i/0.1.0.tgz", tar_gz_of(&[("main.tf", b"z")]));
+        // The first owner's manifest cannot be read: its pass fails.
+        s.deny("indexed/modules/a/b/c/manifest.json");
+        let results = Indexer::new(&s, Limits::default()).reindex_all().await.unwrap();
+        let outcomes: Vec<(String, bool)> = results.iter().map(|(o, r)| (o.to_string(), r.is_ok())).collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("module a/b/c".to_string(), false),
+                ("module d/e/f".to_string(), true),
+                ("module g/h/i".to_string(), true)
+            ]
+        );
+        assert!(s.peek("indexed/modules/g/h/i/manifest.json").is_some(), "indexed after the failure");
+    }
+
+    /// Storage where, the first time a pass writes the module manifest, a rival pass gets
+    /// there first: it publishes another version and writes its own manifest.
+    struct Racy {
+        inner: MemoryStorage,
+        raced: std::sync::atomic::AtomicBool,
+    }
+
+    impl Storage for Racy {
+        async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
+            self.inner.get(key).await
+        }
+        async fn get_if_changed(&self, key: &str, etag: &str) -> Result<crate::storage::Revalidated, Error> {
+            self.inner.get_if_changed(key, etag).await
+        }
+        async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
+            self.inner.etag(key).await
+        }
+        async fn put(
+            &self,
+            key: &str,
+            body: Bytes,
+            content_type: &str,
+            precondition: Precondition,
+        ) -> Result<(), Error> {
+            if key.ends_with("manifest.json") && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                self.inner.insert("modules/acme/vpc/aws/9.0.0.tar.gz", tf("rival"));
+                Box::pin(Indexer::new(&self.inner, Limits::default()).reindex(&module())).await?;
+            }
+            self.inner.put(key, body, content_type, precondition).await
+        }
+        async fn delete(&self, key: &str) -> Result<(), Error> {
+            self.inner.delete(key).await
+        }
+        async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
+            self.inner.list(prefix).await
+        }
+        async fn stream<F>(&self, key: &str, sink: F) -> Result<Option<String>, Error>
+        where
+            F: FnMut(&[u8]) -> Result<(), Error> + Send,
+        {
+            self.inner.stream(key, sink).await
+        }
+        async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
+            self.inner.presign_get(key, ttl).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pass_that_loses_a_race_reads_again_and_loses_nothing() {
+        let s = Racy { inner: MemoryStorage::new(), raced: false.into() };
+        s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("mine"));
+        let outcome = Indexer::new(&s, Limits::default()).reindex(&module()).await.unwrap();
+        assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival wrote first");
+        // The conditional write failed; the retry read the rival's manifest, found both
+        // versions already there, and had nothing left to write.
+        assert_eq!(outcome, Outcome::Unchanged);
+        assert_eq!(versions(&s.inner), ["9.0.0", "1.0.0"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_passes_lose_no_version() {
+        let s = std::sync::Arc::new(MemoryStorage::new());
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.insert(&format!("modules/acme/vpc/aws/1.{i}.0.tar.gz"), tf(&i.to_string()));
+                Indexer::new(&*s, Limits::default()).reindex(&module()).await.unwrap();
+                let zip = format!(
+                    "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_2.{i}.0_linux_amd64.zip"
+                );
+                s.insert(&zip, provider_zip(&i.to_string()));
+                Indexer::new(&*s, Limits::default()).reindex(&provider()).await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(versions(&s).len(), 50);
+        let index =
+            ProviderIndex::parse(&s.peek("indexed/providers/registry.terraform.io/hashicorp/null/index.json").unwrap())
+                .unwrap();
+        assert_eq!(index.versions.len(), 50);
+    }
+}

@@ -1,0 +1,217 @@
+//! The module pass: one manifest per module, one entry per version, from the archives under
+//! the module's upload prefix.
+
+use std::collections::BTreeMap;
+use std::io::Seek;
+
+use super::spool::{Spooled, blocking};
+use super::{Indexer, Outcome, Rejections};
+use crate::address::ModuleAddress;
+use crate::archive;
+use crate::error::Error;
+use crate::layout::{self, ObjectKind};
+use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, to_json};
+use crate::storage::{ObjectInfo, Precondition, Storage};
+
+impl<S: Storage> Indexer<'_, S> {
+    /// Rebuild one module's manifest from its archives.
+    pub(super) async fn module_pass(&self, module: &ModuleAddress) -> Result<Outcome, Error> {
+        let manifest_key = layout::module_manifest(module);
+        let prefix = layout::module_prefix(module);
+        // Rule 1: the manifest (and its ETag) before the listing.
+        let read = self.storage.get(&manifest_key).await?;
+        let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
+            tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
+            None
+        });
+        let objects = self.storage.list(&prefix).await?;
+        let mut rejections = Rejections::load(self.storage, &prefix).await?;
+
+        // One archive per version. Two formats of one version is a publishing mistake: keep
+        // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
+        let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
+        let mut misnamed = Vec::new();
+        for object in objects {
+            match layout::classify(&object.key) {
+                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+                Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
+                    let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
+                    match chosen.get(&version) {
+                        Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
+                            tracing::warn!(
+                                kept = kept.key,
+                                ignored = object.key,
+                                "two archives for one version; serving the first"
+                            );
+                        }
+                        _ => {
+                            chosen.insert(version, (object, extension));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        rejections.reject_misnamed(self.storage, &misnamed).await?;
+        let mut versions = Vec::with_capacity(chosen.len());
+        for (version, (object, extension)) in chosen {
+            let previous = existing.as_ref().and_then(|m| m.find(&version));
+            let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty());
+            let reusable = match same_archive {
+                Some(e) if self.listed_etag(&object).await? == e.etag => Some(e),
+                _ => None,
+            };
+            if let Some(entry) = reusable {
+                versions.push(entry.clone());
+                rejections.keep(&object.key);
+                continue;
+            }
+            match self.index_module_archive(&object, extension, &mut rejections).await? {
+                Some(entry) => versions.push(entry),
+                // Rejected: what was published for this version stays as it was.
+                None => versions.extend(previous.cloned()),
+            }
+        }
+        rejections.clear_stale(self.storage).await?;
+
+        let manifest = ModuleManifest::new(versions);
+        let unchanged = match &existing {
+            Some(e) => *e == manifest,
+            None => manifest.versions.is_empty(),
+        };
+        if unchanged {
+            return Ok(Outcome::Unchanged);
+        }
+        let count = manifest.versions.len();
+        let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
+        self.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
+        Ok(Outcome::Written { versions: count })
+    }
+
+    /// Validate and hash a module archive; `None` (with a rejection record) if it is bad.
+    async fn index_module_archive(
+        &self,
+        object: &ObjectInfo,
+        extension: &'static str,
+        rejections: &mut Rejections,
+    ) -> Result<Option<ModuleVersion>, Error> {
+        let limit = (self.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
+        let Some(Spooled { mut file, sha256, size, etag }) = self.spool_or_reject(object, limit, rejections).await?
+        else {
+            return Ok(None);
+        };
+        let bounds = self.limits.bounds();
+        let verdict = blocking(move || {
+            file.rewind().map_err(|e| e.to_string())?;
+            archive::check_module_archive(file, extension, &bounds)
+        })
+        .await?;
+        let version = match layout::classify(&object.key) {
+            Some(ObjectKind::ModuleArchive { version, .. }) => version.to_string(),
+            _ => return Ok(None),
+        };
+        match verdict {
+            Ok(()) => {
+                rejections.clear(self.storage, &object.key).await?;
+                Ok(Some(ModuleVersion { version, archive: object.key.clone(), size, sha256, etag }))
+            }
+            Err(reason) => {
+                rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::super::{Indexer, Limits, Outcome};
+    use crate::storage::{MemoryStorage, Storage};
+    use crate::testing::{tar_gz as tar_gz_of, zip as zip_of};
+    use sha2::{Digest, Sha256};
+
+    #[tokio::test]
+    async fn module_manifest_follows_the_archives() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("one"));
+        s.insert("modules/acme/vpc/aws/1.1.0.zip", zip_of(&[("main.tf", b"two")]));
+        s.insert("modules/acme/vpc/aws/notes.txt", "ignored");
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Written { versions: 2 });
+        assert_eq!(versions(&s), ["1.1.0", "1.0.0"]);
+        let entry = &manifest(&s).versions[1];
+        assert_eq!(entry.sha256, hex::encode(Sha256::digest(tf("one"))));
+        assert_eq!(entry.size, tf("one").len() as u64);
+
+        // notes.txt is not indexed, and says why.
+        assert!(
+            rejection(&s, "modules/acme/vpc/aws/notes.txt").unwrap().reason.contains("is not a module archive name")
+        );
+
+        // Nothing changed: no write, and unchanged archives are not read again (manifest,
+        // archive listing, rejection listing, the one rejection record).
+        let before = s.request_count();
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
+        assert_eq!(s.request_count() - before, 4);
+
+        // A second format of one version: the preferred extension wins.
+        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("two"));
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].archive, "modules/acme/vpc/aws/1.1.0.tar.gz");
+
+        // Yank everything: the manifest is emptied (never deleted), which answers 404.
+        for key in s.keys().into_iter().filter(|k| !k.ends_with("manifest.json")) {
+            s.delete(&key).await.unwrap();
+        }
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Written { versions: 0 });
+        assert!(versions(&s).is_empty());
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
+    }
+
+    #[tokio::test]
+    async fn a_bad_upload_is_rejected_visibly_and_harmlessly() {
+        let s = MemoryStorage::new();
+        let limits = Limits { module_archive_bytes: 10_000, ..Limits::default() };
+        let indexer = Indexer::new(&s, limits);
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("good"));
+        indexer.reindex(&module()).await.unwrap();
+        let published = s.peek(MANIFEST);
+
+        let bad = [
+            ("modules/acme/vpc/aws/1.1.0.tar.gz", tar_gz_of(&[("README.md", b"no tf")]), "no .tf"),
+            ("modules/acme/vpc/aws/1.2.0.zip", b"not a zip".to_vec(), "not a readable zip"),
+            ("modules/acme/vpc/aws/1.3.0.tgz", vec![1u8; 20_000], "over the limit of 10000"),
+        ];
+        for (key, bytes, reason) in &bad {
+            s.insert(key, bytes.clone());
+            indexer.on_object_changed(key).await.unwrap();
+            assert_eq!(s.peek(MANIFEST), published, "{key}: the manifest stays as it was");
+            let record = rejection(&s, key).unwrap_or_else(|| panic!("{key} has a rejection record"));
+            assert!(record.reason.contains(reason), "{}", record.reason);
+            assert_eq!(record.key, *key);
+            assert!(record.rejected_at.ends_with('Z') && record.rejected_at.len() == 20, "{}", record.rejected_at);
+        }
+
+        // A rejected upload is not read again while its bytes are the same.
+        let before = s.request_count();
+        indexer.reindex(&module()).await.unwrap();
+        let reads = s.request_count() - before;
+        assert_eq!(reads, 3 + 3, "manifest, listing, rejection listing and one read per record; no archive read");
+
+        // Overwriting a published version with a bad archive keeps what was published.
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", b"corrupt".to_vec());
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(s.peek(MANIFEST), published);
+
+        // Fixing an upload clears its record and publishes it; deleting one clears its record.
+        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("fixed"));
+        s.delete("modules/acme/vpc/aws/1.2.0.zip").await.unwrap();
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(versions(&s), ["1.1.0", "1.0.0"]);
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.1.0.tar.gz").is_none());
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.2.0.zip").is_none());
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.3.0.tgz").is_some());
+    }
+}

@@ -1,0 +1,293 @@
+//! The provider pass: the network mirror's `index.json` and one `VERSION.json` per version,
+//! computed from the zips under the provider's upload prefix, with the hashes the indexer
+//! computed itself (`h1:` as the CLI checks a zip, `zh:` of the file).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Seek;
+
+use futures_util::StreamExt;
+
+use super::spool::{Spooled, blocking};
+use super::{Indexer, Outcome, Rejections};
+use crate::address::ProviderAddress;
+use crate::archive;
+use crate::error::Error;
+use crate::layout::{self, ObjectKind, Platform};
+use crate::manifest::{CONTENT_TYPE_JSON, Indexed, ProviderArchive, ProviderIndex, ProviderVersion, to_json};
+use crate::storage::{Object, ObjectInfo, Precondition, Storage};
+
+/// Concurrent reads of a provider's `VERSION.json` documents in one pass.
+const DOCUMENT_READS_IN_FLIGHT: usize = 16;
+
+/// The documents a pass may replace, as read before its listing (rule 1).
+struct Documents {
+    versions: BTreeMap<semver::Version, Object>,
+    index: Option<Object>,
+}
+
+impl<S: Storage> Indexer<'_, S> {
+    /// Rebuild one provider's mirror documents from its zips.
+    pub(super) async fn provider_pass(&self, provider: &ProviderAddress) -> Result<Outcome, Error> {
+        let prefix = layout::provider_prefix(provider);
+        let read = self.read_documents(provider).await?;
+        let objects = self.storage.list(&prefix).await?;
+        let mut rejections = Rejections::load(self.storage, &prefix).await?;
+
+        let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
+        let mut misnamed = Vec::new();
+        for object in objects {
+            match layout::classify(&object.key) {
+                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+                Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
+                    zips.entry(version).or_default().insert(platform, object);
+                }
+                // index.json / VERSION.json from a synced `terraform providers mirror`
+                // directory: a name the layout accepts, never read.
+                _ => {}
+            }
+        }
+        rejections.reject_misnamed(self.storage, &misnamed).await?;
+
+        let mut changed = false;
+        let mut listed = BTreeSet::new();
+        let all_versions: BTreeSet<semver::Version> = zips.keys().chain(read.versions.keys()).cloned().collect();
+        for version in all_versions {
+            let key = layout::provider_version(provider, &version);
+            let stored = read.versions.get(&version);
+            let existing = stored.and_then(|o| {
+                ProviderVersion::parse(&o.bytes)
+                    .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
+                    .ok()
+            });
+            let platforms = zips.get(&version).cloned().unwrap_or_default();
+            let doc = self.version_document(provider, &version, &platforms, existing.as_ref(), &mut rejections).await?;
+            if !doc.archives.is_empty() {
+                listed.insert(version.to_string());
+            }
+            let same = match &existing {
+                Some(e) => *e == doc,
+                None => doc.archives.is_empty() && stored.is_none(),
+            };
+            if !same {
+                let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
+                self.storage.put(&key, to_json(&doc)?, CONTENT_TYPE_JSON, precondition).await?;
+                changed = true;
+            }
+        }
+        rejections.clear_stale(self.storage).await?;
+
+        // index.json last: it never lists a version whose VERSION.json is not written yet.
+        let index = ProviderIndex { versions: listed.iter().map(|v| (v.clone(), serde_json::json!({}))).collect() };
+        let existing_index = read.index.as_ref().and_then(|o| ProviderIndex::parse(&o.bytes).ok());
+        let same = match &existing_index {
+            Some(e) => *e == index,
+            None => index.versions.is_empty() && read.index.is_none(),
+        };
+        if !same {
+            let precondition = Precondition::replacing(read.index.as_ref().map(|o| o.etag.as_str()));
+            self.storage
+                .put(&layout::provider_index(provider), to_json(&index)?, CONTENT_TYPE_JSON, precondition)
+                .await?;
+            changed = true;
+        }
+        Ok(if changed { Outcome::Written { versions: listed.len() } } else { Outcome::Unchanged })
+    }
+
+    /// Rule 1: every document this pass may replace, before the listing it computes from.
+    /// They are the indexer's own, under `indexed/`: a `VERSION.json` a publisher uploaded
+    /// beside the zips is never read, so no hash in it is ever believed. A provider may have
+    /// hundreds of versions: their documents are read concurrently, a bounded number at a time.
+    async fn read_documents(&self, provider: &ProviderAddress) -> Result<Documents, Error> {
+        let index_key = layout::provider_index(provider);
+        let written = self.storage.list(&layout::provider_documents_prefix(provider)).await?;
+        let has_index = written.iter().any(|o| o.key == index_key);
+        let mut reads = Vec::new();
+        for object in &written {
+            if let Some(ObjectKind::ProviderVersion { provider: p, version }) = layout::classify(&object.key)
+                && &p == provider
+            {
+                let (storage, key) = (self.storage, object.key.clone());
+                reads.push(async move { storage.get(&key).await.map(|doc| doc.map(|doc| (version, doc))) });
+            }
+        }
+        let reads: Vec<_> =
+            futures_util::stream::iter(reads).buffer_unordered(DOCUMENT_READS_IN_FLIGHT).collect().await;
+        let mut versions = BTreeMap::new();
+        for read in reads {
+            if let Some((version, doc)) = read? {
+                versions.insert(version, doc);
+            }
+        }
+        let index = if has_index { self.storage.get(&index_key).await? } else { None };
+        Ok(Documents { versions, index })
+    }
+
+    /// One version's document: each platform's zip as recorded before if its ETag is
+    /// unchanged, else checked and hashed now; a zip rejected now keeps what was published for
+    /// its platform.
+    async fn version_document(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+        platforms: &BTreeMap<Platform, ObjectInfo>,
+        existing: Option<&ProviderVersion>,
+        rejections: &mut Rejections,
+    ) -> Result<ProviderVersion, Error> {
+        let mut doc = ProviderVersion::default();
+        for (platform, object) in platforms {
+            let file = layout::provider_archive_name(provider, version, platform);
+            let previous = existing.and_then(|d| d.archives.get(&platform.key()));
+            let recorded = previous
+                .filter(|a| a.url == file)
+                .and_then(|a| a.indexed.as_ref().filter(|i| !i.etag.is_empty()).map(|i| (a, i.etag.as_str())));
+            let unchanged = match recorded {
+                Some((a, etag)) if self.listed_etag(object).await? == etag => Some(a),
+                _ => None,
+            };
+            let archive = match unchanged {
+                Some(a) => {
+                    rejections.keep(&object.key);
+                    Some(a.clone())
+                }
+                None => {
+                    self.index_provider_zip(provider, object, file, rejections).await?.or_else(|| previous.cloned())
+                }
+            };
+            if let Some(archive) = archive {
+                doc.archives.insert(platform.key(), archive);
+            }
+        }
+        Ok(doc)
+    }
+
+    /// Validate and hash a provider zip; `None` (with a rejection record) if it is bad.
+    async fn index_provider_zip(
+        &self,
+        provider: &ProviderAddress,
+        object: &ObjectInfo,
+        url: String,
+        rejections: &mut Rejections,
+    ) -> Result<Option<ProviderArchive>, Error> {
+        let limit = (self.limits.provider_zip_bytes, "REGISTRY_MAX_PROVIDER_ZIP_BYTES");
+        let Some(Spooled { mut file, sha256, size, etag }) = self.spool_or_reject(object, limit, rejections).await?
+        else {
+            return Ok(None);
+        };
+        let (r#type, bounds) = (provider.r#type.clone(), self.limits.bounds());
+        let verdict = blocking(move || {
+            file.rewind().map_err(|e| e.to_string())?;
+            archive::check_provider_zip(file, &r#type, &bounds)
+        })
+        .await?;
+        match verdict {
+            Ok(summary) => {
+                if summary.directory_entries > 0 {
+                    tracing::warn!(
+                        key = object.key,
+                        directory_entries = summary.directory_entries,
+                        "provider zip has directory entries: the CLI checks them as empty files but then locks a files-only hash, \
+                         so the next `terraform init` with that lock file fails; rebuild the zip without them (zip -D)"
+                    );
+                }
+                rejections.clear(self.storage, &object.key).await?;
+                Ok(Some(ProviderArchive {
+                    url,
+                    hashes: vec![summary.h1, format!("zh:{sha256}")],
+                    indexed: Some(Indexed { size, etag }),
+                }))
+            }
+            Err(reason) => {
+                rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::super::{Indexer, Limits, Outcome};
+    use crate::archive;
+    use crate::manifest::{ProviderIndex, ProviderVersion};
+    use crate::storage::{MemoryStorage, Storage};
+    use crate::testing::zip as zip_of;
+    use sha2::{Digest, Sha256};
+
+    #[tokio::test]
+    async fn provider_documents_follow_the_zips() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
+        let zip_a = provider_zip("linux");
+        s.insert(&format!("{prefix}terraform-provider-null_3.2.1_linux_amd64.zip"), zip_a.clone());
+        s.insert(&format!("{prefix}terraform-provider-null_3.2.1_darwin_arm64.zip"), provider_zip("darwin"));
+        s.insert(&format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip"), zip_a.clone());
+        // A document the indexer wrote for a version whose zips have all gone since.
+        s.insert(
+            &format!("{docs}2.0.0.json"),
+            r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_2.0.0_linux_amd64.zip","hashes":["h1:x"]}}}"#,
+        );
+        let key = format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip");
+        let (owner, outcome) = indexer.on_object_changed(&key).await.unwrap().unwrap();
+        assert_eq!(outcome, Outcome::Written { versions: 2 });
+        let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+        assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.1.0", "3.2.1"]);
+        let stale = ProviderVersion::parse(&s.peek(&format!("{docs}2.0.0.json")).unwrap()).unwrap();
+        assert!(stale.archives.is_empty(), "a version with no zips is emptied, which answers 404");
+        let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
+        let linux = &doc.archives["linux_amd64"];
+        assert_eq!(linux.url, "terraform-provider-null_3.2.1_linux_amd64.zip");
+        let h1 = archive::summarise_zip(std::io::Cursor::new(zip_a.clone()), &archive::Bounds::UNLIMITED).unwrap().h1;
+        assert_eq!(linux.hashes[0], h1);
+        assert_eq!(linux.hashes[1], format!("zh:{}", hex::encode(Sha256::digest(&zip_a))));
+        assert_eq!(indexer.reindex(&owner).await.unwrap(), Outcome::Unchanged);
+
+        // A bad zip is rejected; the rest of the provider is indexed as before.
+        let before = s.peek(&format!("{docs}index.json"));
+        let bad = format!("{prefix}terraform-provider-null_4.0.0_linux_amd64.zip");
+        s.insert(&bad, "garbage");
+        s.insert(
+            &format!("{prefix}terraform-provider-null_3.2.1_windows_amd64.zip"),
+            zip_of(&[("README", b"no binary")]),
+        );
+        indexer.reindex(&owner).await.unwrap();
+        assert_eq!(s.peek(&format!("{docs}index.json")), before);
+        assert!(rejection(&s, &bad).unwrap().reason.contains("not a readable zip"));
+        let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
+        assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
+    }
+
+    /// What a publisher writes beside the zips is an input, never a trusted hash: a
+    /// `VERSION.json` claiming the very ETag of a zip, with hashes of other bytes, changes
+    /// nothing the mirror serves.
+    #[tokio::test]
+    async fn publisher_documents_are_never_believed() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let zip_key = format!("{prefix}terraform-provider-null_3.2.1_linux_amd64.zip");
+        let zip = provider_zip("real");
+        s.insert(&zip_key, zip.clone());
+        let etag = s.etag(&zip_key).await.unwrap().unwrap();
+        let forged = serde_json::json!({"archives": {"linux_amd64": {
+            "url": "terraform-provider-null_3.2.1_linux_amd64.zip",
+            "hashes": ["h1:forgedforgedforgedforgedforgedforgedforged00=", "zh:00"],
+            "indexed": {"size": zip.len(), "etag": etag}
+        }}});
+        s.insert(&format!("{prefix}3.2.1.json"), serde_json::to_vec(&forged).unwrap());
+        s.insert(&format!("{prefix}index.json"), r#"{"versions":{"3.2.1":{},"9.9.9":{}}}"#);
+        indexer.reindex(&provider()).await.unwrap();
+        let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
+        let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
+        let h1 = archive::summarise_zip(std::io::Cursor::new(zip.clone()), &archive::Bounds::UNLIMITED).unwrap().h1;
+        assert_eq!(doc.archives["linux_amd64"].hashes, [h1, format!("zh:{}", hex::encode(Sha256::digest(&zip)))]);
+        let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+        assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.2.1"], "only versions with zips");
+        // The publisher's files stay as they were, and are not rejected: they are names a
+        // synced `terraform providers mirror` directory holds.
+        assert_eq!(s.peek(&format!("{prefix}3.2.1.json")).unwrap(), serde_json::to_vec(&forged).unwrap());
+        assert!(rejection(&s, &format!("{prefix}3.2.1.json")).is_none());
+    }
+}

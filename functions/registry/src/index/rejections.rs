@@ -1,0 +1,126 @@
+//! Rejection records: why an upload was not indexed, kept at `rejections/KEY.json` while the
+//! upload is there and still bad, so the publisher can find out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::Error;
+use crate::layout;
+use crate::manifest::{CONTENT_TYPE_JSON, to_json};
+use crate::storage::{ObjectInfo, Precondition, Storage};
+
+/// A rejection record: why the upload at `key` (with `etag`) was not indexed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Rejection {
+    /// The upload's key.
+    pub key: String,
+    /// The ETag of the bytes rejected: the same bytes are not read again.
+    pub etag: String,
+    /// What is wrong, and what the registry expects instead.
+    pub reason: String,
+    /// When it was rejected (`2026-11-22T21:40:00Z`).
+    pub rejected_at: String,
+}
+
+/// The rejection records under one owner's prefix, read once per pass (there are few: one
+/// per upload that is currently bad), and which uploads the pass saw.
+pub(super) struct Rejections {
+    /// Record key → the ETag of the upload it rejected.
+    records: BTreeMap<String, String>,
+    /// Uploads present in this pass's listing; records of any other upload are stale.
+    present: BTreeSet<String>,
+}
+
+impl Rejections {
+    pub(super) async fn load<S: Storage>(storage: &S, prefix: &str) -> Result<Self, Error> {
+        let mut records = BTreeMap::new();
+        for object in storage.list(&layout::rejections_under(prefix)).await? {
+            if layout::rejected_key(&object.key).is_none() {
+                continue;
+            }
+            let etag = match storage.get(&object.key).await? {
+                Some(o) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
+                None => continue,
+            };
+            records.insert(object.key, etag);
+        }
+        Ok(Rejections { records, present: BTreeSet::new() })
+    }
+
+    /// The upload at `key` is present in this pass: its record (if any) is not stale.
+    pub(super) fn keep(&mut self, key: &str) {
+        self.present.insert(key.to_string());
+    }
+
+    /// Whether these very bytes (`etag`) were rejected before: then they are not read again.
+    pub(super) fn rejected_before(&self, key: &str, etag: &str) -> bool {
+        self.records.get(&layout::rejection(key)).is_some_and(|e| e == etag && !e.is_empty())
+    }
+
+    /// Record why `object` is not indexed.
+    pub(super) async fn reject<S: Storage>(
+        &mut self,
+        storage: &S,
+        object: &ObjectInfo,
+        reason: String,
+    ) -> Result<(), Error> {
+        self.keep(&object.key);
+        write_rejection(storage, object, reason).await?;
+        self.records.insert(layout::rejection(&object.key), object.etag.clone());
+        Ok(())
+    }
+
+    /// Files under an owner's prefix with names the registry does not index: each gets a
+    /// record saying what name it expects (once per version of the bytes).
+    pub(super) async fn reject_misnamed<S: Storage>(
+        &mut self,
+        storage: &S,
+        objects: &[ObjectInfo],
+    ) -> Result<(), Error> {
+        for object in objects {
+            self.keep(&object.key);
+            if !self.rejected_before(&object.key, &object.etag)
+                && let Some(expected) = layout::expected_name(&object.key)
+            {
+                self.reject(storage, object, expected).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The upload at `key` is good now: its record goes.
+    pub(super) async fn clear<S: Storage>(&mut self, storage: &S, key: &str) -> Result<(), Error> {
+        self.keep(key);
+        let record_key = layout::rejection(key);
+        if self.records.remove(&record_key).is_some() {
+            storage.delete(&record_key).await?;
+        }
+        Ok(())
+    }
+
+    /// Delete the records whose upload is gone (deleted, or no longer considered).
+    pub(super) async fn clear_stale<S: Storage>(&mut self, storage: &S) -> Result<(), Error> {
+        let stale: Vec<String> = self
+            .records
+            .keys()
+            .filter(|r| layout::rejected_key(r).is_some_and(|k| !self.present.contains(k)))
+            .cloned()
+            .collect();
+        for record_key in stale {
+            storage.delete(&record_key).await?;
+            self.records.remove(&record_key);
+        }
+        Ok(())
+    }
+}
+
+/// Write the record for `object` (and log it), replacing any older one.
+pub(super) async fn write_rejection<S: Storage>(storage: &S, object: &ObjectInfo, reason: String) -> Result<(), Error> {
+    tracing::warn!(key = object.key, etag = object.etag, reason, "upload rejected: not indexed");
+    let record = Rejection {
+        key: object.key.clone(),
+        etag: object.etag.clone(),
+        reason,
+        rejected_at: crate::clock::rfc3339_now(),
+    };
+    storage.put(&layout::rejection(&object.key), to_json(&record)?, CONTENT_TYPE_JSON, Precondition::None).await
+}
