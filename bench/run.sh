@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: every side-by-side benchmark on this machine, printed as markdown tables (the
-# figures in docs/PERFORMANCE.md come from here). Bounded: about 15 minutes on 2 cores, plus
+# figures in docs/PERFORMANCE.md come from here). Bounded: about 17 minutes on 2 cores, plus
 # the optimised builds the first time. Plain HTTP on loopback only; servers stop by themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ need nginx nginx-light
 
 # Servers optimised like release but quicker to build (profile perf); the Lambda binaries
 # exactly as deployed (profile release), natively, for the cold-start runs.
-cargo build -q --profile perf -p registry-bench
+cargo build -q --profile perf -p registry-bench -p registry-local
 cargo build -q --release -p discovery -p modules -p mirror -p indexer
 B="$TARGET/perf"
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -28,6 +28,8 @@ echo; echo "## Request overhead (registry vs raw S3 GET of the same manifest)"; 
 "$B/overhead" "${SECONDS_PER_RUN:-3}" "${ROUNDS:-3}"
 echo; echo "## terraform init: registry vs nginx static files"; echo
 "$B/init" "${INIT_ROUNDS:-7}" "${ZIP_MB:-4}"
+echo; echo "## Load held while publishing (registry-local in its own process)"; echo
+"$B/load" "$B/registry-local" "${LOAD_CONNECTIONS:-256}" "${LOAD_SECONDS:-60}" "${LOAD_MODULES:-100}" "${LOAD_PROVIDERS:-20}"
 echo; echo "## Lambda cold start (Runtime API emulator)"; echo
 "$B/coldstart" "$TARGET/release" "${COLD_RUNS:-20}"
 echo; echo "## Scale"; echo

@@ -44,9 +44,14 @@ variable "read_memory_mb" {
 }
 
 variable "read_timeout_seconds" {
-  description = "Timeout of the discovery, modules and mirror functions (API Gateway gives up at 30 s)."
+  description = "Timeout of the discovery, modules and mirror functions: at least 12 s (they answer 503 themselves after 10 s of storage trouble), at most 29 s (API Gateway gives up then)."
   type        = number
   default     = 15
+
+  validation {
+    condition     = var.read_timeout_seconds >= 12 && var.read_timeout_seconds <= 29
+    error_message = "read_timeout_seconds must be between 12 and 29: the functions answer 503 after 10 s of storage trouble, and API Gateway gives up at 29 s."
+  }
 }
 
 variable "indexer_memory_mb" {

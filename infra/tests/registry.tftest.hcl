@@ -231,3 +231,13 @@ run "presign_ttl_is_bounded" {
 
   expect_failures = [var.presign_ttl_seconds]
 }
+
+run "read_timeout_leaves_room_for_the_functions_own_503" {
+  command = plan
+
+  variables {
+    read_timeout_seconds = 5
+  }
+
+  expect_failures = [var.read_timeout_seconds]
+}

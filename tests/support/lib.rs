@@ -11,6 +11,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use registry_local::{LocalOptions, Running};
 
 pub mod hostile;
+pub mod load;
 
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
 pub struct Harness {

@@ -8,26 +8,36 @@
 //!   Unlike S3 events it is synchronous: the upload answers after its manifest is up to date,
 //!   so a script can `aws s3 cp` and `terraform init` straight after. Whoever signed the write
 //!   does not matter, as in AWS: the indexer writes only keys no filter covers.
+//! - **Atomic replacement**: S3 replaces an object atomically: a reader gets the old object or
+//!   the new one, body and metadata together. s3s-fs writes a body, then its attributes, then
+//!   its checksums and ETag, each as its own file, so a GET between two of those writes read
+//!   one version's body with the other's checksum (a 500 under load while publishing). Here
+//!   requests on one key are ordered (`KeyLocks`): writes exclusive, reads shared, each for
+//!   as long as s3s-fs handles it. A GET's body streams afterwards from the file it opened,
+//!   which a later rename does not touch; conditional PUTs are atomic by the same lock.
 //! - **IAM**: the publisher's key may write only under the publisher prefixes
 //!   (`layout::PUBLISHER_PREFIXES`) and may not read the token store, as the publisher policy
 //!   in infra/ allows; anything else answers 403 `AccessDenied` as S3 would. The registry's
 //!   own key (readers, indexer and token command in one process) may do everything.
 //!
 //! Indexing passes run concurrently, as Lambda invocations do; what keeps them from losing
-//! updates is the conditional writes (`If-Match`, `If-None-Match`). s3s-fs checks a condition
-//! and then writes, which two concurrent requests can interleave; S3 does both atomically. So
-//! this wrapper runs conditional PUTs one at a time, which makes them atomic here too. It also
-//! answers `If-None-Match` reads with 304 as S3 does (s3s-fs ignores the header), so the
-//! registry's cache revalidation runs against the same protocol locally as in AWS.
+//! updates is the conditional writes (`If-Match`, `If-None-Match`), atomic here through the
+//! key locks as in S3. The wrapper also answers `If-None-Match` reads with 304 as S3 does
+//! (s3s-fs ignores the header), so the registry's cache revalidation runs against the same
+//! protocol locally as in AWS, and it injects the faults a test asks for (`faults`).
 
 use std::sync::Arc;
+
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use s3s::service::S3Service;
 use s3s::{Body, HttpError};
-use tokio::sync::Mutex;
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+
+use crate::faults::{Fault, Faults, s3_error, spoil};
 
 use registry::events::percent_decode;
 use registry::index::Indexer;
@@ -64,22 +74,81 @@ pub struct S3Request {
 /// Every request, in order, for tests that assert what the registry reads.
 pub type RequestLog = Arc<std::sync::Mutex<Vec<S3Request>>>;
 
+/// Locks ordering the requests on one key (see the module documentation), striped: keys
+/// share a fixed set of locks by hash, so memory stays constant and unrelated keys rarely
+/// wait for each other.
+struct KeyLocks {
+    stripes: Vec<Arc<RwLock<()>>>,
+}
+
+/// A held key lock, released when dropped.
+#[allow(dead_code, reason = "a guard is held until dropped, never read")]
+enum KeyGuard {
+    Read(OwnedRwLockReadGuard<()>),
+    Write(OwnedRwLockWriteGuard<()>),
+}
+
+impl KeyLocks {
+    const STRIPES: usize = 256;
+
+    fn new() -> Self {
+        KeyLocks { stripes: (0..Self::STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
+    }
+
+    fn stripe(key: &str) -> usize {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut hasher);
+        (hasher.finish() % Self::STRIPES as u64) as usize
+    }
+
+    /// Shared locks for `reads`, exclusive ones for `writes`, taken in stripe order (so two
+    /// requests never wait for each other in a cycle).
+    async fn lock(&self, reads: &[&str], writes: &[String]) -> Vec<KeyGuard> {
+        let mut wanted: BTreeMap<usize, bool> = BTreeMap::new();
+        for key in writes {
+            wanted.insert(Self::stripe(key), true);
+        }
+        for key in reads {
+            wanted.entry(Self::stripe(key)).or_insert(false);
+        }
+        let mut guards = Vec::with_capacity(wanted.len());
+        for (stripe, exclusive) in wanted {
+            let lock = self.stripes[stripe].clone();
+            guards.push(if exclusive {
+                KeyGuard::Write(lock.write_owned().await)
+            } else {
+                KeyGuard::Read(lock.read_owned().await)
+            });
+        }
+        guards
+    }
+}
+
+/// The embedded S3 as the registry and publishers see it (see the module documentation).
 #[derive(Clone)]
 pub struct IndexingS3 {
     inner: S3Service,
     storage: S3Storage,
     bucket: String,
     limits: Limits,
-    /// Held for the whole of each conditional PUT: check-and-write becomes atomic.
-    conditional_writes: Arc<Mutex<()>>,
+    locks: Arc<KeyLocks>,
+    faults: Arc<Faults>,
     log: Option<RequestLog>,
 }
 
 impl IndexingS3 {
-    /// `log`: where to record every request (tests); `None` records nothing.
-    pub fn new(inner: S3Service, storage: S3Storage, limits: Limits, log: Option<RequestLog>) -> Self {
+    /// `log`: where to record every request (tests); `None` records nothing. `faults`: the
+    /// faults to inject (none unless a test adds rules).
+    pub fn new(
+        inner: S3Service,
+        storage: S3Storage,
+        limits: Limits,
+        log: Option<RequestLog>,
+        faults: Arc<Faults>,
+    ) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 { inner, storage, bucket, limits, conditional_writes: Arc::new(Mutex::new(())), log }
+        IndexingS3 { inner, storage, bucket, limits, locks: Arc::new(KeyLocks::new()), faults, log }
     }
 
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
@@ -129,17 +198,62 @@ impl IndexingS3 {
             return Ok(denied);
         }
 
-        let conditional = method == Method::PUT
-            && (request.headers().contains_key(http::header::IF_MATCH)
-                || request.headers().contains_key(http::header::IF_NONE_MATCH));
+        let key = self.object_key(&path);
+        let fault = self.faults.pick(&method, key.as_deref());
+        match fault {
+            Some(Fault::SlowDown) => {
+                return Ok(injected(
+                    s3_error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown", "Please reduce your request rate."),
+                    &mut record,
+                ));
+            }
+            Some(Fault::InternalError) => {
+                return Ok(injected(
+                    s3_error(
+                        http::StatusCode::INTERNAL_SERVER_ERROR,
+                        "InternalError",
+                        "We encountered an internal error. Please try again.",
+                    ),
+                    &mut record,
+                ));
+            }
+            Some(Fault::NotFound) => {
+                return Ok(injected(
+                    s3_error(http::StatusCode::NOT_FOUND, "NoSuchKey", "The specified key does not exist."),
+                    &mut record,
+                ));
+            }
+            Some(Fault::Reset) => {
+                record(http::StatusCode::from_u16(599).unwrap_or_default());
+                return Err(HttpError::new("injected fault: connection reset".into()));
+            }
+            Some(Fault::Slow(delay)) => tokio::time::sleep(delay).await,
+            Some(Fault::Truncated | Fault::ChecksumMismatch) | None => {}
+        }
+
+        // What the request writes (the keys indexing reacts to, once it succeeded) and reads.
+        let written: Vec<String> = match key.clone() {
+            Some(key)
+                if method == Method::PUT && !has_param(&query, "partNumber") && !has_param(&query, "uploadId") =>
+            {
+                vec![key]
+            }
+            Some(key) if method == Method::POST && has_param(&query, "uploadId") => vec![key],
+            Some(key) if method == Method::DELETE && !has_param(&query, "uploadId") => vec![key],
+            None if method == Method::POST && has_param(&query, "delete") => deleted_keys,
+            _ => vec![],
+        };
+        let copy_source = copy_source(&request);
+        let read: Vec<&str> = match &key {
+            Some(key) if method == Method::GET || method == Method::HEAD => vec![key.as_str()],
+            _ => copy_source.iter().map(String::as_str).collect(),
+        };
         // s3s-fs ignores If-None-Match on reads; S3 answers 304 when the ETag matches.
         let revalidating = (method == Method::GET || method == Method::HEAD)
             .then(|| request.headers().get(http::header::IF_NONE_MATCH).cloned())
             .flatten();
-        let response = if conditional {
-            let _one_at_a_time = self.conditional_writes.lock().await;
-            self.inner.call(request).await?
-        } else {
+        let response = {
+            let _ordered = self.locks.lock(&read, &written).await;
             self.inner.call(request).await?
         };
         if let Some(condition) = revalidating
@@ -160,19 +274,13 @@ impl IndexingS3 {
         if !response.status().is_success() {
             return Ok(response);
         }
-        let changed: Vec<String> = match self.object_key(&path) {
-            Some(key)
-                if method == Method::PUT && !has_param(&query, "partNumber") && !has_param(&query, "uploadId") =>
-            {
-                vec![key]
-            }
-            Some(key) if method == Method::POST && has_param(&query, "uploadId") => vec![key],
-            Some(key) if method == Method::DELETE && !has_param(&query, "uploadId") => vec![key],
-            None if method == Method::POST && has_param(&query, "delete") => deleted_keys,
-            _ => vec![],
-        };
+        if let Some(fault @ (Fault::Truncated | Fault::ChecksumMismatch)) = fault
+            && method == Method::GET
+        {
+            return Ok(spoil(response, fault).await);
+        }
         let indexer = Indexer::new(&self.storage, self.limits.clone());
-        for key in changed.into_iter().filter(|k| layout::notifies(k)) {
+        for key in written.into_iter().filter(|k| layout::notifies(k)) {
             match indexer.on_object_changed(&key).await {
                 Ok(Some((owner, outcome))) => tracing::info!(key, ?owner, ?outcome, "published"),
                 Ok(None) => {}
@@ -209,15 +317,11 @@ fn publisher_may<B>(
     match key {
         Some(key) if read => readable(key).then_some(()).ok_or_else(|| format!("s3:GetObject on {key}")),
         Some(key) if !writable(key) => Err(format!("{method} on {key}")),
-        Some(_) => {
+        Some(_) => match copy_source(request) {
             // CopyObject also reads its source.
-            let source = request.headers().get("x-amz-copy-source").and_then(|v| v.to_str().ok());
-            let source = source.and_then(percent_decode).map(|s| s.trim_start_matches('/').to_string());
-            match source.as_deref().and_then(|s| s.split_once('/')) {
-                Some((_, source_key)) if !readable(source_key) => Err(format!("s3:GetObject on {source_key}")),
-                _ => Ok(()),
-            }
-        }
+            Some(source) if !readable(&source) => Err(format!("s3:GetObject on {source}")),
+            _ => Ok(()),
+        },
         None if read => Ok(()),
         None if *method == Method::POST && has_param(query, "delete") => {
             match deleted_keys.iter().find(|k| !writable(k)) {
@@ -245,6 +349,19 @@ fn access_denied(why: &str) -> Response<Body> {
 
 fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// An injected fault's answer, logged as answered.
+fn injected(response: Response<Body>, record: &mut impl FnMut(http::StatusCode)) -> Response<Body> {
+    record(response.status());
+    response
+}
+
+/// The key a CopyObject reads (`x-amz-copy-source: BUCKET/KEY`, percent-encoded).
+fn copy_source<B>(request: &Request<B>) -> Option<String> {
+    let source = request.headers().get("x-amz-copy-source")?.to_str().ok()?;
+    let source = percent_decode(source.split('?').next()?)?;
+    Some(source.trim_start_matches('/').split_once('/')?.1.to_string())
 }
 
 fn has_param(query: &str, name: &str) -> bool {

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 pub mod client_files;
 pub mod embedded_s3;
+pub mod faults;
 mod server;
 pub mod tls;
 pub mod tokens;
@@ -94,6 +95,8 @@ pub struct Running {
     pub storage: S3Storage,
     /// The handler the HTTPS server runs, for tests that compare what it serves.
     pub app: Arc<App<S3Storage>>,
+    /// Faults the embedded S3 injects (tests add rules; none by default).
+    pub faults: Arc<faults::Faults>,
     s3_log: Option<embedded_s3::RequestLog>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -110,13 +113,7 @@ impl Running {
 
     /// A client with the publisher's credentials, as `aws s3 cp` with `local.env` would use.
     pub fn publisher_client(&self) -> aws_sdk_s3::Client {
-        // An upload answers after its indexing pass, which waits its turn under contention:
-        // patient timeouts, like the AWS CLI's.
-        let patient = aws_sdk_s3::config::timeout::TimeoutConfig::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .read_timeout(Duration::from_secs(120))
-            .build();
-        s3_client(&self.s3_endpoint(), PUBLISHER_ACCESS_KEY, &self.publisher_secret, patient)
+        publisher_client(&self.s3_endpoint(), &self.publisher_secret)
     }
 
     /// The requests the embedded S3 answered since the last call, oldest first (empty unless
@@ -136,11 +133,25 @@ impl Running {
     }
 }
 
+/// A client with the publisher's credentials (`local.env`: `AWS_ENDPOINT_URL`,
+/// `AWS_SECRET_ACCESS_KEY`) for a local registry running in this process or another.
+pub fn publisher_client(endpoint: &str, secret: &str) -> aws_sdk_s3::Client {
+    // An upload answers after its indexing pass, which waits its turn under contention:
+    // patient timeouts, like the AWS CLI's.
+    let patient = aws_sdk_s3::config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .read_timeout(Duration::from_secs(120))
+        .build();
+    let retries = aws_sdk_s3::config::retry::RetryConfig::standard();
+    s3_client(endpoint, PUBLISHER_ACCESS_KEY, secret, patient, retries)
+}
+
 fn s3_client(
     endpoint: &str,
     access_key: &str,
     secret: &str,
     timeouts: aws_sdk_s3::config::timeout::TimeoutConfig,
+    retries: aws_sdk_s3::config::retry::RetryConfig,
 ) -> aws_sdk_s3::Client {
     let config = aws_sdk_s3::config::Builder::new()
         .behavior_version(BehaviorVersion::latest())
@@ -149,6 +160,7 @@ fn s3_client(
         .credentials_provider(Credentials::new(access_key, secret, None, None, "registry-local"))
         .force_path_style(true)
         .timeout_config(timeouts)
+        .retry_config(retries)
         .build();
     aws_sdk_s3::Client::from_conf(config)
 }
@@ -177,6 +189,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
             REGISTRY_ACCESS_KEY,
             &registry_secret,
             registry::storage::s3::timeouts(),
+            registry::storage::s3::retries(),
         ),
         BUCKET,
     );
@@ -201,7 +214,8 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     .map_err(|e| LocalError(e.to_string()))?;
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
-    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.limits.clone(), s3_log.clone());
+    let faults = Arc::new(faults::Faults::default());
+    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.limits.clone(), s3_log.clone(), faults.clone());
     let app = Arc::new(App::new(config, storage.clone(), &Service::ALL));
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
@@ -229,6 +243,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         dev_token,
         storage,
         app,
+        faults,
         s3_log,
         shutdown,
         tasks,

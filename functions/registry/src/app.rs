@@ -42,6 +42,20 @@ fn absent(route: &Route) -> Error {
     })
 }
 
+/// A manifest as a request uses it: the parsed value, and whether it is a cached copy served
+/// because storage failed.
+struct Read<T> {
+    value: Arc<T>,
+    stale: bool,
+}
+
+/// The header that marks an answer made from a cached manifest because storage failed.
+pub const STALE_HEADER: &str = "x-registry-stale";
+
+/// How long before a request's deadline (`Config::request_budget`) a manifest read is given
+/// up when a cached copy can be served instead.
+const STALE_MARGIN: std::time::Duration = std::time::Duration::from_millis(1500);
+
 /// A transport-neutral response; the Lambda adapter and the local server each turn it into
 /// their own response type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,12 +86,25 @@ impl Reply {
             // RFC 6750: how to authenticate. The terraform CLI sends credentials it has anyway.
             headers.push(("www-authenticate", r#"Bearer realm="terraform-registry""#.into()));
         }
+        if err.status() == StatusCode::SERVICE_UNAVAILABLE {
+            // A storage fault outlived the retries: asking again in a second is reasonable.
+            headers.push(("retry-after", "1".into()));
+        }
         Reply { status: err.status(), headers, body: err.body().into() }
     }
 
     fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
+    }
+
+    /// Say so when the answer comes from a copy kept through a storage fault.
+    fn stale(self, stale: bool) -> Self {
+        if stale {
+            self.header(STALE_HEADER, "storage unavailable; served from this function's cached manifest")
+        } else {
+            self
+        }
     }
 
     /// A strong ETag of the body, for answers that carry no presigned URL (those change at every
@@ -206,7 +233,14 @@ impl<S: Storage> App<S> {
             }
         });
         let (route_name, result) = match routed {
-            Ok(route) => (route.name(), self.dispatch(route, authorization).await),
+            Ok(route) => {
+                let (name, budget) = (route.name(), self.config.request_budget);
+                let deadline = tokio::time::Instant::now() + budget;
+                let answered = tokio::time::timeout_at(deadline, self.dispatch(route, authorization, deadline)).await;
+                let result =
+                    answered.unwrap_or_else(|_| Err(Error::Unavailable(format!("no answer within {budget:?}"))));
+                (name, result)
+            }
             Err(e) => ("none", Err(e)),
         };
         let mut reply = match &result {
@@ -237,7 +271,12 @@ impl<S: Storage> App<S> {
         reply
     }
 
-    async fn dispatch(&self, route: Route, authorization: Option<&str>) -> Result<Reply, Error> {
+    async fn dispatch(
+        &self,
+        route: Route,
+        authorization: Option<&str>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Reply, Error> {
         if !self.services.contains(&route.service()) {
             return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
@@ -250,13 +289,19 @@ impl<S: Storage> App<S> {
             }
             Route::ModuleVersions(module) => {
                 let key = layout::module_manifest(module);
-                let manifest = self.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), absent).await?;
-                Ok(Reply::json(StatusCode::OK, &manifest.versions_response()).header("cache-control", NO_CACHE).etag())
+                let read =
+                    self.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), absent, deadline).await?;
+                Ok(Reply::json(StatusCode::OK, &read.value.versions_response())
+                    .header("cache-control", NO_CACHE)
+                    .etag()
+                    .stale(read.stale))
             }
             Route::ModuleDownload(module, version) => {
                 let key = layout::module_manifest(module);
-                let manifest = self.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), absent).await?;
-                let entry = manifest
+                let read =
+                    self.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), absent, deadline).await?;
+                let entry = read
+                    .value
                     .find(version)
                     .ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
                 let url = self.presign(&entry.archive, Wanted::ModuleArchive { module, version }).await?;
@@ -264,19 +309,25 @@ impl<S: Storage> App<S> {
                 // A 200 with both works for both and keeps every answer JSON.
                 Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
                     .header("x-terraform-get", url)
-                    .header("cache-control", "no-store"))
+                    .header("cache-control", "no-store")
+                    .stale(read.stale))
             }
             Route::MirrorIndex(provider) => {
                 let key = layout::provider_index(provider);
-                let index = self.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), absent).await?;
-                Ok(Reply::json(StatusCode::OK, &index.response()).header("cache-control", NO_CACHE).etag())
+                let read =
+                    self.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline).await?;
+                Ok(Reply::json(StatusCode::OK, &read.value.response())
+                    .header("cache-control", NO_CACHE)
+                    .etag()
+                    .stale(read.stale))
             }
             Route::MirrorVersion(provider, version) => {
                 let key = layout::provider_version(provider, version);
-                let doc = self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), absent).await?;
+                let read =
+                    self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), absent, deadline).await?;
                 let prefix = layout::provider_prefix(provider);
                 let mut archives = serde_json::Map::new();
-                for (platform, archive) in &doc.archives {
+                for (platform, archive) in &read.value.archives {
                     let wanted = Wanted::ProviderArchive { provider, version, platform };
                     let url = self.presign(&format!("{prefix}{}", archive.url), wanted).await?;
                     let mut entry = json!({ "url": url });
@@ -285,7 +336,9 @@ impl<S: Storage> App<S> {
                     }
                     archives.insert(platform.clone(), entry);
                 }
-                Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives })).header("cache-control", "no-store"))
+                Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives }))
+                    .header("cache-control", "no-store")
+                    .stale(read.stale))
             }
         }
     }
@@ -336,6 +389,8 @@ impl<S: Storage> App<S> {
         }
         let read = self.storage.get(layout::TOKENS).await.map_err(|e| match e {
             Error::Forbidden(why) => Error::Internal(format!("token store unreadable: {why}")),
+            // Not served stale: a revoked token must not live on through an outage.
+            Error::Corrupt(why) => Error::Unavailable(why),
             other => other,
         })?;
         let store = match read {
@@ -348,49 +403,61 @@ impl<S: Storage> App<S> {
 
     /// The one storage read of a request: a manifest, parsed. Absent, or empty (the indexer
     /// empties rather than deletes: a delete could race a publish): `missing()`, a 404.
-    /// Unreadable: 500, with the detail in the log only. A warm container revalidates its
+    /// Unparsable: 500, with the detail in the log only. A warm container revalidates its
     /// cached copy instead (`If-None-Match`: 304, no body, no parse), or within
-    /// `REGISTRY_MANIFEST_CACHE_SECONDS` uses it without asking.
+    /// `REGISTRY_MANIFEST_CACHE_SECONDS` uses it without asking. When S3 fails (after the
+    /// SDK's retry and a second read of a body that failed on the way), the cached copy is
+    /// served, marked stale, rather than an error; with none, 503 and `Retry-After`. With a
+    /// copy to fall back on, a read still going on `STALE_MARGIN` before the request's
+    /// `deadline` counts as failed, so the copy is served in time.
     async fn manifest<T: Send + Sync + 'static>(
         &self,
         key: &str,
         parse: fn(&[u8]) -> Result<T, Error>,
         is_empty: fn(&T) -> bool,
         missing: impl Fn() -> Error,
-    ) -> Result<Arc<T>, Error> {
-        // The read functions have no `s3:ListBucket` (least privilege), so S3 answers a missing
-        // manifest with AccessDenied rather than NoSuchKey: absent, for a manifest.
-        let absent_if_denied = |e: Error| match e {
-            Error::Forbidden(_) => Ok(None),
-            other => Err(other),
-        };
-        let fetched = match self.manifests.get::<T>(key) {
-            Some(hit) if hit.fresh => Some(hit.value),
-            Some(hit) => match self
-                .storage
-                .get_if_changed(key, &hit.etag)
-                .await
-                .or_else(|e| absent_if_denied(e).map(|_| Revalidated::Changed(None)))?
-            {
-                Revalidated::Unchanged => {
-                    self.manifests.revalidated(key);
-                    Some(hit.value)
-                }
-                Revalidated::Changed(object) => {
-                    self.manifests.remove(key);
-                    self.parse_and_keep(key, object, parse)?
-                }
-            },
-            None => {
-                let object = self.storage.get(key).await.or_else(absent_if_denied)?;
-                self.parse_and_keep(key, object, parse)?
+        deadline: tokio::time::Instant,
+    ) -> Result<Read<T>, Error> {
+        let hit = self.manifests.get::<T>(key);
+        if let Some(hit) = hit.as_ref().filter(|h| h.fresh) {
+            return Ok(Read { value: hit.value.clone(), stale: false });
+        }
+        let fetched = match &hit {
+            Some(hit) => {
+                let give_up = deadline.checked_sub(STALE_MARGIN).unwrap_or(deadline);
+                let read = tokio::time::timeout_at(give_up, self.storage.get_if_changed(key, &hit.etag)).await;
+                read.unwrap_or_else(|_| Err(Error::Unavailable(format!("GetObject {key}: no answer in time"))))
             }
+            None => self.storage.get(key).await.map(Revalidated::Changed),
         };
-        let manifest = fetched.ok_or_else(&missing)?;
-        if is_empty(&manifest) {
+        let (value, stale) = match (fetched, hit) {
+            (Ok(Revalidated::Unchanged), Some(hit)) => {
+                self.manifests.revalidated(key);
+                (Some(hit.value), false)
+            }
+            (Ok(Revalidated::Unchanged), None) => (None, false),
+            (Ok(Revalidated::Changed(object)), _) => {
+                self.manifests.remove(key);
+                (self.parse_and_keep(key, object, parse)?, false)
+            }
+            // The read functions have no `s3:ListBucket` (least privilege), so S3 answers a
+            // missing manifest with AccessDenied rather than NoSuchKey: absent, for a manifest.
+            (Err(Error::Forbidden(_)), _) => {
+                self.manifests.remove(key);
+                (None, false)
+            }
+            (Err(e @ (Error::Unavailable(_) | Error::Corrupt(_))), Some(hit)) => {
+                tracing::warn!(key, error = %e, "storage failed; serving the copy this container holds");
+                (Some(hit.value), true)
+            }
+            (Err(Error::Corrupt(why)), None) => return Err(Error::Unavailable(why)),
+            (Err(e), _) => return Err(e),
+        };
+        let value = value.ok_or_else(&missing)?;
+        if is_empty(&value) {
             return Err(missing());
         }
-        Ok(manifest)
+        Ok(Read { value, stale })
     }
 
     fn parse_and_keep<T: Send + Sync + 'static>(
@@ -580,9 +647,39 @@ mod tests {
     async fn storage_down_is_503_json() {
         let app = app();
         app.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
-        let (status, body, _) = get(&app, "/v1/modules/acme/vpc/aws/versions").await;
-        assert_eq!(status, 503);
+        let reply = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
+        assert_eq!(reply.status, 503);
+        assert_eq!(reply.header_value("retry-after"), Some("1"));
+        assert_eq!(reply.header_value(STALE_HEADER), None);
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
         assert_eq!(body, json!({"errors": ["storage is unavailable, try again"]}));
+    }
+
+    #[tokio::test]
+    async fn storage_that_never_answers_is_503_within_the_budget() {
+        let mut config = open(Config::new("b"));
+        config.request_budget = std::time::Duration::from_millis(50);
+        let app = App::new(config, app().storage, &Service::ALL);
+        app.storage.hang.store(true, std::sync::atomic::Ordering::SeqCst);
+        let reply = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
+        assert_eq!(reply.status, 503);
+        assert_eq!(reply.header_value("retry-after"), Some("1"));
+    }
+
+    #[tokio::test]
+    async fn storage_down_serves_the_cached_manifest_marked_stale() {
+        let app = app();
+        let fresh = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
+        assert_eq!((fresh.status, fresh.header_value(STALE_HEADER)), (StatusCode::OK, None));
+        app.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
+        let stale = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
+        assert_eq!(stale.status, StatusCode::OK);
+        assert!(stale.header_value(STALE_HEADER).is_some_and(|v| v.contains("cached")));
+        assert_eq!(stale.header_value("retry-after"), None);
+        assert_eq!(stale.body, fresh.body);
+        // Another manifest was never read: nothing to fall back on.
+        let reply = app.handle(&Request::get("/v1/mirror/registry.terraform.io/hashicorp/null/index.json")).await;
+        assert_eq!(reply.status, 503);
     }
 
     #[tokio::test]

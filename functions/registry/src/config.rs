@@ -39,7 +39,17 @@ pub struct Config {
     /// served without asking S3. 0: every request revalidates with a conditional GET, so new
     /// versions show at once.
     pub manifest_cache_ttl: Duration,
+    /// The longest a request may take before it is answered 503 with `Retry-After`
+    /// (`REQUEST_BUDGET`; not a variable: infra's `read_timeout_seconds` is bounded by it).
+    pub request_budget: Duration,
 }
+
+/// Default (and deployed value) of `Config::request_budget`. One storage read gives up after
+/// about 12 s (`storage::s3::timeouts`, then a body read again) and a request may make two (the
+/// token store, the manifest); this bound keeps the answer ours, inside the read functions'
+/// timeout (12 to 29 s, infra's `read_timeout_seconds`) and API Gateway's 29 s, instead of a
+/// Lambda timeout's bare 5xx.
+pub const REQUEST_BUDGET: Duration = Duration::from_secs(10);
 
 /// Default of `REGISTRY_MANIFEST_CACHE_BYTES`.
 pub const MANIFEST_CACHE_BYTES_DEFAULT: usize = 16 << 20;
@@ -69,6 +79,7 @@ impl Config {
             tokens_cache: Duration::from_secs(30),
             manifest_cache_bytes: MANIFEST_CACHE_BYTES_DEFAULT,
             manifest_cache_ttl: Duration::ZERO,
+            request_budget: REQUEST_BUDGET,
         }
     }
 
@@ -168,6 +179,7 @@ impl Config {
             tokens_cache,
             manifest_cache_bytes,
             manifest_cache_ttl,
+            request_budget: REQUEST_BUDGET,
         })
     }
 }

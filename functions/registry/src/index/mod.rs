@@ -24,7 +24,7 @@ use crate::archive;
 use crate::error::Error;
 use crate::layout::{self, Owner};
 use crate::retry::{self, Backoff};
-use crate::storage::{ObjectInfo, Storage};
+use crate::storage::{Object, ObjectInfo, Storage};
 
 mod modules;
 mod providers;
@@ -160,6 +160,19 @@ impl<'a, S: Storage> Indexer<'a, S> {
             results.push((owner, outcome));
         }
         Ok(results)
+    }
+
+    /// A document this pass may replace, as read (rule 1). One that fails S3's integrity
+    /// check even when read again is corrupt at rest: it is read as unreadable content with its
+    /// current ETag, so the pass rewrites it (`If-Match` that ETag) instead of stalling on it.
+    async fn read_document(storage: &S, key: &str) -> Result<Option<Object>, Error> {
+        match storage.get(key).await {
+            Err(Error::Corrupt(why)) => {
+                tracing::warn!(key, why, "stored document fails its integrity check; rebuilding it");
+                Ok(storage.etag(key).await?.map(|etag| Object { bytes: bytes::Bytes::new(), etag }))
+            }
+            other => other,
+        }
     }
 
     /// An archive's ETag as listed. S3 lists every object with it; some S3-compatible servers

@@ -19,7 +19,7 @@ impl<S: Storage> Indexer<'_, S> {
         let manifest_key = layout::module_manifest(module);
         let prefix = layout::module_prefix(module);
         // Rule 1: the manifest (and its ETag) before the listing.
-        let read = self.storage.get(&manifest_key).await?;
+        let read = Self::read_document(self.storage, &manifest_key).await?;
         let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
             tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
             None

@@ -107,7 +107,9 @@ impl<S: Storage> Indexer<'_, S> {
                 && &p == provider
             {
                 let (storage, key) = (self.storage, object.key.clone());
-                reads.push(async move { storage.get(&key).await.map(|doc| doc.map(|doc| (version, doc))) });
+                reads.push(
+                    async move { Self::read_document(storage, &key).await.map(|doc| doc.map(|doc| (version, doc))) },
+                );
             }
         }
         let reads: Vec<_> =
@@ -118,7 +120,7 @@ impl<S: Storage> Indexer<'_, S> {
                 versions.insert(version, doc);
             }
         }
-        let index = if has_index { self.storage.get(&index_key).await? } else { None };
+        let index = if has_index { Self::read_document(self.storage, &index_key).await? } else { None };
         Ok(Documents { versions, index })
     }
 

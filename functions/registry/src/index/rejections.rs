@@ -37,9 +37,12 @@ impl Rejections {
             if layout::rejected_key(&object.key).is_none() {
                 continue;
             }
-            let etag = match storage.get(&object.key).await? {
-                Some(o) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
-                None => continue,
+            // A record that cannot be read says nothing: the upload is checked again.
+            let etag = match storage.get(&object.key).await {
+                Ok(Some(o)) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
+                Ok(None) => continue,
+                Err(Error::Corrupt(_)) => String::new(),
+                Err(e) => return Err(e),
             };
             records.insert(object.key, etag);
         }

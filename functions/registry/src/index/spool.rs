@@ -18,32 +18,62 @@ pub(super) struct Spooled {
     pub etag: String,
 }
 
-/// `None` if the object is gone; `Some(Err(reason))` if its bytes are unusable (over the
-/// limit, failing the integrity check): the caller rejects it.
+/// `None` if the object is gone; `Some(Err(reason))` if its bytes are unusable: over the
+/// limit, or failing S3's integrity check when read twice (corrupt at rest, not in transit).
+/// The caller rejects those. A storage fault is an error, never a reason to reject.
 pub(super) async fn spool<S: Storage>(
     storage: &S,
     key: &str,
     limit: u64,
 ) -> Result<Option<Result<Spooled, String>>, Error> {
+    // A body that breaks off or fails its checksum is read once more: the SDK retries
+    // requests, not bodies.
+    let read = match spool_once(storage, key, limit).await {
+        Ok(Read::FailsIntegrity(why)) | Err(Error::Unavailable(why)) => {
+            tracing::warn!(key, why, "reading the upload again");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            spool_once(storage, key, limit).await?
+        }
+        other => other?,
+    };
+    Ok(match read {
+        Read::Gone => None,
+        Read::Spooled(spooled) => Some(Ok(spooled)),
+        Read::OverLimit(reason) | Read::FailsIntegrity(reason) => Some(Err(reason)),
+    })
+}
+
+/// What one read of an upload found.
+enum Read {
+    Gone,
+    Spooled(Spooled),
+    OverLimit(String),
+    FailsIntegrity(String),
+}
+
+async fn spool_once<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Read, Error> {
     let io = |e: std::io::Error| Error::Internal(format!("temporary file for {key}: {e}"));
     let mut file = tempfile::tempfile().map_err(io)?;
     let mut hasher = Sha256::new();
-    let mut size = 0u64;
+    let (mut size, mut over) = (0u64, false);
     let etag = storage
         .stream(key, |chunk| {
             size += chunk.len() as u64;
             if size > limit {
-                return Err(Error::Corrupt(format!(
-                    "the object grew over the size limit of {limit} bytes while being read"
-                )));
+                over = true;
+                return Err(Error::Corrupt(format!("over the size limit of {limit} bytes")));
             }
             hasher.update(chunk);
             file.write_all(chunk).map_err(io)
         })
         .await;
     match etag {
-        Ok(etag) => Ok(etag.map(|etag| Ok(Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag }))),
-        Err(Error::Corrupt(reason)) => Ok(Some(Err(reason))),
+        Ok(None) => Ok(Read::Gone),
+        Ok(Some(etag)) => Ok(Read::Spooled(Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag })),
+        Err(Error::Corrupt(_)) if over => {
+            Ok(Read::OverLimit(format!("the object grew over the size limit of {limit} bytes while being read")))
+        }
+        Err(Error::Corrupt(reason)) => Ok(Read::FailsIntegrity(reason)),
         Err(e) => Err(e),
     }
 }

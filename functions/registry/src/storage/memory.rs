@@ -21,6 +21,9 @@ pub struct MemoryStorage {
     pub requests: AtomicUsize,
     /// While true, every request fails as an unreachable S3 would (`Error::Unavailable`).
     pub unavailable: AtomicBool,
+    /// While true, reads never answer, as an S3 that stopped responding (timeouts are the
+    /// caller's to set).
+    pub hang: AtomicBool,
     /// Keys whose reads answer `AccessDenied`, as S3 does for a role without the right.
     denied: Mutex<BTreeSet<String>>,
 }
@@ -75,6 +78,12 @@ impl MemoryStorage {
         self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    async fn hung(&self) {
+        if self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+    }
+
     fn begin(&self) -> Result<(), Error> {
         self.requests.fetch_add(1, Ordering::SeqCst);
         if self.unavailable.load(Ordering::SeqCst) {
@@ -87,12 +96,14 @@ impl MemoryStorage {
 impl Storage for MemoryStorage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
         self.begin()?;
+        self.hung().await;
         self.readable(key)?;
         Ok(self.lock().get(key).cloned())
     }
 
     async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
         self.begin()?;
+        self.hung().await;
         self.readable(key)?;
         Ok(match self.lock().get(key) {
             Some(o) if o.etag == etag => Revalidated::Unchanged,

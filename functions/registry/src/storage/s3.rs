@@ -20,14 +20,30 @@ pub struct S3Storage {
     bucket: String,
 }
 
-/// Bounds on every S3 call, so a slow S3 answers 503 well inside API Gateway's 30 s limit.
+/// Bounds on every S3 call. With `retries`, a read fails within about 6 s (two attempts of at
+/// most 2.5 s, connect within 2 s, 6 s in all); a body that fails on the way is read once more
+/// (`BODY_RETRY_AFTER`), so a request gives up after about 12 s: inside the read functions'
+/// 15 s timeout and API Gateway's 29 s, and early enough for the terraform CLI to retry.
 pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
     aws_config::timeout::TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))
-        .operation_attempt_timeout(Duration::from_secs(5))
-        .operation_timeout(Duration::from_secs(12))
+        .operation_attempt_timeout(Duration::from_millis(2500))
+        .operation_timeout(Duration::from_secs(6))
         .build()
 }
+
+/// The SDK's own retries: one more attempt after a throttled (503 SlowDown), failed (5xx),
+/// timed-out or reset request, 50 ms to 500 ms later.
+pub fn retries() -> aws_config::retry::RetryConfig {
+    aws_config::retry::RetryConfig::standard()
+        .with_max_attempts(2)
+        .with_initial_backoff(Duration::from_millis(50))
+        .with_max_backoff(Duration::from_millis(500))
+}
+
+/// How long to wait before reading a body again that failed on the way (cut short, or not
+/// matching its checksum): the SDK retries requests, not bodies.
+const BODY_RETRY_AFTER: Duration = Duration::from_millis(50);
 
 impl S3Storage {
     /// Storage on `bucket` through `client`.
@@ -39,7 +55,11 @@ impl S3Storage {
     /// environment (`AWS_REGION`, role credentials, `AWS_ENDPOINT_URL`...). Built once per
     /// container.
     pub async fn from_env(config: &crate::Config) -> Self {
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts()).load().await;
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(timeouts())
+            .retry_config(retries())
+            .load()
+            .await;
         let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(config.s3_force_path_style).build();
         S3Storage::new(Client::from_conf(s3), config.bucket.clone())
     }
@@ -70,22 +90,40 @@ where
     Err(unavailable(op, key, err))
 }
 
-/// The body of a GetObject answer, with its ETag.
+/// The body of a GetObject answer, with its ETag. Bytes that do not match the checksum S3 sent
+/// are `Error::Corrupt` (in transit, or at rest); a body that breaks off is `Unavailable`.
 async fn read_object(key: &str, out: aws_sdk_s3::operation::get_object::GetObjectOutput) -> Result<Object, Error> {
     let etag = out.e_tag.clone().unwrap_or_default();
-    let bytes = match out.body.collect().await {
-        Ok(body) => body.into_bytes(),
-        // The object's bytes no longer match the checksum S3 stored with them: corrupt at
-        // rest, not a passing fault. Answer it as unreadable content (readers then answer
-        // 500; the indexer rewrites it, `If-Match` this ETag) rather than as an outage that
-        // would also block the repair.
+    match out.body.collect().await {
+        Ok(body) => Ok(Object { bytes: body.into_bytes(), etag }),
         Err(e) if fails_integrity_check(&e) => {
-            tracing::error!(key, etag, error = %error_chain(&e), "object fails its integrity check");
-            Bytes::new()
+            Err(Error::Corrupt(format!("GetObject {key} ({etag}) fails its integrity check: {}", error_chain(&e))))
         }
-        Err(e) => return Err(unavailable("GetObject body", key, e)),
+        Err(e) => Err(unavailable("GetObject body", key, e)),
+    }
+}
+
+/// How a GET failed: the request (the SDK has retried it already), or the body on the way.
+enum Failed {
+    Request(Error),
+    Body(Error),
+}
+
+/// Run a GET whose body may fail on the way once more, a moment later: the SDK has retried
+/// the request already, not the body. What fails twice is answered as it failed.
+async fn body_retried<T, F, Fut>(key: &str, mut read: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Failed>>,
+{
+    let first = match read().await {
+        Ok(value) => return Ok(value),
+        Err(Failed::Request(e)) => return Err(e),
+        Err(Failed::Body(e)) => e,
     };
-    Ok(Object { bytes, etag })
+    tracing::warn!(key, error = %first, "the body failed on the way; reading the object again");
+    tokio::time::sleep(BODY_RETRY_AFTER).await;
+    read().await.map_err(|(Failed::Request(e) | Failed::Body(e))| e)
 }
 
 /// Whether a body read failed because the bytes do not match the checksum S3 stored with
@@ -121,21 +159,33 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 
 impl Storage for S3Storage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
-        let out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
-            Ok(out) => out,
-            Err(e) => return classify_error("GetObject", key, e).map(|()| None),
-        };
-        read_object(key, out).await.map(Some)
+        body_retried(key, || async {
+            let out = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+                Ok(out) => out,
+                Err(e) => return classify_error("GetObject", key, e).map(|()| None).map_err(Failed::Request),
+            };
+            read_object(key, out).await.map(Some).map_err(Failed::Body)
+        })
+        .await
     }
 
     async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
-        let out = match self.client.get_object().bucket(&self.bucket).key(key).if_none_match(etag).send().await {
-            Ok(out) => out,
-            // S3 answers 304 with no body; the SDK surfaces it as an unmodelled service error.
-            Err(SdkError::ServiceError(se)) if se.raw().status().as_u16() == 304 => return Ok(Revalidated::Unchanged),
-            Err(e) => return classify_error("GetObject", key, e).map(|()| Revalidated::Changed(None)),
-        };
-        read_object(key, out).await.map(|o| Revalidated::Changed(Some(o)))
+        body_retried(key, || async {
+            let request = self.client.get_object().bucket(&self.bucket).key(key).if_none_match(etag);
+            let out = match request.send().await {
+                Ok(out) => out,
+                // S3 answers 304 with no body; the SDK surfaces it as an unmodelled service error.
+                Err(SdkError::ServiceError(se)) if se.raw().status().as_u16() == 304 => {
+                    return Ok(Revalidated::Unchanged);
+                }
+                Err(e) => {
+                    let absent = classify_error("GetObject", key, e).map(|()| Revalidated::Changed(None));
+                    return absent.map_err(Failed::Request);
+                }
+            };
+            read_object(key, out).await.map(|o| Revalidated::Changed(Some(o))).map_err(Failed::Body)
+        })
+        .await
     }
 
     async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
