@@ -1,6 +1,7 @@
 //! No lost updates: many publishers upload versions of one module and one provider at the
 //! same time through the embedded S3. Every upload runs its own indexing pass, all of them
-//! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed.
+//! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed, and
+//! every platform of a provider release uploaded at once.
 
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
@@ -11,6 +12,9 @@ use e2e::{Harness, module_tar_gz, provider_zip, upload};
 use tokio::task::JoinSet;
 
 const VERSIONS: usize = 50;
+
+/// Every this many provider versions, a second platform's zip is uploaded at the same time.
+const SECOND_PLATFORM_EVERY: usize = 5;
 
 fn rounds() -> usize {
     std::env::var("CONCURRENT_PUBLISH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20)
@@ -31,7 +35,13 @@ async fn concurrent_publishes_lose_no_version() {
             uploads.spawn(upload(client.clone(), module_key, module));
             let zip_key =
                 format!("providers/example.com/acme/{name}/terraform-provider-{name}_1.{i}.0_linux_amd64.zip");
-            uploads.spawn(upload(client, zip_key, provider_zip(&name, &format!("1.{i}.0"), "linux_amd64")));
+            uploads.spawn(upload(client.clone(), zip_key, provider_zip(&name, &format!("1.{i}.0"), "linux_amd64")));
+            // A release is several platforms at once: their passes contend on one VERSION.json.
+            if i % SECOND_PLATFORM_EVERY == 0 {
+                let zip_key =
+                    format!("providers/example.com/acme/{name}/terraform-provider-{name}_1.{i}.0_darwin_arm64.zip");
+                uploads.spawn(upload(client, zip_key, provider_zip(&name, &format!("1.{i}.0"), "darwin_arm64")));
+            }
         }
         while let Some(done) = uploads.join_next().await {
             done.expect("upload task");
@@ -48,6 +58,9 @@ async fn concurrent_publishes_lose_no_version() {
             let (status, doc) = h.get_json(&format!("/v1/mirror/example.com/acme/{name}/1.{i}.0.json")).await;
             assert_eq!(status, 200, "round {round} provider 1.{i}.0: {doc}");
             assert!(doc["archives"]["linux_amd64"]["hashes"][0].as_str().unwrap().starts_with("h1:"));
+            let platforms = doc["archives"].as_object().unwrap().len();
+            let expected = if i % SECOND_PLATFORM_EVERY == 0 { 2 } else { 1 };
+            assert_eq!(platforms, expected, "round {round} provider 1.{i}.0: a platform lost: {doc}");
         }
         lost += (VERSIONS - modules) + (VERSIONS - providers);
         assert_eq!((modules, providers), (VERSIONS, VERSIONS), "round {round}: versions lost");

@@ -108,7 +108,7 @@ json.dump({"Records": [record("modules/acme/network/aws/1.0.0.tar.gz"),
           open(sys.argv[1], "w"))
 PY
 out="$(invoke indexer "$work/s3event.json" 2>&1)" || true
-if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget"'; then
+if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget 0.1.0"'; then
   echo "ok    indexer: S3 notification batch indexed the module and the provider"
 else
   echo "FAIL  indexer: $out"; failures=$((failures + 1))

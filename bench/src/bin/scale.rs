@@ -43,6 +43,9 @@ fn requests(log: &[registry_local::embedded_s3::S3Request]) -> String {
     format!("{gets} GET, {lists} LIST pages, {puts} PUT")
 }
 
+/// Versions of the small provider published into beside the big one.
+const SMALL_PROVIDER_VERSIONS: usize = 10;
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -61,13 +64,17 @@ async fn main() {
     for i in 0..module_versions {
         std::fs::write(modules.join(format!("{}.{}.{}.tar.gz", i / 100, (i / 10) % 10, i % 10)), &archive).unwrap();
     }
-    let providers = bucket.join("providers/registry.terraform.io/acme/big");
-    std::fs::create_dir_all(&providers).unwrap();
-    for v in 0..provider_versions {
-        let version = format!("1.{}.{}", v / 10, v % 10);
-        let zip = e2e::provider_zip("big", &version, "scale");
-        for platform in PLATFORMS {
-            std::fs::write(providers.join(format!("terraform-provider-big_{version}_{platform}.zip")), &zip).unwrap();
+    // The big provider, and a small one beside it: publishing a zip must cost the same in both.
+    for (name, versions) in [("big", provider_versions), ("small", SMALL_PROVIDER_VERSIONS)] {
+        let providers = bucket.join(format!("providers/registry.terraform.io/acme/{name}"));
+        std::fs::create_dir_all(&providers).unwrap();
+        for v in 0..versions {
+            let version = format!("1.{}.{}", v / 10, v % 10);
+            let zip = e2e::provider_zip(name, &version, "scale");
+            for platform in PLATFORMS {
+                let file = format!("terraform-provider-{name}_{version}_{platform}.zip");
+                std::fs::write(providers.join(file), &zip).unwrap();
+            }
         }
     }
 
@@ -81,7 +88,7 @@ async fn main() {
     let size = |key: &str| std::fs::metadata(bucket.join(key)).map(|m| m.len()).unwrap_or(0);
     println!(
         "Full indexing pass over {module_versions} module versions and {} provider zips: {:.1} s\n",
-        provider_versions * PLATFORMS.len(),
+        (provider_versions + SMALL_PROVIDER_VERSIONS) * PLATFORMS.len(),
         full_pass.as_secs_f64()
     );
 
@@ -107,11 +114,22 @@ async fn main() {
     .await;
     let provider_publish = started.elapsed();
     let provider_requests = requests(&warm.take_s3_requests());
+    let started = Instant::now();
+    e2e::upload(
+        publisher.clone(),
+        "providers/registry.terraform.io/acme/small/terraform-provider-small_99.0.0_linux_amd64.zip".into(),
+        e2e::provider_zip("small", "99.0.0", "scale"),
+    )
+    .await;
+    let small_publish = started.elapsed();
+    let small_requests = requests(&warm.take_s3_requests());
     println!(
         "Publishing one more version at that size (upload to indexed): module {:.2} s ({module_requests}), \
-         provider platform zip {:.2} s ({provider_requests})\n",
+         provider platform zip {:.2} s ({provider_requests}); the same zip into a provider with \
+         {SMALL_PROVIDER_VERSIONS} versions: {:.2} s ({small_requests})\n",
         module_publish.as_secs_f64(),
-        provider_publish.as_secs_f64()
+        provider_publish.as_secs_f64(),
+        small_publish.as_secs_f64()
     );
 
     let mid = module_versions / 2;

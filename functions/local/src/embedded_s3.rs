@@ -27,6 +27,7 @@
 //! protocol locally as in AWS, and it injects the faults a test asks for (`faults`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use std::collections::BTreeMap;
 
@@ -122,6 +123,31 @@ impl KeyLocks {
             });
         }
         guards
+    }
+}
+
+/// After a failed pass, how long to wait before each retry. Lambda retries a failed
+/// asynchronous invocation (an S3 notification) twice, after about 1 and 2 minutes; locally the
+/// upload waits for its indexing, so the same two retries come sooner.
+const INDEXING_RETRIES: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(500)];
+
+/// Index one notified key as the indexer Lambda would: a failed pass (storage unavailable, a
+/// manifest still contended) is retried as Lambda retries the event; what still fails is
+/// logged, and `reindex` repairs it (in AWS: the dead-letter queue).
+async fn index_with_retries(indexer: &Indexer<'_, S3Storage>, key: &str) {
+    let mut waits = INDEXING_RETRIES.iter();
+    loop {
+        match indexer.on_object_changed(key).await {
+            Ok(Some((owner, outcome))) => return tracing::info!(key, ?owner, ?outcome, "published"),
+            Ok(None) => return,
+            Err(e) => match waits.next() {
+                Some(wait) => {
+                    tracing::warn!(key, error = %e, "indexing failed; retrying as Lambda retries the event");
+                    tokio::time::sleep(*wait).await;
+                }
+                None => return tracing::warn!(key, error = %e, "not indexed"),
+            },
+        }
     }
 }
 
@@ -281,11 +307,7 @@ impl IndexingS3 {
         }
         let indexer = Indexer::new(&self.storage, self.limits.clone());
         for key in written.into_iter().filter(|k| layout::notifies(k)) {
-            match indexer.on_object_changed(&key).await {
-                Ok(Some((owner, outcome))) => tracing::info!(key, ?owner, ?outcome, "published"),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(key, error = %e, "not indexed"),
-            }
+            index_with_retries(&indexer, &key).await;
         }
         Ok(response)
     }

@@ -7,8 +7,8 @@ use aws_lambda_events::s3::S3Event;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::index::{Indexer, Outcome};
-use crate::layout::{self, Owner};
+use crate::index::{Indexer, Outcome, Pass};
+use crate::layout;
 use crate::storage::Storage;
 
 /// What the indexer function is invoked with: S3 notifications (`aws_lambda_events`' type, as
@@ -29,29 +29,29 @@ pub enum IndexerEvent {
 /// What one invocation did, for the function's answer and log.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Summary {
-    /// Owners whose manifests were written.
+    /// Passes (modules, providers, provider versions) that wrote manifests.
     pub indexed: Vec<String>,
-    /// Owners whose manifests already said this.
+    /// Passes whose manifests already said this.
     pub unchanged: Vec<String>,
     /// Records about other buckets, other kinds of event, or keys outside the registry's prefixes.
     pub ignored_keys: usize,
     /// Keys under `modules/` or `providers/` that fit no module or provider.
     pub rejected_keys: usize,
-    /// Owners whose pass failed (each with its error); the others were indexed regardless.
+    /// Passes that failed (each with its error); the others were indexed regardless.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
 }
 
-/// The owners (modules, providers) whose manifests the batch may have changed, each once;
-/// the keys under `modules/` or `providers/` that fit no owner (they get a rejection
+/// The passes covering what the batch may have changed, each once (a module; a provider
+/// version for a zip; a whole provider otherwise: `Pass::covering`); the keys under `modules/` or `providers/` that fit no owner (they get a rejection
 /// record); and how many records were ignored (another bucket or kind of event, keys
 /// elsewhere in the bucket).
 ///
 /// Every record counts, whoever caused it: the indexer writes only where no notification
 /// filter points (`layout::notifies`), so it never sees its own writes, and there is no
 /// principal or session name a publisher could borrow to have an upload skipped.
-pub fn owners(event: &S3Event, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<String>, usize) {
-    let mut owners = BTreeSet::new();
+pub fn passes(event: &S3Event, bucket: &str) -> (BTreeSet<Pass>, BTreeSet<String>, usize) {
+    let mut passes = BTreeSet::new();
     let mut misplaced = BTreeSet::new();
     let mut ignored = 0;
     for record in &event.records {
@@ -61,7 +61,7 @@ pub fn owners(event: &S3Event, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<Strin
         let key = relevant.then(|| record.s3.object.key.as_deref().and_then(decode_event_key)).flatten();
         match key.as_deref().map(|k| (layout::classify(k), layout::expected_name(k))) {
             Some((Some(kind), _)) if !kind.is_derived() => {
-                owners.insert(kind.owner());
+                passes.insert(Pass::covering(&kind));
             }
             Some((None, Some(_))) => {
                 misplaced.extend(key);
@@ -69,10 +69,10 @@ pub fn owners(event: &S3Event, bucket: &str) -> (BTreeSet<Owner>, BTreeSet<Strin
             _ => ignored += 1,
         }
     }
-    (owners, misplaced, ignored)
+    (passes, misplaced, ignored)
 }
 
-/// Process one invocation. Every owner is indexed even if another fails; then failures are
+/// Process one invocation. Every pass runs even if another fails; then failures are
 /// returned as an error, so that Lambda retries an S3 event (transient failures: S3
 /// unavailable, a manifest still contended after every retry) and a manual reindex reports
 /// them. Everything else, including rejected uploads, is an answer.
@@ -83,7 +83,9 @@ pub async fn process<S: Storage>(
 ) -> Result<Summary, Error> {
     let mut summary = Summary::default();
     let results = match event {
-        IndexerEvent::Reindex { reindex } if reindex == "all" => indexer.reindex_all().await?,
+        IndexerEvent::Reindex { reindex } if reindex == "all" => {
+            indexer.reindex_all().await?.into_iter().map(|(owner, outcome)| (owner.to_string(), outcome)).collect()
+        }
         IndexerEvent::Reindex { reindex } => {
             return Err(Error::BadRequest(format!(
                 "unknown reindex request {:?}; use \"all\"",
@@ -91,30 +93,30 @@ pub async fn process<S: Storage>(
             )));
         }
         IndexerEvent::S3(event) => {
-            let (owners, misplaced, ignored) = owners(&event, bucket);
+            let (passes, misplaced, ignored) = passes(&event, bucket);
             summary.ignored_keys = ignored;
             for key in &misplaced {
                 indexer.on_object_changed(key).await?;
             }
             summary.rejected_keys = misplaced.len();
-            let mut results = Vec::with_capacity(owners.len());
-            for owner in owners {
-                let outcome = indexer.reindex(&owner).await;
+            let mut results = Vec::with_capacity(passes.len());
+            for pass in passes {
+                let outcome = indexer.run(&pass).await;
                 if let Err(e) = &outcome {
-                    tracing::error!(%owner, error = %e, "indexing failed");
+                    tracing::error!(%pass, error = %e, "indexing failed");
                 }
-                results.push((owner, outcome));
+                results.push((pass.to_string(), outcome));
             }
             results
         }
     };
     let mut first_failure = None;
-    for (owner, outcome) in results {
+    for (pass, outcome) in results {
         match outcome {
-            Ok(Outcome::Unchanged) => summary.unchanged.push(owner.to_string()),
-            Ok(Outcome::Written { .. }) => summary.indexed.push(owner.to_string()),
+            Ok(Outcome::Unchanged) => summary.unchanged.push(pass),
+            Ok(Outcome::Written { .. }) => summary.indexed.push(pass),
             Err(e) => {
-                summary.failed.push(format!("{owner}: {e}"));
+                summary.failed.push(format!("{pass}: {e}"));
                 first_failure.get_or_insert(e);
             }
         }
@@ -122,9 +124,9 @@ pub async fn process<S: Storage>(
     match first_failure {
         None => Ok(summary),
         Some(e) => {
-            tracing::error!(indexed = summary.indexed.len(), failed = ?summary.failed, "indexing failed for some owners");
+            tracing::error!(indexed = summary.indexed.len(), failed = ?summary.failed, "indexing failed for some passes");
             Err(Error::Unavailable(format!(
-                "{} owner(s) failed, the first with {e}: {}",
+                "{} pass(es) failed, the first with {e}: {}",
                 summary.failed.len(),
                 summary.failed.join("; ")
             )))

@@ -74,6 +74,13 @@ pub fn provider_prefix(p: &ProviderAddress) -> String {
     format!("{PROVIDERS_PREFIX}{}/{}/{}/", p.hostname, p.namespace, p.r#type)
 }
 
+/// The common beginning of the keys of one version's zips of a provider
+/// (`providers/H/NS/TYPE/terraform-provider-TYPE_VERSION_`): the version's `_` after it keeps
+/// `1.0.0` from matching `1.0.0-rc.1`.
+pub fn provider_version_prefix(p: &ProviderAddress, version: &semver::Version) -> String {
+    format!("{}terraform-provider-{}_{version}_", provider_prefix(p), p.r#type)
+}
+
 /// Where the indexer keeps a provider's mirror documents.
 pub fn provider_documents_prefix(p: &ProviderAddress) -> String {
     format!("{INDEXED_PREFIX}{}", provider_prefix(p))

@@ -43,8 +43,8 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
             // all the same (a publisher cannot choose a session name to skip the checks).
             "indexed": [
                 "module acme/network/aws",
-                "provider example.com/acme/widget",
-                "provider registry.terraform.io/hashicorp/null"
+                "provider example.com/acme/widget 1.0.0",
+                "provider registry.terraform.io/hashicorp/null 3.2.1+ent"
             ],
             "unchanged": [],
             "ignored_keys": 1,
@@ -93,7 +93,7 @@ async fn manual_reindex_all_and_transient_failures() {
     f.storage.insert("modules/acme/second/aws/1.0.0.tar.gz", tar_gz("# second"));
     f.storage.deny("indexed/modules/acme/network/aws/manifest.json");
     let err = index(&f, json!({"reindex": "all"})).await.unwrap_err().to_string();
-    assert!(err.contains("1 owner(s) failed") && err.contains("module acme/network/aws"), "{err}");
+    assert!(err.contains("1 pass(es) failed") && err.contains("module acme/network/aws"), "{err}");
     assert!(f.storage.peek("indexed/modules/acme/second/aws/manifest.json").is_some());
     // S3 down: an error, so Lambda retries the event.
     f.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);

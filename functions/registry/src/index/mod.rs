@@ -1,8 +1,12 @@
 //! The indexer: given the archives present under one module or provider prefix, write that
 //! owner's manifest. The indexer Lambda calls it on S3 events, the local registry on every
 //! notified upload or delete through its embedded S3, and `reindex_all` rebuilds every
-//! manifest. One file per idea: the module pass (`modules`), the provider pass
+//! manifest. One file per idea: the module pass (`modules`), the provider passes
 //! (`providers`), rejection records (`rejections`), spooling uploads to disk (`spool`).
+//!
+//! What a pass covers (`Pass`): a module's one manifest; for a provider either one version
+//! (its `VERSION.json` and its line in `index.json`: what a zip upload or delete changes, at
+//! a cost that does not grow with the number of versions) or everything (repair).
 //!
 //! Correctness under concurrent publishes rests on two rules:
 //! 1. read every manifest a pass may replace *before* the listing it computes from, and
@@ -20,9 +24,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::address::ProviderAddress;
 use crate::archive;
 use crate::error::Error;
-use crate::layout::{self, Owner};
+use crate::layout::{self, ObjectKind, Owner};
 use crate::retry::{self, Backoff};
 use crate::storage::{Object, ObjectInfo, Storage};
 
@@ -49,6 +54,38 @@ pub enum Outcome {
         /// Versions listed after the pass.
         versions: usize,
     },
+}
+
+/// What one pass rebuilds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pass {
+    /// Everything of one owner: a module's manifest; a provider's `index.json` and every
+    /// `VERSION.json` (reading all of them).
+    Owner(Owner),
+    /// One version of a provider: its `VERSION.json` and its line in `index.json`, from a
+    /// listing of that version's zips alone.
+    ProviderVersion(ProviderAddress, semver::Version),
+}
+
+impl Pass {
+    /// The narrowest pass that covers a change of an object of this kind.
+    pub fn covering(kind: &ObjectKind) -> Pass {
+        match kind {
+            ObjectKind::ProviderArchive { provider, version, .. } => {
+                Pass::ProviderVersion(provider.clone(), version.clone())
+            }
+            other => Pass::Owner(other.owner()),
+        }
+    }
+}
+
+impl std::fmt::Display for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pass::Owner(owner) => write!(f, "{owner}"),
+            Pass::ProviderVersion(p, v) => write!(f, "provider {p} {v}"),
+        }
+    }
 }
 
 /// Size limits the indexer enforces before an archive is listed.
@@ -109,9 +146,9 @@ impl<'a, S: Storage> Indexer<'a, S> {
             }
             return Ok(None);
         };
-        let owner = kind.owner();
-        let outcome = self.reindex(&owner).await?;
-        Ok(Some((owner, outcome)))
+        let pass = Pass::covering(&kind);
+        let outcome = self.run(&pass).await?;
+        Ok(Some((kind.owner(), outcome)))
     }
 
     /// A key under `modules/` or `providers/` that belongs to no module or provider (bad
@@ -124,16 +161,22 @@ impl<'a, S: Storage> Indexer<'a, S> {
         }
     }
 
-    /// One owner's pass, retried while it loses races.
+    /// Everything of one owner, rebuilt (`Pass::Owner`).
     pub async fn reindex(&self, owner: &Owner) -> Result<Outcome, Error> {
-        let outcome = retry::on_conflict(PASS_RETRY, &owner.to_string(), |_| async {
-            match owner {
-                Owner::Module(m) => self.module_pass(m).await,
-                Owner::Provider(p) => self.provider_pass(p).await,
+        self.run(&Pass::Owner(owner.clone())).await
+    }
+
+    /// One pass, retried while it loses races.
+    pub async fn run(&self, pass: &Pass) -> Result<Outcome, Error> {
+        let outcome = retry::on_conflict(PASS_RETRY, &pass.to_string(), |_| async {
+            match pass {
+                Pass::Owner(Owner::Module(m)) => self.module_pass(m).await,
+                Pass::Owner(Owner::Provider(p)) => self.provider_pass(p).await,
+                Pass::ProviderVersion(p, v) => self.provider_version_pass(p, v).await,
             }
         })
         .await?;
-        tracing::info!(%owner, ?outcome, "indexed");
+        tracing::info!(%pass, ?outcome, "indexed");
         Ok(outcome)
     }
 

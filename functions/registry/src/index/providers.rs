@@ -1,6 +1,9 @@
-//! The provider pass: the network mirror's `index.json` and one `VERSION.json` per version,
+//! The provider passes: the network mirror's `index.json` and one `VERSION.json` per version,
 //! computed from the zips under the provider's upload prefix, with the hashes the indexer
-//! computed itself (`h1:` as the CLI checks a zip, `zh:` of the file).
+//! computed itself (`h1:` as the CLI checks a zip, `zh:` of the file). A zip's upload or
+//! delete runs the version pass (that version's document and its line in `index.json`: two
+//! documents read, two listings, whatever the number of versions); repair runs the full pass
+//! (every document).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Seek;
@@ -52,27 +55,14 @@ impl<S: Storage> Indexer<'_, S> {
         let mut listed = BTreeSet::new();
         let all_versions: BTreeSet<semver::Version> = zips.keys().chain(read.versions.keys()).cloned().collect();
         for version in all_versions {
-            let key = layout::provider_version(provider, &version);
-            let stored = read.versions.get(&version);
-            let existing = stored.and_then(|o| {
-                ProviderVersion::parse(&o.bytes)
-                    .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
-                    .ok()
-            });
             let platforms = zips.get(&version).cloned().unwrap_or_default();
-            let doc = self.version_document(provider, &version, &platforms, existing.as_ref(), &mut rejections).await?;
-            if !doc.archives.is_empty() {
+            let stored = read.versions.get(&version);
+            let (document, written) =
+                self.update_version_document(provider, &version, &platforms, stored, &mut rejections).await?;
+            if !document.archives.is_empty() {
                 listed.insert(version.to_string());
             }
-            let same = match &existing {
-                Some(e) => *e == doc,
-                None => doc.archives.is_empty() && stored.is_none(),
-            };
-            if !same {
-                let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
-                self.storage.put(&key, to_json(&doc)?, CONTENT_TYPE_JSON, precondition).await?;
-                changed = true;
-            }
+            changed |= written;
         }
         rejections.clear_stale(self.storage).await?;
 
@@ -91,6 +81,67 @@ impl<S: Storage> Indexer<'_, S> {
             changed = true;
         }
         Ok(if changed { Outcome::Written { versions: listed.len() } } else { Outcome::Unchanged })
+    }
+
+    /// One version: its `VERSION.json` from a listing of its zips alone, then its line in
+    /// `index.json` (added when the version has a servable zip, removed when none is left).
+    /// Rules 1 and 2 as in every pass: both documents read before the listing, both written
+    /// only if still what was read. An `index.json` that does not parse is repaired by the
+    /// full pass instead.
+    pub(super) async fn provider_version_pass(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+    ) -> Result<Outcome, Error> {
+        let (index_key, document_key) = (layout::provider_index(provider), layout::provider_version(provider, version));
+        let stored_index = Self::read_document(self.storage, &index_key).await?;
+        let stored = Self::read_document(self.storage, &document_key).await?;
+        let mut index = match &stored_index {
+            None => ProviderIndex::default(),
+            Some(o) => match ProviderIndex::parse(&o.bytes) {
+                Ok(index) => index,
+                Err(e) => {
+                    tracing::warn!(key = index_key, error = %e, "unreadable; rebuilding the whole provider");
+                    return self.provider_pass(provider).await;
+                }
+            },
+        };
+        let prefix = layout::provider_version_prefix(provider, version);
+        let objects = self.storage.list(&prefix).await?;
+        let mut rejections = Rejections::load(self.storage, &prefix).await?;
+        let mut platforms = BTreeMap::new();
+        let mut misnamed = Vec::new();
+        for object in objects {
+            match layout::classify(&object.key) {
+                Some(ObjectKind::ProviderArchive { provider: p, version: v, platform })
+                    if &p == provider && &v == version =>
+                {
+                    platforms.insert(platform, object);
+                }
+                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+                _ => {}
+            }
+        }
+        rejections.reject_misnamed(self.storage, &misnamed).await?;
+        let (document, mut changed) =
+            self.update_version_document(provider, version, &platforms, stored.as_ref(), &mut rejections).await?;
+        let listed = !document.archives.is_empty();
+        rejections.clear_stale(self.storage).await?;
+
+        // index.json after the document: it never lists a version whose VERSION.json is not written yet.
+        let line = version.to_string();
+        let before = index.versions.contains_key(&line);
+        if listed {
+            index.versions.entry(line).or_insert_with(|| serde_json::json!({}));
+        } else {
+            index.versions.remove(&line);
+        }
+        if before != listed {
+            let precondition = Precondition::replacing(stored_index.as_ref().map(|o| o.etag.as_str()));
+            self.storage.put(&index_key, to_json(&index)?, CONTENT_TYPE_JSON, precondition).await?;
+            changed = true;
+        }
+        Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
     }
 
     /// Rule 1: every document this pass may replace, before the listing it computes from.
@@ -122,6 +173,34 @@ impl<S: Storage> Indexer<'_, S> {
         }
         let index = if has_index { Self::read_document(self.storage, &index_key).await? } else { None };
         Ok(Documents { versions, index })
+    }
+
+    /// Rebuild one version's document from its zips and write it if it changed (only over
+    /// what was read: `stored`). Returns the document and whether it was written.
+    async fn update_version_document(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+        platforms: &BTreeMap<Platform, ObjectInfo>,
+        stored: Option<&Object>,
+        rejections: &mut Rejections,
+    ) -> Result<(ProviderVersion, bool), Error> {
+        let key = layout::provider_version(provider, version);
+        let existing = stored.and_then(|o| {
+            ProviderVersion::parse(&o.bytes)
+                .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
+                .ok()
+        });
+        let document = self.version_document(provider, version, platforms, existing.as_ref(), rejections).await?;
+        let same = match &existing {
+            Some(e) => *e == document,
+            None => document.archives.is_empty() && stored.is_none(),
+        };
+        if !same {
+            let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
+            self.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
+        }
+        Ok((document, !same))
     }
 
     /// One version's document: each platform's zip as recorded before if its ETag is
@@ -231,9 +310,13 @@ mod tests {
             &format!("{docs}2.0.0.json"),
             r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_2.0.0_linux_amd64.zip","hashes":["h1:x"]}}}"#,
         );
+        // An upload's event indexes its own version only; the repair pass, everything.
         let key = format!("{prefix}terraform-provider-null_3.1.0_linux_amd64.zip");
         let (owner, outcome) = indexer.on_object_changed(&key).await.unwrap().unwrap();
-        assert_eq!(outcome, Outcome::Written { versions: 2 });
+        assert_eq!(outcome, Outcome::Written { versions: 1 });
+        let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+        assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.1.0"]);
+        assert_eq!(indexer.reindex(&owner).await.unwrap(), Outcome::Written { versions: 2 });
         let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
         assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.1.0", "3.2.1"]);
         let stale = ProviderVersion::parse(&s.peek(&format!("{docs}2.0.0.json")).unwrap()).unwrap();
@@ -259,6 +342,65 @@ mod tests {
         assert!(rejection(&s, &bad).unwrap().reason.contains("not a readable zip"));
         let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
         assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
+    }
+
+    /// Publishing or deleting one zip costs the same requests whatever the number of versions:
+    /// two documents read, two listings, the zip, two writes at most.
+    #[tokio::test]
+    async fn one_zip_costs_the_same_at_any_number_of_versions() {
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
+        let mut costs = Vec::new();
+        for versions in [3, 60] {
+            let s = MemoryStorage::new();
+            let indexer = Indexer::new(&s, Limits::default());
+            let zip = provider_zip("any");
+            for v in 0..versions {
+                s.insert(&format!("{prefix}terraform-provider-null_1.{v}.0_linux_amd64.zip"), zip.clone());
+            }
+            indexer.reindex(&provider()).await.unwrap();
+            let key = format!("{prefix}terraform-provider-null_9.0.0_linux_amd64.zip");
+            s.insert(&key, zip.clone());
+            let before = s.request_count();
+            let (_, outcome) = indexer.on_object_changed(&key).await.unwrap().unwrap();
+            assert_eq!(outcome, Outcome::Written { versions: versions + 1 });
+            let publish = s.request_count() - before;
+            let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+            assert_eq!(index.versions.len(), versions + 1);
+            assert!(index.versions.contains_key("9.0.0"));
+            s.remove(&key);
+            let before = s.request_count();
+            let (_, outcome) = indexer.on_object_changed(&key).await.unwrap().unwrap();
+            assert_eq!(outcome, Outcome::Written { versions });
+            let delete = s.request_count() - before;
+            let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+            assert!(!index.versions.contains_key("9.0.0"));
+            let doc = ProviderVersion::parse(&s.peek(&format!("{docs}9.0.0.json")).unwrap()).unwrap();
+            assert!(doc.archives.is_empty(), "emptied, which answers 404");
+            // What the full pass would write: the same.
+            assert_eq!(indexer.reindex(&provider()).await.unwrap(), Outcome::Unchanged);
+            costs.push((publish, delete));
+        }
+        eprintln!("requests (publish, delete) at 3 and at 60 versions: {costs:?}");
+        assert_eq!(costs[0], costs[1], "requests for one publish and one delete at 3 and at 60 versions");
+        assert!(costs[0].0 <= 8, "{costs:?}");
+    }
+
+    /// A version pass over an `index.json` that does not parse repairs the whole provider.
+    #[tokio::test]
+    async fn an_unreadable_index_is_rebuilt_whole() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
+        s.insert(&format!("{prefix}terraform-provider-null_1.0.0_linux_amd64.zip"), provider_zip("a"));
+        indexer.reindex(&provider()).await.unwrap();
+        s.insert(&format!("{docs}index.json"), "{not json");
+        let key = format!("{prefix}terraform-provider-null_2.0.0_linux_amd64.zip");
+        s.insert(&key, provider_zip("b"));
+        indexer.on_object_changed(&key).await.unwrap();
+        let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
+        assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["1.0.0", "2.0.0"]);
     }
 
     /// What a publisher writes beside the zips is an input, never a trusted hash: a
