@@ -28,9 +28,11 @@ else
   echo "=== SKIPPED: terraform validate and test of infra/ (no AWS provider at $MIRROR, and no network to fetch one) ==="
 fi
 
-if command -v checkov >/dev/null 2>&1; then
+# CHECKOV: a checkov outside PATH (.ci/run keeps it in a virtual environment of its own).
+checkov="${CHECKOV:-checkov}"
+if command -v "$checkov" >/dev/null 2>&1; then
   echo "checkov -d infra"
-  checkov -d infra --framework terraform --quiet --compact --skip-download
+  "$checkov" -d infra --framework terraform --quiet --compact --skip-download
 else
-  echo "=== SKIPPED: checkov not installed (pip install checkov; .ci/run installs it) ==="
+  echo "=== SKIPPED: checkov not installed (pip install checkov, or set CHECKOV; .ci/run installs it) ==="
 fi
