@@ -106,7 +106,8 @@ reindex:
 	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
-## init vs nginx, Lambda cold start, scale, criterion micro-benchmarks; then bench-index.
+## init vs nginx, load held while publishing, Lambda cold start, scale, criterion
+## micro-benchmarks; then bench-index.
 bench:
 	bash bench/run.sh
 	$(MAKE) --no-print-directory bench-index

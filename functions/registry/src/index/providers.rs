@@ -31,25 +31,8 @@ struct Documents {
 impl<S: Storage> Indexer<'_, S> {
     /// Rebuild one provider's mirror documents from its zips.
     pub(super) async fn provider_pass(&self, provider: &ProviderAddress) -> Result<Outcome, Error> {
-        let prefix = layout::provider_prefix(provider);
         let read = self.read_documents(provider).await?;
-        let objects = self.storage.list(&prefix).await?;
-        let mut rejections = Rejections::load(self.storage, &prefix).await?;
-
-        let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
-        let mut misnamed = Vec::new();
-        for object in objects {
-            match layout::classify(&object.key) {
-                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
-                Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
-                    zips.entry(version).or_default().insert(platform, object);
-                }
-                // index.json / VERSION.json from a synced `terraform providers mirror`
-                // directory: a name the layout accepts, never read.
-                _ => {}
-            }
-        }
-        rejections.reject_misnamed(self.storage, &misnamed).await?;
+        let (zips, mut rejections) = self.list_zips(provider, &layout::provider_prefix(provider)).await?;
 
         let mut changed = false;
         let mut listed = BTreeSet::new();
@@ -107,22 +90,8 @@ impl<S: Storage> Indexer<'_, S> {
             },
         };
         let prefix = layout::provider_version_prefix(provider, version);
-        let objects = self.storage.list(&prefix).await?;
-        let mut rejections = Rejections::load(self.storage, &prefix).await?;
-        let mut platforms = BTreeMap::new();
-        let mut misnamed = Vec::new();
-        for object in objects {
-            match layout::classify(&object.key) {
-                Some(ObjectKind::ProviderArchive { provider: p, version: v, platform })
-                    if &p == provider && &v == version =>
-                {
-                    platforms.insert(platform, object);
-                }
-                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
-                _ => {}
-            }
-        }
-        rejections.reject_misnamed(self.storage, &misnamed).await?;
+        let (mut zips, mut rejections) = self.list_zips(provider, &prefix).await?;
+        let platforms = zips.remove(version).unwrap_or_default();
         let (document, mut changed) =
             self.update_version_document(provider, version, &platforms, stored.as_ref(), &mut rejections).await?;
         let listed = !document.archives.is_empty();
@@ -142,6 +111,33 @@ impl<S: Storage> Indexer<'_, S> {
             changed = true;
         }
         Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
+    }
+
+    /// The provider's zips under `prefix` (all of them, or one version's), by version and
+    /// platform, and the rejection records under it; keys there that fit no name of the layout
+    /// get theirs now.
+    async fn list_zips(
+        &self,
+        provider: &ProviderAddress,
+        prefix: &str,
+    ) -> Result<(BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>>, Rejections), Error> {
+        let objects = self.storage.list(prefix).await?;
+        let mut rejections = Rejections::load(self.storage, prefix).await?;
+        let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
+        let mut misnamed = Vec::new();
+        for object in objects {
+            match layout::classify(&object.key) {
+                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+                Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
+                    zips.entry(version).or_default().insert(platform, object);
+                }
+                // index.json / VERSION.json from a synced `terraform providers mirror`
+                // directory: a name the layout accepts, never read.
+                _ => {}
+            }
+        }
+        rejections.reject_misnamed(self.storage, &misnamed).await?;
+        Ok((zips, rejections))
     }
 
     /// Rule 1: every document this pass may replace, before the listing it computes from.

@@ -27,7 +27,9 @@ pub(super) async fn spool<S: Storage>(
     limit: u64,
 ) -> Result<Option<Result<Spooled, String>>, Error> {
     // A body that breaks off or fails its checksum is read once more: the SDK retries
-    // requests, not bodies.
+    // requests, not bodies. (`stream` reports a request that failed after the SDK's retries
+    // the same way as a body that broke off, so that gets one more read too: off the request
+    // path, it costs only time.)
     let read = match spool_once(storage, key, limit).await {
         Ok(Read::FailsIntegrity(why)) | Err(Error::Unavailable(why)) => {
             tracing::warn!(key, why, "reading the upload again");
