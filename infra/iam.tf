@@ -30,10 +30,14 @@ locals {
       ["indexed/modules/*", "access/tokens.json"],
       [for n in local.notifications : "${n.prefix}*${n.suffix}" if n.prefix == "modules/"],
     )
-    mirror = concat(
-      ["indexed/providers/*", "access/tokens.json"],
-      [for n in local.notifications : "${n.prefix}*${n.suffix}" if n.prefix == "providers/"],
-    )
+    mirror = ["indexed/providers/*", "access/tokens.json", "providers/*.zip"]
+    # providers.v1 serves only the registry's own host: its documents, and the three files
+    # of a release a download answer presigns.
+    providers = [
+      "indexed/providers/${local.hostname}/*", "access/tokens.json",
+      "providers/${local.hostname}/*.zip", "providers/${local.hostname}/*_SHA256SUMS",
+      "providers/${local.hostname}/*_SHA256SUMS.sig",
+    ]
   }
 }
 
@@ -123,6 +127,8 @@ locals {
     for team, p in var.publishers : team => concat(
       [for ns in p.modules : "modules/${ns}/*"],
       [for hn in p.providers : "providers/${hn}/*"],
+      # The namespace's public signing keys: the same grant as its providers.
+      [for hn in p.providers : "signing-keys/${hn}/*"],
     )
   }
 }

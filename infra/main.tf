@@ -11,22 +11,25 @@ locals {
     discovery = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     modules   = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     mirror    = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    providers = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     indexer   = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
   }
 
   # Exactly the routes the router serves (functions/registry/src/router.rs), with the
   # function that answers each. The consistency test checks both directions.
   routes = {
-    "GET /.well-known/terraform.json"                                = "discovery"
-    "GET /v1/modules/{namespace}/{name}/{system}/versions"           = "modules"
-    "GET /v1/modules/{namespace}/{name}/{system}/{version}/download" = "modules"
-    "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"            = "mirror"
+    "GET /.well-known/terraform.json"                                     = "discovery"
+    "GET /v1/modules/{namespace}/{name}/{system}/versions"                = "modules"
+    "GET /v1/modules/{namespace}/{name}/{system}/{version}/download"      = "modules"
+    "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"                 = "mirror"
+    "GET /v1/providers/{namespace}/{type}/versions"                       = "providers"
+    "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}" = "providers"
   }
 
   # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):
   # publishers write inputs under publisher_prefixes, only the indexer writes indexer_prefixes,
   # and the read functions serve only from what the indexer wrote.
-  publisher_prefixes = ["modules/", "providers/"]
+  publisher_prefixes = ["modules/", "providers/", "signing-keys/"]
   indexer_prefixes   = ["indexed/", "rejections/"]
 
   # The uploads and deletes that invoke the indexer: exactly layout::NOTIFICATIONS, which the
@@ -37,6 +40,10 @@ locals {
     modules-tgz    = { prefix = "modules/", suffix = ".tgz" }
     modules-zip    = { prefix = "modules/", suffix = ".zip" }
     providers-zip  = { prefix = "providers/", suffix = ".zip" }
+    # A signed release (providers.v1) is published when its last file arrives, whichever it is.
+    providers-shasums   = { prefix = "providers/", suffix = "_SHA256SUMS" }
+    providers-signature = { prefix = "providers/", suffix = "_SHA256SUMS.sig" }
+    providers-manifest  = { prefix = "providers/", suffix = "_manifest.json" }
   }
 
   common_environment = {
@@ -46,11 +53,15 @@ locals {
     REGISTRY_ANONYMOUS_PROVIDERS    = join(",", var.anonymous_providers)
     REGISTRY_TOKENS_CACHE_SECONDS   = tostring(var.tokens_cache_seconds)
     REGISTRY_MANIFEST_CACHE_SECONDS = tostring(var.manifest_cache_seconds)
+    # The host the CLI knows the registry by: providers under it are served by providers.v1,
+    # as signed releases only.
+    REGISTRY_HOSTNAME = local.hostname
   }
   environment = {
     discovery = local.common_environment
     modules   = local.common_environment
     mirror    = local.common_environment
+    providers = local.common_environment
     indexer = merge(local.common_environment, {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)

@@ -264,7 +264,8 @@ async fn storage_faults_while_indexing_are_retried_not_rejected() {
     let before = h.running.app.handle(&Request::get(versions).authorization(Some(&token))).await.status;
     h.running.faults.clear();
     let record = h.running.storage.get(&layout::rejection(key)).await.unwrap();
-    let indexer = registry::index::Indexer::new(&h.running.storage, h.running.app.config.limits.clone());
+    let indexer = registry::index::Indexer::new(&h.running.storage, h.running.app.config.limits.clone())
+        .signing_for(h.running.app.config.hostname.clone());
     for (owner, outcome) in indexer.reindex_all().await.unwrap() {
         outcome.unwrap_or_else(|e| panic!("{owner}: {e}"));
     }

@@ -316,3 +316,87 @@ async fn terraform_sends_its_token_and_the_registry_enforces_scopes() {
     assert!(!out.status.success(), "a provider outside the token's scope must be refused\n{}", text(&out));
     h.running.stop().await;
 }
+
+/// providers.v1 with nothing but a `credentials` block: the CLI discovers the protocol,
+/// installs a signed private provider, checks its signature against the key the registry
+/// hands out, and locks its `zh:` hashes and `h1:`. A release signed with the rotated key
+/// installs; one signed with a key that is not the namespace's is never listed; bytes changed
+/// in storage after indexing fail the CLI's checksum check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
+    use registry::testing::signing::{TestKey, release};
+    let Some(tf) = terraform_or_skip("terraform_installs_a_signed_private_provider_through_providers_v1") else {
+        return;
+    };
+    let h = Harness::start().await;
+    let host = h.host();
+    let platform = this_platform();
+    let (os, arch) = platform.split_once('_').unwrap();
+    let (old_key, rotated, impostor) =
+        (TestKey::generate("acme-2025"), TestKey::generate("acme-2026"), TestKey::generate("x"));
+    h.upload(&format!("signing-keys/{host}/acme/2025.asc"), old_key.public_armor().into_bytes()).await;
+    h.upload(&format!("signing-keys/{host}/acme/2026.asc"), rotated.public_armor().into_bytes()).await;
+    let prefix = format!("providers/{host}/acme/widget/");
+    for (version, key) in [("1.0.0", &old_key), ("1.1.0", &rotated), ("2.0.0", &impostor)] {
+        for (name, bytes) in release("widget", version, &[(os, arch), ("darwin", "arm64")], Some(&["5.0"]), key) {
+            h.upload(&format!("{prefix}{name}"), bytes).await;
+        }
+    }
+    let (status, versions) = h.get_json("/v1/providers/acme/widget/versions").await;
+    assert_eq!(status, 200, "{versions}");
+    let listed: Vec<&str> =
+        versions["versions"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap()).collect();
+    assert_eq!(listed, ["1.1.0", "1.0.0"], "the impostor's release is never listed");
+    let record =
+        std::fs::read(h.object_path(&format!("rejections/{prefix}terraform-provider-widget_2.0.0_SHA256SUMS.json")))
+            .unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&record).unwrap();
+    assert!(record["reason"].as_str().unwrap().contains(&impostor.key_id()), "{record}");
+
+    // A CLI configuration with credentials only: no provider_installation block.
+    let rc = std::fs::read_to_string(h.running.data_dir.join("terraform.rc")).unwrap();
+    let credentials_only = h.running.data_dir.join("credentials-only.rc");
+    std::fs::write(&credentials_only, &rc[rc.find("credentials").unwrap()..]).unwrap();
+    let config = |version: &str| {
+        format!(
+            "terraform {{\n  required_providers {{\n    widget = {{\n      source  = \"{host}/acme/widget\"\n      version = \"{version}\"\n    }}\n  }}\n}}\n"
+        )
+    };
+    let init = |workdir: &Path, extra: &[&str]| {
+        let mut args = vec!["init", "-input=false", "-no-color"];
+        args.extend_from_slice(extra);
+        tokio::task::block_in_place(|| e2e::terraform_with_config(&tf, &h, &credentials_only, workdir, &args))
+    };
+
+    let work = TempDir::new("tf-providers-v1");
+    std::fs::write(work.path().join("main.tf"), config("1.0.0")).unwrap();
+    let out = init(work.path(), &[]);
+    assert!(out.status.success(), "terraform init failed\n{}", text(&out));
+    assert!(text(&out).contains(&old_key.key_id()), "the CLI names the signing key\n{}", text(&out));
+    let lock = std::fs::read_to_string(work.path().join(".terraform.lock.hcl")).unwrap();
+    let (version, hashes) = locked(&lock, &format!("{host}/acme/widget"));
+    assert_eq!(version, "1.0.0");
+    let sums =
+        std::fs::read_to_string(h.object_path(&format!("{prefix}terraform-provider-widget_1.0.0_SHA256SUMS"))).unwrap();
+    for line in sums.lines().filter(|l| l.ends_with(".zip")) {
+        let zh = format!("zh:{}", line.split_whitespace().next().unwrap());
+        assert!(hashes.contains(&zh), "{zh} not locked: {hashes:?}");
+    }
+    let zip_key = format!("{prefix}terraform-provider-widget_1.0.0_{platform}.zip");
+    let zip = std::fs::read(h.object_path(&zip_key)).unwrap();
+    assert!(hashes.contains(&e2e::h1_reference(&zip)), "h1: of the installed package locked: {hashes:?}");
+
+    // The release signed by the rotated key.
+    std::fs::write(work.path().join("main.tf"), config("1.1.0")).unwrap();
+    let out = init(work.path(), &["-upgrade"]);
+    assert!(out.status.success(), "terraform init -upgrade failed\n{}", text(&out));
+    assert!(text(&out).contains(&rotated.key_id()), "{}", text(&out));
+
+    // Bytes changed in storage after indexing: the CLI refuses them.
+    std::fs::write(h.object_path(&zip_key), provider_zip("widget", "1.0.0", "tampered")).unwrap();
+    let fresh = TempDir::new("tf-providers-v1-tampered");
+    std::fs::write(fresh.path().join("main.tf"), config("1.0.0")).unwrap();
+    let out = init(fresh.path(), &[]);
+    assert!(!out.status.success(), "a changed zip must not install\n{}", text(&out));
+    assert!(text(&out).contains("incorrect checksum"), "the CLI's checksum error\n{}", text(&out));
+}

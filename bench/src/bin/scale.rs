@@ -79,7 +79,8 @@ async fn main() {
     }
 
     let warm = registry(&data, &[]).await;
-    let indexer = Indexer::new(&warm.storage, warm.app.config.limits.clone());
+    let indexer =
+        Indexer::new(&warm.storage, warm.app.config.limits.clone()).signing_for(warm.app.config.hostname.clone());
     let started = Instant::now();
     indexer.reindex_all().await.unwrap();
     let full_pass = started.elapsed();

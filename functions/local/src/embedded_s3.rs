@@ -40,9 +40,9 @@ use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 use crate::faults::{Fault, Faults, s3_error, spoil};
 
+use registry::Config;
 use registry::events::percent_decode;
 use registry::index::Indexer;
-use registry::index::Limits;
 use registry::layout;
 use registry::storage::S3Storage;
 
@@ -157,7 +157,8 @@ pub struct IndexingS3 {
     inner: S3Service,
     storage: S3Storage,
     bucket: String,
-    limits: Limits,
+    /// What the indexer needs of the registry's configuration (limits, own hostname).
+    config: Config,
     locks: Arc<KeyLocks>,
     faults: Arc<Faults>,
     log: Option<RequestLog>,
@@ -169,12 +170,12 @@ impl IndexingS3 {
     pub fn new(
         inner: S3Service,
         storage: S3Storage,
-        limits: Limits,
+        config: Config,
         log: Option<RequestLog>,
         faults: Arc<Faults>,
     ) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 { inner, storage, bucket, limits, locks: Arc::new(KeyLocks::new()), faults, log }
+        IndexingS3 { inner, storage, bucket, config, locks: Arc::new(KeyLocks::new()), faults, log }
     }
 
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
@@ -305,7 +306,7 @@ impl IndexingS3 {
         {
             return Ok(spoil(response, fault).await);
         }
-        let indexer = Indexer::new(&self.storage, self.limits.clone());
+        let indexer = Indexer::new(&self.storage, self.config.limits.clone()).signing_for(self.config.hostname.clone());
         for key in written.into_iter().filter(|k| layout::notifies(k)) {
             index_with_retries(&indexer, &key).await;
         }

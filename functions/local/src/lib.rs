@@ -204,6 +204,15 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let config = Config::from_lookup(|name| match name {
         "REGISTRY_BUCKET" => Some(BUCKET.into()),
         "REGISTRY_S3_FORCE_PATH_STYLE" => Some("true".into()),
+        // The CLI knows this registry as `127.0.0.1:PORT`: its providers.v1 providers live
+        // under that host (unless a setting names another, for a stable port-free layout).
+        "REGISTRY_HOSTNAME" => options
+            .settings
+            .iter()
+            .find(|(n, _)| n == "REGISTRY_HOSTNAME")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("REGISTRY_HOSTNAME").ok())
+            .or_else(|| registry_addr.is_ipv4().then(|| registry_addr.to_string())),
         other => options
             .settings
             .iter()
@@ -215,7 +224,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
     let faults = Arc::new(faults::Faults::default());
-    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.limits.clone(), s3_log.clone(), faults.clone());
+    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.clone(), s3_log.clone(), faults.clone());
     let app = Arc::new(App::new(config, storage.clone(), &Service::ALL));
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
@@ -294,7 +303,8 @@ pub async fn reindex(
     data_dir: &Path,
 ) -> Result<Vec<(registry::layout::Owner, Result<registry::index::Outcome, registry::Error>)>, LocalError> {
     let running = start(LocalOptions::ephemeral(data_dir)).await?;
-    let indexer = registry::index::Indexer::new(&running.storage, running.app.config.limits.clone());
+    let indexer = registry::index::Indexer::new(&running.storage, running.app.config.limits.clone())
+        .signing_for(running.app.config.hostname.clone());
     let result = indexer.reindex_all().await.map_err(|e| LocalError(e.to_string()));
     running.stop().await;
     result

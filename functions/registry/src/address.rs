@@ -66,6 +66,36 @@ impl fmt::Display for ProviderAddress {
     }
 }
 
+/// A provider of this registry's own host, as providers.v1 names it (`NAMESPACE/TYPE`; the
+/// host is the one the request was sent to, `REGISTRY_HOSTNAME`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProviderName {
+    /// The provider's namespace (`acme`).
+    pub namespace: String,
+    /// The provider's type (`widget`).
+    pub r#type: String,
+}
+
+impl ProviderName {
+    /// Validate each part against the protocol grammar (400 otherwise).
+    pub fn parse(namespace: &str, r#type: &str) -> Result<Self, Error> {
+        check("namespace", namespace, is_provider_part)?;
+        check("type", r#type, is_provider_part)?;
+        Ok(ProviderName { namespace: namespace.into(), r#type: r#type.into() })
+    }
+
+    /// The full address at the registry's host (already validated by `Config`).
+    pub fn at(&self, hostname: &str) -> ProviderAddress {
+        ProviderAddress { hostname: hostname.into(), namespace: self.namespace.clone(), r#type: self.r#type.clone() }
+    }
+}
+
+impl fmt::Display for ProviderName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.r#type)
+    }
+}
+
 /// Parse a SemVer 2.0 version. Only the canonical spelling is accepted, so each version has
 /// exactly one URL and one S3 key (`1.0.0`, never `v1.0.0` or `1.0`).
 pub fn parse_version(raw: &str) -> Result<semver::Version, Error> {

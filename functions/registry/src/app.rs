@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::access::{self, Decision, Resource, TokenStore};
+use crate::address::ProviderAddress;
 use crate::cache::ManifestCache;
 use crate::config::Config;
 use crate::error::Error;
@@ -38,6 +39,10 @@ fn absent(route: &Route) -> Error {
         Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => format!("module {m} not found"),
         Route::MirrorIndex(p) => format!("provider {p} not found"),
         Route::MirrorVersion(p, v) => format!("provider {p} has no version {v}"),
+        Route::ProviderVersions(p) => format!("provider {p} not found"),
+        Route::ProviderDownload(p, v, platform) => {
+            format!("provider {p} has no version {v} for {}", platform.key())
+        }
         Route::Discovery => "not found".into(),
     })
 }
@@ -280,7 +285,19 @@ impl<S: Storage> App<S> {
         if !self.services.contains(&route.service()) {
             return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
-        self.authorize(&route, authorization).await?;
+        // providers.v1 names providers of this registry's own host.
+        let own = match &route {
+            Route::ProviderVersions(name) | Route::ProviderDownload(name, ..) => match &self.config.hostname {
+                Some(hostname) => Some(name.at(hostname)),
+                None => {
+                    return Err(Error::NotFound(
+                        "this registry serves no providers.v1 (REGISTRY_HOSTNAME is not set)".into(),
+                    ));
+                }
+            },
+            _ => None,
+        };
+        self.authorize(&route, own.as_ref(), authorization).await?;
         let absent = || absent(&route);
         match &route {
             // The same for every caller of a deployment: any cache may keep it a while.
@@ -340,21 +357,92 @@ impl<S: Storage> App<S> {
                     .header("cache-control", "no-store")
                     .stale(read.stale))
             }
+            Route::ProviderVersions(_) => {
+                let provider = own.as_ref().ok_or_else(absent)?;
+                let key = layout::provider_index(provider);
+                let read =
+                    self.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline).await?;
+                let body = read.value.registry_versions();
+                if body["versions"].as_array().is_none_or(|v| v.is_empty()) {
+                    return Err(absent());
+                }
+                Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(read.stale))
+            }
+            Route::ProviderDownload(_, version, platform) => {
+                let provider = own.as_ref().ok_or_else(absent)?;
+                self.provider_download(provider, version, platform, deadline, absent).await
+            }
         }
     }
 
+    /// providers.v1 `…/:version/download/:os/:arch`: one read (the version's document), three
+    /// presigned URLs (the zip, `SHA256SUMS`, its signature), and the key that signed it.
+    async fn provider_download(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+        platform: &layout::Platform,
+        deadline: tokio::time::Instant,
+        absent: impl Fn() -> Error,
+    ) -> Result<Reply, Error> {
+        let key = layout::provider_version(provider, version);
+        let read = self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), &absent, deadline).await?;
+        let document = &read.value;
+        let (Some(release), Some(archive)) = (&document.release, document.archives.get(&platform.key())) else {
+            return Err(absent());
+        };
+        let shasum = archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default();
+        let prefix = layout::provider_prefix(provider);
+        let platform_key = platform.key();
+        let zip = Wanted::ProviderArchive { provider, version, platform: &platform_key };
+        let download_url = self.presign(&format!("{prefix}{}", archive.url), zip).await?;
+        let file = |file| layout::provider_release_file_name(provider, version, file);
+        let wanted = |file| Wanted::ProviderReleaseFile { provider, version, file };
+        let (sums, sig) = (layout::ReleaseFile::Shasums, layout::ReleaseFile::Signature);
+        let shasums_url = self.presign(&format!("{prefix}{}", file(sums)), wanted(sums)).await?;
+        let shasums_signature_url = self.presign(&format!("{prefix}{}", file(sig)), wanted(sig)).await?;
+        let body = json!({
+            "protocols": release.protocols,
+            "os": platform.os,
+            "arch": platform.arch,
+            "filename": archive.url,
+            "download_url": download_url,
+            "shasums_url": shasums_url,
+            "shasums_signature_url": shasums_signature_url,
+            "shasum": shasum,
+            "signing_keys": {"gpg_public_keys": [{
+                "key_id": release.signing_key.key_id,
+                "ascii_armor": release.signing_key.ascii_armor,
+            }]},
+        });
+        Ok(Reply::json(StatusCode::OK, &body).header("cache-control", "no-store").stale(read.stale))
+    }
+
     /// `/.well-known/terraform.json`: only services this registry implements. The network
-    /// mirror is configured by URL, not discovered, so it is not announced.
+    /// mirror is configured by URL, not discovered, so it is not announced; providers.v1 is,
+    /// once the registry knows its own host name (`REGISTRY_HOSTNAME`).
     pub fn discovery(&self) -> Value {
-        json!({ "modules.v1": self.config.paths.modules })
+        let mut services = json!({ "modules.v1": self.config.paths.modules });
+        if self.config.hostname.is_some() {
+            services["providers.v1"] = json!(self.config.paths.providers);
+        }
+        services
     }
 
     /// The one access check, for Lambdas and the local registry alike (see `access`).
-    async fn authorize(&self, route: &Route, authorization: Option<&str>) -> Result<(), Error> {
-        let resource = match route {
-            Route::Discovery => Resource::Discovery,
-            Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => Resource::Module(m),
-            Route::MirrorIndex(p) | Route::MirrorVersion(p, _) => Resource::Provider(p),
+    async fn authorize(
+        &self,
+        route: &Route,
+        own: Option<&ProviderAddress>,
+        authorization: Option<&str>,
+    ) -> Result<(), Error> {
+        let resource = match (route, own) {
+            (Route::Discovery, _) => Resource::Discovery,
+            (Route::ModuleVersions(m) | Route::ModuleDownload(m, _), _) => Resource::Module(m),
+            (Route::MirrorIndex(p) | Route::MirrorVersion(p, _), _) => Resource::Provider(p),
+            // The scope of a providers.v1 provider is its full address, as for the mirror.
+            (Route::ProviderVersions(_) | Route::ProviderDownload(..), Some(p)) => Resource::Provider(p),
+            (Route::ProviderVersions(_) | Route::ProviderDownload(..), None) => return Err(absent(route)),
         };
         // The store matters only when a well-formed token is presented for something that
         // needs one: garbage in `Authorization` costs no S3 request.

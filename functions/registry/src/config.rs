@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::index::Limits;
-use crate::router::{BasePaths, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT};
+use crate::router::{BasePaths, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT, PROVIDERS_BASE_PATH_DEFAULT};
 
 /// Bounds for presigned URL lifetimes: long enough for a slow `terraform init` to start the
 /// download, short enough that a URL printed in a CI log is useless soon after.
@@ -22,6 +22,11 @@ pub struct Config {
     pub presign_ttl: Duration,
     /// Where the routes live; both start and end with `/`.
     pub paths: BasePaths,
+    /// `REGISTRY_HOSTNAME`: the host the CLI knows this registry by (`registry.example.com`,
+    /// `127.0.0.1:8443`), as in a provider source address. Set: discovery offers providers.v1
+    /// for the providers under `providers/HOSTNAME/`, and the indexer serves them only as
+    /// signed releases. Unset: no providers.v1.
+    pub hostname: Option<String>,
     /// `REGISTRY_S3_FORCE_PATH_STYLE` (`true`/`false`, default false): path-style S3 URLs, for
     /// S3-compatible servers on an IP address such as the local registry's embedded one.
     pub s3_force_path_style: bool,
@@ -73,6 +78,7 @@ impl Config {
             bucket: bucket.into(),
             presign_ttl: PRESIGN_TTL_DEFAULT,
             paths: BasePaths::default(),
+            hostname: None,
             s3_force_path_style: false,
             limits: Limits::default(),
             access: crate::access::Policy::default(),
@@ -104,13 +110,37 @@ impl Config {
                 MODULES_BASE_PATH_DEFAULT,
             )?,
             mirror: base_path("REGISTRY_MIRROR_BASE_PATH", get("REGISTRY_MIRROR_BASE_PATH"), MIRROR_BASE_PATH_DEFAULT)?,
+            providers: base_path(
+                "REGISTRY_PROVIDERS_BASE_PATH",
+                get("REGISTRY_PROVIDERS_BASE_PATH"),
+                PROVIDERS_BASE_PATH_DEFAULT,
+            )?,
         };
-        if paths.modules.starts_with(&paths.mirror) || paths.mirror.starts_with(&paths.modules) {
-            return Err(ConfigError(format!(
-                "REGISTRY_MODULES_BASE_PATH ({}) and REGISTRY_MIRROR_BASE_PATH ({}) must not overlap",
-                paths.modules, paths.mirror
-            )));
+        let named = [
+            ("REGISTRY_MODULES_BASE_PATH", &paths.modules),
+            ("REGISTRY_MIRROR_BASE_PATH", &paths.mirror),
+            ("REGISTRY_PROVIDERS_BASE_PATH", &paths.providers),
+        ];
+        for (i, (a, pa)) in named.iter().enumerate() {
+            for (b, pb) in &named[i + 1..] {
+                if pa.starts_with(pb.as_str()) || pb.starts_with(pa.as_str()) {
+                    return Err(ConfigError(format!("{a} ({pa}) and {b} ({pb}) must not overlap")));
+                }
+            }
         }
+        let hostname = match get("REGISTRY_HOSTNAME").map(|h| h.trim().to_string()).filter(|h| !h.is_empty()) {
+            None => None,
+            Some(h) => match crate::address::ProviderAddress::parse(&h, "x", "x") {
+                Ok(_) => Some(h),
+                Err(_) => {
+                    return Err(ConfigError(format!(
+                        "REGISTRY_HOSTNAME must be a lower-case host name with an optional :port, as in a provider \
+                         source address (registry.example.com), got {:?}",
+                        crate::address::printable(&h)
+                    )));
+                }
+            },
+        };
         let s3_force_path_style = match get("REGISTRY_S3_FORCE_PATH_STYLE").as_deref().map(str::trim) {
             None | Some("" | "false" | "0") => false,
             Some("true" | "1") => true,
@@ -173,6 +203,7 @@ impl Config {
             bucket,
             presign_ttl,
             paths,
+            hostname,
             s3_force_path_style,
             limits,
             access,

@@ -44,6 +44,18 @@ pub fn check_request_path(raw_path: &str) -> Result<(), String> {
                 layout::provider_version(p, v),
                 ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
             ),
+            // providers.v1 names providers of the registry's own host (any valid one).
+            Route::ProviderVersions(n) => {
+                let p = n.at("registry.example.com");
+                (layout::provider_index(&p), ObjectKind::ProviderIndex(p))
+            }
+            Route::ProviderDownload(n, v, _) => {
+                let p = n.at("registry.example.com:8443");
+                (
+                    layout::provider_version(&p, v),
+                    ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
+                )
+            }
         };
         if !key_is_clean(&key) {
             return Err(format!("{raw_path:?} -> unclean key {key:?}"));

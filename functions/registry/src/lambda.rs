@@ -123,7 +123,8 @@ pub async fn index<S: Storage>(function: &IndexerFunction<S>, event: LambdaEvent
 pub async fn index_payload<S: Storage>(function: &IndexerFunction<S>, payload: Value) -> Result<Value, BoxError> {
     let event: crate::events::IndexerEvent = serde_json::from_value(payload)
         .map_err(|e| format!("expected S3 notifications or {{\"reindex\": \"all\"}}: {e}"))?;
-    let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone());
+    let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone())
+        .signing_for(function.config.hostname.clone());
     let summary = crate::events::process(&indexer, &function.config.bucket, event).await?;
     tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
     Ok(serde_json::to_value(summary)?)

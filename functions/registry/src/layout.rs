@@ -4,6 +4,10 @@
 //! ```text
 //! modules/NAMESPACE/NAME/SYSTEM/VERSION.tar.gz|.tgz|.zip    module archives          publishers
 //! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip       publishers
+//! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_SHA256SUMS        publishers
+//!                              …_SHA256SUMS.sig, …_manifest.json   (a signed release, for the
+//!                                                  registry's own HOSTNAME: providers.v1)
+//! signing-keys/HOSTNAME/NAMESPACE/NAME.asc                  a namespace's public keys  publishers
 //! providers/HOSTNAME/NAMESPACE/TYPE/index.json, VERSION.json  left by a synced
 //!                                                  `terraform providers mirror` directory: never read
 //! indexed/modules/NAMESPACE/NAME/SYSTEM/manifest.json       module manifest          indexer only
@@ -29,6 +33,9 @@ pub const PROVIDERS_PREFIX: &str = "providers/";
 pub const INDEXED_PREFIX: &str = "indexed/";
 /// Why an upload was not indexed; written by the indexer only.
 pub const REJECTIONS_PREFIX: &str = "rejections/";
+/// Public signing keys of the namespaces that publish signed provider releases, uploaded by
+/// their publishers (the same IAM grant as their providers), read by the indexer only.
+pub const SIGNING_KEYS_PREFIX: &str = "signing-keys/";
 /// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
 /// token command.
 pub const TOKENS: &str = "access/tokens.json";
@@ -38,7 +45,7 @@ pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
 /// Where publishers write (their IAM policy in infra/, the local registry's publisher key).
-pub const PUBLISHER_PREFIXES: [&str; 2] = [MODULES_PREFIX, PROVIDERS_PREFIX];
+pub const PUBLISHER_PREFIXES: [&str; 3] = [MODULES_PREFIX, PROVIDERS_PREFIX, SIGNING_KEYS_PREFIX];
 /// Where the indexer writes. No notification filter covers these, so its own writes never
 /// invoke it (`notifies`).
 pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];
@@ -46,8 +53,24 @@ pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];
 /// The uploads and deletes that invoke the indexer, as (prefix, suffix): exactly infra's S3
 /// notification filters (`infra/main.tf`, `local.notifications`; a test compares the two), and
 /// exactly what the local registry's embedded S3 indexes, so local runs see what AWS delivers.
-pub const NOTIFICATIONS: [(&str, &str); 4] =
-    [(MODULES_PREFIX, ".tar.gz"), (MODULES_PREFIX, ".tgz"), (MODULES_PREFIX, ".zip"), (PROVIDERS_PREFIX, ".zip")];
+/// A signed release's checksum file, signature and manifest invoke it too, so a release
+/// whose signature arrives last (or is fixed later) is published when it does.
+pub const NOTIFICATIONS: [(&str, &str); 7] = [
+    (MODULES_PREFIX, ".tar.gz"),
+    (MODULES_PREFIX, ".tgz"),
+    (MODULES_PREFIX, ".zip"),
+    (PROVIDERS_PREFIX, ".zip"),
+    (PROVIDERS_PREFIX, SHASUMS_SUFFIX),
+    (PROVIDERS_PREFIX, SIGNATURE_SUFFIX),
+    (PROVIDERS_PREFIX, RELEASE_MANIFEST_SUFFIX),
+];
+
+/// The end of a release's checksum file name (`terraform-provider-TYPE_VERSION_SHA256SUMS`).
+pub const SHASUMS_SUFFIX: &str = "_SHA256SUMS";
+/// The end of its detached signature's name.
+pub const SIGNATURE_SUFFIX: &str = "_SHA256SUMS.sig";
+/// The end of its manifest's name (`{"metadata": {"protocol_versions": ["6.0"]}}`).
+pub const RELEASE_MANIFEST_SUFFIX: &str = "_manifest.json";
 
 /// Whether a write or delete of `key` invokes the indexer (in AWS through S3 notifications,
 /// locally through the embedded S3).
@@ -79,6 +102,16 @@ pub fn provider_prefix(p: &ProviderAddress) -> String {
 /// `1.0.0` from matching `1.0.0-rc.1`.
 pub fn provider_version_prefix(p: &ProviderAddress, version: &semver::Version) -> String {
     format!("{}terraform-provider-{}_{version}_", provider_prefix(p), p.r#type)
+}
+
+/// Where a namespace's public signing keys are uploaded: `signing-keys/HOSTNAME/NAMESPACE/`.
+pub fn signing_keys_prefix(p: &ProviderAddress) -> String {
+    format!("{SIGNING_KEYS_PREFIX}{}/{}/", p.hostname, p.namespace)
+}
+
+/// The name of one of a release's files (`terraform-provider-TYPE_VERSION_SHA256SUMS`, …).
+pub fn provider_release_file_name(p: &ProviderAddress, version: &semver::Version, file: ReleaseFile) -> String {
+    format!("terraform-provider-{}_{version}{}", p.r#type, file.suffix())
 }
 
 /// Where the indexer keeps a provider's mirror documents.
@@ -129,8 +162,9 @@ pub fn expected_name(key: &str) -> Option<String> {
     } else if key.starts_with(PROVIDERS_PREFIX) {
         Some(format!(
             "{key_text:?} is not a provider package name: the registry indexes \
-             providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip, with VERSION in SemVer form \
-             (no leading v) and HOSTNAME the provider's lower-case origin host"
+             providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip (and, for a signed release, \
+             terraform-provider-TYPE_VERSION_SHA256SUMS, _SHA256SUMS.sig and _manifest.json), with VERSION in SemVer \
+             form (no leading v) and HOSTNAME the provider's lower-case origin host"
         ))
     } else {
         None
@@ -152,9 +186,46 @@ pub struct Platform {
 }
 
 impl Platform {
+    /// An OS and architecture as the CLI names them: lower-case letters and digits, at most 32.
+    pub fn parse(os: &str, arch: &str) -> Result<Platform, Error> {
+        let ok =
+            |s: &str| !s.is_empty() && s.len() <= 32 && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if ok(os) && ok(arch) {
+            Ok(Platform { os: os.into(), arch: arch.into() })
+        } else {
+            Err(Error::BadRequest(format!(
+                "invalid platform {:?}_{:?}: OS and architecture are lower-case letters and digits",
+                crate::address::printable(os),
+                crate::address::printable(arch)
+            )))
+        }
+    }
+
     /// `linux_amd64`, the key of the `archives` map in `VERSION.json`.
     pub fn key(&self) -> String {
         format!("{}_{}", self.os, self.arch)
+    }
+}
+
+/// A signed release's files besides its zips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReleaseFile {
+    /// `…_SHA256SUMS`: the SHA-256 of every zip.
+    Shasums,
+    /// `…_SHA256SUMS.sig`: a binary detached OpenPGP signature of it.
+    Signature,
+    /// `…_manifest.json`: the plugin protocol versions.
+    Manifest,
+}
+
+impl ReleaseFile {
+    /// The end of the file's name, after `terraform-provider-TYPE_VERSION`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            ReleaseFile::Shasums => SHASUMS_SUFFIX,
+            ReleaseFile::Signature => SIGNATURE_SUFFIX,
+            ReleaseFile::Manifest => RELEASE_MANIFEST_SUFFIX,
+        }
     }
 }
 
@@ -178,6 +249,15 @@ pub enum ObjectKind {
         version: semver::Version,
         /// For which OS and architecture.
         platform: Platform,
+    },
+    /// `providers/…/terraform-provider-TYPE_VERSION_SHA256SUMS` (or `.sig`, `_manifest.json`).
+    ProviderReleaseFile {
+        /// Whose release.
+        provider: ProviderAddress,
+        /// Which version.
+        version: semver::Version,
+        /// Which of its files.
+        file: ReleaseFile,
     },
     /// `index.json` or `VERSION.json` beside the zips, as a synced `terraform providers mirror`
     /// directory holds them: a name the layout accepts, whose content is never read.
@@ -223,6 +303,7 @@ impl ObjectKind {
                 Owner::Module(module.clone())
             }
             ObjectKind::ProviderArchive { provider, .. }
+            | ObjectKind::ProviderReleaseFile { provider, .. }
             | ObjectKind::ProviderMirrorFile(provider)
             | ObjectKind::ProviderIndex(provider)
             | ObjectKind::ProviderVersion { provider, .. } => Owner::Provider(provider.clone()),
@@ -264,6 +345,9 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
             || file.strip_suffix(".json").is_some_and(|v| crate::address::parse_version(v).is_ok())
         {
             return Some(ObjectKind::ProviderMirrorFile(provider));
+        }
+        if let Some((version, file)) = parse_release_file_name(&provider, file) {
+            return Some(ObjectKind::ProviderReleaseFile { provider, version, file });
         }
         if let Some((version, platform)) = parse_provider_archive_name(&provider, file) {
             return Some(ObjectKind::ProviderArchive { provider, version, platform });
@@ -308,6 +392,15 @@ pub enum Wanted<'a> {
         /// The `archives` key of `VERSION.json` (`linux_amd64`).
         platform: &'a str,
     },
+    /// A signed release's `SHA256SUMS` or its signature (providers.v1 `…/download/OS/ARCH`).
+    ProviderReleaseFile {
+        /// The provider the request names.
+        provider: &'a ProviderAddress,
+        /// The version the request names.
+        version: &'a semver::Version,
+        /// Which file.
+        file: ReleaseFile,
+    },
 }
 
 /// The check every presigning route makes: `key`, taken from a manifest, is presigned only if
@@ -324,6 +417,10 @@ pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Erro
             Some(ObjectKind::ProviderArchive { provider, version, platform }),
             Wanted::ProviderArchive { provider: p, version: v, platform: k },
         ) => provider == *p && version == *v && platform.key() == k,
+        (
+            Some(ObjectKind::ProviderReleaseFile { provider, version, file }),
+            Wanted::ProviderReleaseFile { provider: p, version: v, file: f },
+        ) => provider == *p && version == *v && file == f && file != ReleaseFile::Manifest,
         _ => false,
     };
     if matches {
@@ -336,6 +433,15 @@ pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Erro
     }
 }
 
+/// Parse `terraform-provider-TYPE_VERSION_SHA256SUMS` (or `.sig`, `_manifest.json`).
+pub fn parse_release_file_name(p: &ProviderAddress, file: &str) -> Option<(semver::Version, ReleaseFile)> {
+    let rest = file.strip_prefix("terraform-provider-")?.strip_prefix(p.r#type.as_str())?.strip_prefix('_')?;
+    [ReleaseFile::Signature, ReleaseFile::Shasums, ReleaseFile::Manifest].into_iter().find_map(|kind| {
+        let version = crate::address::parse_version(rest.strip_suffix(kind.suffix())?).ok()?;
+        Some((version, kind))
+    })
+}
+
 /// Parse `terraform-provider-TYPE_VERSION_OS_ARCH.zip` for this provider's TYPE.
 pub fn parse_provider_archive_name(p: &ProviderAddress, file: &str) -> Option<(semver::Version, Platform)> {
     let rest = file.strip_prefix("terraform-provider-")?.strip_suffix(".zip")?;
@@ -345,13 +451,9 @@ pub fn parse_provider_archive_name(p: &ProviderAddress, file: &str) -> Option<(s
     let arch = parts.next()?;
     let os = parts.next()?;
     let version = parts.next()?;
-    let platform_ok =
-        |s: &str| !s.is_empty() && s.len() <= 32 && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if !platform_ok(os) || !platform_ok(arch) {
-        return None;
-    }
+    let platform = Platform::parse(os, arch).ok()?;
     let version = crate::address::parse_version(version).ok()?;
-    Some((version, Platform { os: os.into(), arch: arch.into() }))
+    Some((version, platform))
 }
 
 fn split4(rest: &str) -> Option<[&str; 4]> {
@@ -453,6 +555,35 @@ mod tests {
                 "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2_linux_amd64.zip",
                 Some(ObjectKind::Unrecognised(Owner::Provider(provider()))),
             ),
+            (
+                "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_SHA256SUMS",
+                Some(ObjectKind::ProviderReleaseFile {
+                    provider: provider(),
+                    version: v("3.2.1"),
+                    file: ReleaseFile::Shasums,
+                }),
+            ),
+            (
+                "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1-rc.1_SHA256SUMS.sig",
+                Some(ObjectKind::ProviderReleaseFile {
+                    provider: provider(),
+                    version: v("3.2.1-rc.1"),
+                    file: ReleaseFile::Signature,
+                }),
+            ),
+            (
+                "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_manifest.json",
+                Some(ObjectKind::ProviderReleaseFile {
+                    provider: provider(),
+                    version: v("3.2.1"),
+                    file: ReleaseFile::Manifest,
+                }),
+            ),
+            (
+                "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2_SHA256SUMS",
+                Some(ObjectKind::Unrecognised(Owner::Provider(provider()))),
+            ),
+            ("signing-keys/registry.terraform.io/hashicorp/key.asc", None),
             ("providers/localhost/hashicorp/null/index.json", None),
             ("indexed/access/tokens.json", None),
             ("access/tokens.json", None),
@@ -497,7 +628,19 @@ mod tests {
             ),
             ("providers/registry.terraform.io/hashicorp/null/index.json", wanted_zip),
             ("providers/example.com/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip", wanted_zip),
+            ("providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_SHA256SUMS", wanted_zip),
         ];
+        let sums = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_SHA256SUMS";
+        let version = v("3.2.1");
+        let wanted = |file| Wanted::ProviderReleaseFile { provider: &p, version: &version, file };
+        assert_eq!(archive_key(sums, wanted(ReleaseFile::Shasums)).unwrap(), sums);
+        let sig = format!("{sums}.sig");
+        assert_eq!(archive_key(&sig, wanted(ReleaseFile::Signature)).unwrap(), sig);
+        assert!(archive_key(&sig, wanted(ReleaseFile::Shasums)).is_err());
+        assert!(archive_key(sums, wanted(ReleaseFile::Signature)).is_err());
+        assert!(archive_key(zip, wanted(ReleaseFile::Shasums)).is_err());
+        let manifest = sums.replace("_SHA256SUMS", "_manifest.json");
+        assert!(archive_key(&manifest, wanted(ReleaseFile::Manifest)).is_err(), "never handed out");
         for (key, wanted) in refused {
             assert_eq!(archive_key(key, wanted).unwrap_err().status().as_u16(), 500, "{key}");
         }
@@ -523,6 +666,13 @@ mod tests {
         assert!(notifies("modules/acme/vpc/aws/1.0.0.tgz"));
         assert!(notifies("providers/h.io/n/t/terraform-provider-t_1.0.0_linux_amd64.zip"));
         assert!(!notifies("providers/h.io/n/t/index.json"), "publisher JSON changes nothing served");
+        for file in [ReleaseFile::Shasums, ReleaseFile::Signature, ReleaseFile::Manifest] {
+            let p = ProviderAddress::parse("h.io", "n", "t").unwrap();
+            let key = format!("{}{}", provider_prefix(&p), provider_release_file_name(&p, &v("1.0.0"), file));
+            assert!(notifies(&key), "{key}");
+            assert!(matches!(classify(&key), Some(ObjectKind::ProviderReleaseFile { file: f, .. }) if f == file));
+        }
+        assert!(!notifies("signing-keys/h.io/n/key.asc"), "keys are read at each release's check");
         assert!(!notifies("modules/acme/vpc/aws/manifest.json"));
     }
 

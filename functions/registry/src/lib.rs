@@ -9,6 +9,7 @@
 //! - [`storage`]: the narrow storage interface (S3, in-memory, none).
 //! - `retry`: the conflict-retry loop behind every conditional write.
 //! - `archive`: validation of uploaded archives and the `h1:` hash.
+//! - [`signing`]: OpenPGP signing keys, release signatures and `SHA256SUMS` files.
 //! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
 //! - [`router`]: (method, raw path) to a validated [`router::Route`], pure.
 //! - [`access`]: tokens, scopes and the access decision.
@@ -45,6 +46,7 @@ pub mod layout;
 pub mod manifest;
 mod retry;
 pub mod router;
+pub mod signing;
 pub mod storage;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

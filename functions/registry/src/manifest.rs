@@ -126,10 +126,38 @@ pub struct ProviderIndex {
 }
 
 /// `providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json`: `{"archives": {"linux_amd64": {...}}}`.
+/// For a signed release of the registry's own host, also what providers.v1 serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderVersion {
-    /// `linux_amd64` → that platform's package.
+    /// `linux_amd64` → that platform's package: what is served.
     pub archives: BTreeMap<String, ProviderArchive>,
+    /// The release's verified signature: present exactly when `archives` of a signed release
+    /// are served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<SignedRelease>,
+    /// Zips of a signed release already checked and hashed, not served while its signature
+    /// does not verify (so they are not read again when it is fixed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pending: BTreeMap<String, ProviderArchive>,
+}
+
+/// What the indexer verified of a signed release (`index::releases`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedRelease {
+    /// Plugin protocol versions, from `_manifest.json`; empty when it is absent (no claim:
+    /// the CLI then skips its protocol check, and the plugin handshake decides).
+    pub protocols: Vec<String>,
+    /// The key whose signature over `SHA256SUMS` verified.
+    pub signing_key: RecordedKey,
+}
+
+/// A signing key as the CLI is given it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedKey {
+    /// Upper-case hex long key ID.
+    pub key_id: String,
+    /// The public key, ASCII-armored.
+    pub ascii_armor: String,
 }
 
 /// One platform's package in `VERSION.json`.
@@ -178,6 +206,47 @@ impl ProviderVersion {
     /// Read a stored `VERSION.json`; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
+    }
+
+    /// The version's line in `index.json`: `{}` for the mirror; for a signed release also its
+    /// protocols and platforms, which providers.v1 lists (so its `versions` answer is one read).
+    pub fn index_line(&self) -> Value {
+        match &self.release {
+            None => json!({}),
+            Some(release) => {
+                let platforms: Vec<Value> = self
+                    .archives
+                    .keys()
+                    .filter_map(|k| k.split_once('_'))
+                    .map(|(os, arch)| json!({"os": os, "arch": arch}))
+                    .collect();
+                json!({"protocols": release.protocols, "platforms": platforms})
+            }
+        }
+    }
+}
+
+impl ProviderIndex {
+    /// providers.v1 `GET :namespace/:type/versions`: the signed releases, newest first, each
+    /// with its protocols and platforms.
+    pub fn registry_versions(&self) -> Value {
+        let mut versions: Vec<(&String, &Value)> = self
+            .versions
+            .iter()
+            .filter(|(v, line)| crate::address::parse_version(v).is_ok() && line.get("platforms").is_some())
+            .collect();
+        versions.sort_by(|a, b| newest_first(a.0, b.0));
+        let versions: Vec<Value> = versions
+            .into_iter()
+            .map(|(v, line)| {
+                json!({
+                    "version": v,
+                    "protocols": line.get("protocols").cloned().unwrap_or_else(|| json!([])),
+                    "platforms": line.get("platforms").cloned().unwrap_or_else(|| json!([])),
+                })
+            })
+            .collect();
+        json!({ "versions": versions })
     }
 }
 

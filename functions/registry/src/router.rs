@@ -5,8 +5,9 @@
 
 use http::Method;
 
-use crate::address::{ModuleAddress, ProviderAddress, parse_version, printable};
+use crate::address::{ModuleAddress, ProviderAddress, ProviderName, parse_version, printable};
 use crate::error::Error;
+use crate::layout::Platform;
 
 /// Where the CLI looks for the services a host offers.
 pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
@@ -14,20 +15,29 @@ pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
 pub const MODULES_BASE_PATH_DEFAULT: &str = "/v1/modules/";
 /// The network mirror's base path, as infra deploys it.
 pub const MIRROR_BASE_PATH_DEFAULT: &str = "/v1/mirror/";
+/// The provider registry protocol's base path, as infra deploys it.
+pub const PROVIDERS_BASE_PATH_DEFAULT: &str = "/v1/providers/";
 
-/// Where the protocol routes live (`REGISTRY_MODULES_BASE_PATH`, `REGISTRY_MIRROR_BASE_PATH`
-/// for the local registry; infra deploys the defaults). Both start and end with `/`.
+/// Where the protocol routes live (`REGISTRY_MODULES_BASE_PATH`, `REGISTRY_MIRROR_BASE_PATH`,
+/// `REGISTRY_PROVIDERS_BASE_PATH` for the local registry; infra deploys the defaults). Each
+/// starts and ends with `/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BasePaths {
     /// `REGISTRY_MODULES_BASE_PATH`, default `/v1/modules/`.
     pub modules: String,
     /// `REGISTRY_MIRROR_BASE_PATH`, default `/v1/mirror/`.
     pub mirror: String,
+    /// `REGISTRY_PROVIDERS_BASE_PATH`, default `/v1/providers/`.
+    pub providers: String,
 }
 
 impl Default for BasePaths {
     fn default() -> Self {
-        BasePaths { modules: MODULES_BASE_PATH_DEFAULT.into(), mirror: MIRROR_BASE_PATH_DEFAULT.into() }
+        BasePaths {
+            modules: MODULES_BASE_PATH_DEFAULT.into(),
+            mirror: MIRROR_BASE_PATH_DEFAULT.into(),
+            providers: PROVIDERS_BASE_PATH_DEFAULT.into(),
+        }
     }
 }
 
@@ -47,6 +57,10 @@ pub enum Route {
     MirrorIndex(ProviderAddress),
     /// `GET …/HOSTNAME/NAMESPACE/TYPE/VERSION.json`
     MirrorVersion(ProviderAddress, semver::Version),
+    /// `GET …/NAMESPACE/TYPE/versions` (providers.v1)
+    ProviderVersions(ProviderName),
+    /// `GET …/NAMESPACE/TYPE/VERSION/download/OS/ARCH` (providers.v1)
+    ProviderDownload(ProviderName, semver::Version, Platform),
 }
 
 /// The Lambda function that serves a route.
@@ -58,11 +72,13 @@ pub enum Service {
     Modules,
     /// The provider network mirror protocol.
     Mirror,
+    /// The provider registry protocol (providers.v1).
+    Providers,
 }
 
 impl Service {
     /// Every service: what the local registry serves in one process.
-    pub const ALL: [Service; 3] = [Service::Discovery, Service::Modules, Service::Mirror];
+    pub const ALL: [Service; 4] = [Service::Discovery, Service::Modules, Service::Mirror, Service::Providers];
 
     /// The Lambda binary (and infra function key) that serves it.
     pub fn function_name(&self) -> &'static str {
@@ -70,6 +86,7 @@ impl Service {
             Service::Discovery => "discovery",
             Service::Modules => "modules",
             Service::Mirror => "mirror",
+            Service::Providers => "providers",
         }
     }
 }
@@ -81,6 +98,7 @@ impl Route {
             Route::Discovery => Service::Discovery,
             Route::ModuleVersions(_) | Route::ModuleDownload(..) => Service::Modules,
             Route::MirrorIndex(_) | Route::MirrorVersion(..) => Service::Mirror,
+            Route::ProviderVersions(_) | Route::ProviderDownload(..) => Service::Providers,
         }
     }
 
@@ -92,6 +110,8 @@ impl Route {
             Route::ModuleDownload(..) => "module_download",
             Route::MirrorIndex(_) => "mirror_index",
             Route::MirrorVersion(..) => "mirror_version",
+            Route::ProviderVersions(_) => "provider_versions",
+            Route::ProviderDownload(..) => "provider_download",
         }
     }
 }
@@ -104,6 +124,8 @@ pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
         (Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
         (Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
         (Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
+        (Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
+        (Service::Providers, format!("{}{{namespace}}/{{type}}/{{version}}/download/{{os}}/{{arch}}", paths.providers)),
     ]
 }
 
@@ -155,6 +177,19 @@ fn match_path(path: &str, paths: &BasePaths) -> Result<Route, Error> {
             _ => Err(Error::BadRequest(
                 "mirror routes are :hostname/:namespace/:type/index.json and :hostname/:namespace/:type/:version.json"
                     .into(),
+            )),
+        };
+    }
+    if let Some(rest) = path.strip_prefix(paths.providers.as_str()) {
+        return match segments(rest)?.as_slice() {
+            [namespace, r#type, "versions"] => Ok(Route::ProviderVersions(ProviderName::parse(namespace, r#type)?)),
+            [namespace, r#type, version, "download", os, arch] => Ok(Route::ProviderDownload(
+                ProviderName::parse(namespace, r#type)?,
+                parse_version(version)?,
+                Platform::parse(os, arch)?,
+            )),
+            _ => Err(Error::BadRequest(
+                "provider routes are :namespace/:type/versions and :namespace/:type/:version/download/:os/:arch".into(),
             )),
         };
     }
@@ -233,9 +268,33 @@ mod tests {
                 "/v1/mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_1.0.0_linux_amd64.zip",
                 Err(400),
             ),
+            (
+                M::GET,
+                "/v1/providers/acme/widget/versions",
+                Ok(Route::ProviderVersions(ProviderName::parse("acme", "widget").unwrap())),
+            ),
+            (
+                M::GET,
+                "/v1/providers/acme/widget/1.0.0-rc.1/download/linux/amd64",
+                Ok(Route::ProviderDownload(
+                    ProviderName::parse("acme", "widget").unwrap(),
+                    v("1.0.0-rc.1"),
+                    Platform { os: "linux".into(), arch: "amd64".into() },
+                )),
+            ),
+            (M::GET, "/v1/providers/acme/widget", Err(400)),
+            (M::GET, "/v1/providers/acme/wid_get/versions", Err(400)),
+            (M::GET, "/v1/providers/example.com/acme/widget/versions", Err(400)),
+            (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux", Err(400)),
+            (M::GET, "/v1/providers/acme/widget/1.0.0/download/Linux/amd64", Err(400)),
+            (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux/amd64/", Err(400)),
+            (M::GET, "/v1/providers/acme/widget/v1.0.0/download/linux/amd64", Err(400)),
+            (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux_x/amd64", Err(400)),
+            (M::GET, "/v1/providers/%2e%2e/widget/versions", Err(400)),
+            (M::POST, "/v1/providers/acme/widget/versions", Err(405)),
             // Not ours: 404.
             (M::GET, "/", Err(404)),
-            (M::GET, "/v1/providers/hashicorp/null/versions", Err(404)),
+            (M::GET, "/v2/providers/hashicorp/null/versions", Err(404)),
             (M::GET, "/.well-known/terraform.json/", Err(404)),
             (M::GET, "/V1/modules/acme/vpc/aws/versions", Err(404)),
             // Wrong method on a real route: 405.
@@ -252,11 +311,11 @@ mod tests {
 
     #[test]
     fn custom_base_paths() {
-        let paths = BasePaths { modules: "/m/".into(), mirror: "/providers/".into() };
+        let paths = BasePaths { modules: "/m/".into(), mirror: "/providers/".into(), providers: "/p/".into() };
         assert_eq!(route(&Method::GET, "/m/a/b/c/versions", &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
         assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
-        assert_eq!(templates.len(), 4);
+        assert_eq!(templates.len(), 6);
         assert!(
             templates
                 .iter()

@@ -155,3 +155,120 @@ pub fn sized_provider_zip(r#type: &str, version: &str, size: usize, seed: u8) ->
     }
     w.finish().unwrap().into_inner()
 }
+
+/// OpenPGP keys made by the tests (no private key is ever committed) and provider releases
+/// signed with them, as goreleaser's Terraform provider configuration lays them out.
+pub mod signing {
+    use pgp::composed::{
+        ArmorOptions, DetachedSignature, EncryptionCaps, KeyType, SecretKeyParamsBuilder, SignedPublicKey,
+        SignedSecretKey,
+    };
+    use pgp::crypto::hash::HashAlgorithm;
+    use pgp::packet::{KeyFlags, SignatureConfig, SignatureType, Subpacket, SubpacketData};
+    use pgp::ser::Serialize;
+    use pgp::types::{KeyDetails, Password, Tag, Timestamp};
+    use sha2::Digest;
+
+    /// A signing key pair, generated now (Ed25519: fast to make, and what the CLI reads).
+    pub struct TestKey {
+        secret: SignedSecretKey,
+    }
+
+    impl TestKey {
+        /// A new key with user ID `NAME <NAME@example.com>`, never expiring.
+        pub fn generate(name: &str) -> Self {
+            let params = SecretKeyParamsBuilder::default()
+                .key_type(KeyType::Ed25519Legacy)
+                .can_sign(true)
+                .can_certify(true)
+                .can_encrypt(EncryptionCaps::None)
+                .primary_user_id(format!("{name} <{name}@example.com>"))
+                .build()
+                .unwrap();
+            TestKey { secret: params.generate(rand::thread_rng()).unwrap() }
+        }
+
+        /// A new key whose self-signature says it expires `seconds` after its creation.
+        pub fn generate_expiring(name: &str, seconds: u32) -> Self {
+            let mut key = Self::generate(name);
+            let primary = &key.secret.primary_key;
+            let mut flags = KeyFlags::default();
+            flags.set_sign(true);
+            flags.set_certify(true);
+            let mut config =
+                SignatureConfig::v4(SignatureType::CertPositive, primary.algorithm(), HashAlgorithm::Sha256);
+            config.hashed_subpackets = vec![
+                Subpacket::regular(SubpacketData::SignatureCreationTime(Timestamp::now())).unwrap(),
+                Subpacket::regular(SubpacketData::IssuerFingerprint(primary.fingerprint())).unwrap(),
+                Subpacket::regular(SubpacketData::KeyFlags(flags)).unwrap(),
+                Subpacket::regular(SubpacketData::KeyExpirationTime(pgp::types::Duration::from_secs(seconds))).unwrap(),
+            ];
+            let user = key.secret.details.users[0].id.clone();
+            let public = primary.public_key();
+            let sig = config.sign_certification(primary, &public, &Password::empty(), Tag::UserId, &user).unwrap();
+            key.secret.details.users[0].signatures = vec![sig];
+            key
+        }
+
+        /// The public key, ASCII-armored, as `gpg --armor --export` writes it.
+        pub fn public_armor(&self) -> String {
+            SignedPublicKey::from(self.secret.clone()).to_armored_string(ArmorOptions::default()).unwrap()
+        }
+
+        /// The secret key, armored: only to test that the registry refuses it.
+        pub fn secret_armor(&self) -> String {
+            self.secret.to_armored_string(ArmorOptions::default()).unwrap()
+        }
+
+        /// The primary key's long key ID, upper-case hex.
+        pub fn key_id(&self) -> String {
+            self.secret.legacy_key_id().to_string().to_uppercase()
+        }
+
+        /// A binary detached signature over `document` (`gpg --detach-sign`).
+        pub fn sign(&self, document: &[u8]) -> Vec<u8> {
+            let sig = DetachedSignature::sign_binary_data(
+                rand::thread_rng(),
+                &self.secret.primary_key,
+                &Password::empty(),
+                HashAlgorithm::Sha256,
+                document,
+            )
+            .unwrap();
+            let mut out = Vec::new();
+            sig.to_writer(&mut out).unwrap();
+            out
+        }
+    }
+
+    /// The files of one provider release: (file name, bytes), zips first, then
+    /// `_manifest.json`, `_SHA256SUMS` (over all of them) and `_SHA256SUMS.sig`.
+    pub fn release(
+        r#type: &str,
+        version: &str,
+        platforms: &[(&str, &str)],
+        protocols: Option<&[&str]>,
+        key: &TestKey,
+    ) -> Vec<(String, Vec<u8>)> {
+        let mut files = Vec::new();
+        for (os, arch) in platforms {
+            let zip = super::provider_zip(r#type, version, &format!("{os}_{arch}"));
+            files.push((format!("terraform-provider-{type}_{version}_{os}_{arch}.zip"), zip));
+        }
+        if let Some(protocols) = protocols {
+            let manifest = serde_json::json!({"version": 1, "metadata": {"protocol_versions": protocols}});
+            files.push((
+                format!("terraform-provider-{type}_{version}_manifest.json"),
+                manifest.to_string().into_bytes(),
+            ));
+        }
+        let sums: String = files
+            .iter()
+            .map(|(name, bytes)| format!("{}  {name}\n", hex::encode(sha2::Sha256::digest(bytes))))
+            .collect();
+        let signature = key.sign(sums.as_bytes());
+        files.push((format!("terraform-provider-{type}_{version}_SHA256SUMS"), sums.into_bytes()));
+        files.push((format!("terraform-provider-{type}_{version}_SHA256SUMS.sig"), signature));
+        files
+    }
+}

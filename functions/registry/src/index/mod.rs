@@ -34,6 +34,7 @@ use crate::storage::{Object, ObjectInfo, Storage};
 mod modules;
 mod providers;
 mod rejections;
+mod releases;
 mod spool;
 
 pub use rejections::Rejection;
@@ -71,7 +72,8 @@ impl Pass {
     /// The narrowest pass that covers a change of an object of this kind.
     pub fn covering(kind: &ObjectKind) -> Pass {
         match kind {
-            ObjectKind::ProviderArchive { provider, version, .. } => {
+            ObjectKind::ProviderArchive { provider, version, .. }
+            | ObjectKind::ProviderReleaseFile { provider, version, .. } => {
                 Pass::ProviderVersion(provider.clone(), version.clone())
             }
             other => Pass::Owner(other.owner()),
@@ -126,12 +128,21 @@ impl Limits {
 pub struct Indexer<'a, S> {
     storage: &'a S,
     limits: Limits,
+    /// `REGISTRY_HOSTNAME`: providers under it are signed releases (`releases`).
+    registry_hostname: Option<String>,
 }
 
 impl<'a, S: Storage> Indexer<'a, S> {
     /// An indexer over `storage`, enforcing `limits` on what it accepts.
     pub fn new(storage: &'a S, limits: Limits) -> Self {
-        Indexer { storage, limits }
+        Indexer { storage, limits, registry_hostname: None }
+    }
+
+    /// Require signed releases for providers under `hostname` (the registry's own,
+    /// `REGISTRY_HOSTNAME`): what every deployment's indexer does.
+    pub fn signing_for(mut self, hostname: Option<String>) -> Self {
+        self.registry_hostname = hostname;
+        self
     }
 
     /// React to one changed key (created or removed): rebuild the manifest of its owner, or,

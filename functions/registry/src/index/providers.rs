@@ -10,6 +10,7 @@ use std::io::Seek;
 
 use futures_util::StreamExt;
 
+use super::releases::ReleaseObjects;
 use super::spool::{Spooled, blocking};
 use super::{Indexer, Outcome, Rejections};
 use crate::address::ProviderAddress;
@@ -22,6 +23,14 @@ use crate::storage::{Object, ObjectInfo, Precondition, Storage};
 /// Concurrent reads of a provider's `VERSION.json` documents in one pass.
 const DOCUMENT_READS_IN_FLIGHT: usize = 16;
 
+/// One listing of a provider's uploads (all versions, or one): zips by version and platform,
+/// and each version's other release files.
+#[derive(Default)]
+struct Listing {
+    zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>>,
+    releases: BTreeMap<semver::Version, ReleaseObjects>,
+}
+
 /// The documents a pass may replace, as read before its listing (rule 1).
 struct Documents {
     versions: BTreeMap<semver::Version, Object>,
@@ -32,25 +41,27 @@ impl<S: Storage> Indexer<'_, S> {
     /// Rebuild one provider's mirror documents from its zips.
     pub(super) async fn provider_pass(&self, provider: &ProviderAddress) -> Result<Outcome, Error> {
         let read = self.read_documents(provider).await?;
-        let (zips, mut rejections) = self.list_zips(provider, &layout::provider_prefix(provider)).await?;
+        let (listing, mut rejections) = self.list_zips(provider, &layout::provider_prefix(provider)).await?;
 
         let mut changed = false;
-        let mut listed = BTreeSet::new();
-        let all_versions: BTreeSet<semver::Version> = zips.keys().chain(read.versions.keys()).cloned().collect();
+        let mut listed = BTreeMap::new();
+        let all_versions: BTreeSet<semver::Version> =
+            listing.zips.keys().chain(listing.releases.keys()).chain(read.versions.keys()).cloned().collect();
         for version in all_versions {
-            let platforms = zips.get(&version).cloned().unwrap_or_default();
+            let platforms = listing.zips.get(&version).cloned().unwrap_or_default();
+            let release = listing.releases.get(&version).cloned().unwrap_or_default();
             let stored = read.versions.get(&version);
             let (document, written) =
-                self.update_version_document(provider, &version, &platforms, stored, &mut rejections).await?;
+                self.update_version_document(provider, &version, &platforms, &release, stored, &mut rejections).await?;
             if !document.archives.is_empty() {
-                listed.insert(version.to_string());
+                listed.insert(version.to_string(), document.index_line());
             }
             changed |= written;
         }
         rejections.clear_stale(self.storage).await?;
 
         // index.json last: it never lists a version whose VERSION.json is not written yet.
-        let index = ProviderIndex { versions: listed.iter().map(|v| (v.clone(), serde_json::json!({}))).collect() };
+        let index = ProviderIndex { versions: listed };
         let existing_index = read.index.as_ref().and_then(|o| ProviderIndex::parse(&o.bytes).ok());
         let same = match &existing_index {
             Some(e) => *e == index,
@@ -63,7 +74,7 @@ impl<S: Storage> Indexer<'_, S> {
                 .await?;
             changed = true;
         }
-        Ok(if changed { Outcome::Written { versions: listed.len() } } else { Outcome::Unchanged })
+        Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
     }
 
     /// One version: its `VERSION.json` from a listing of its zips alone, then its line in
@@ -90,22 +101,23 @@ impl<S: Storage> Indexer<'_, S> {
             },
         };
         let prefix = layout::provider_version_prefix(provider, version);
-        let (mut zips, mut rejections) = self.list_zips(provider, &prefix).await?;
-        let platforms = zips.remove(version).unwrap_or_default();
-        let (document, mut changed) =
-            self.update_version_document(provider, version, &platforms, stored.as_ref(), &mut rejections).await?;
-        let listed = !document.archives.is_empty();
+        let (mut listing, mut rejections) = self.list_zips(provider, &prefix).await?;
+        let platforms = listing.zips.remove(version).unwrap_or_default();
+        let release = listing.releases.remove(version).unwrap_or_default();
+        let (document, mut changed) = self
+            .update_version_document(provider, version, &platforms, &release, stored.as_ref(), &mut rejections)
+            .await?;
         rejections.clear_stale(self.storage).await?;
 
         // index.json after the document: it never lists a version whose VERSION.json is not written yet.
         let line = version.to_string();
-        let before = index.versions.contains_key(&line);
-        if listed {
-            index.versions.entry(line).or_insert_with(|| serde_json::json!({}));
-        } else {
-            index.versions.remove(&line);
-        }
-        if before != listed {
+        let before = index.versions.get(&line).cloned();
+        let after = (!document.archives.is_empty()).then(|| document.index_line());
+        match &after {
+            Some(value) => index.versions.insert(line, value.clone()),
+            None => index.versions.remove(&line),
+        };
+        if before != after {
             let precondition = Precondition::replacing(stored_index.as_ref().map(|o| o.etag.as_str()));
             self.storage.put(&index_key, to_json(&index)?, CONTENT_TYPE_JSON, precondition).await?;
             changed = true;
@@ -116,20 +128,23 @@ impl<S: Storage> Indexer<'_, S> {
     /// The provider's zips under `prefix` (all of them, or one version's), by version and
     /// platform, and the rejection records under it; keys there that fit no name of the layout
     /// get theirs now.
-    async fn list_zips(
-        &self,
-        provider: &ProviderAddress,
-        prefix: &str,
-    ) -> Result<(BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>>, Rejections), Error> {
+    async fn list_zips(&self, provider: &ProviderAddress, prefix: &str) -> Result<(Listing, Rejections), Error> {
         let objects = self.storage.list(prefix).await?;
         let mut rejections = Rejections::load(self.storage, prefix).await?;
-        let mut zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>> = BTreeMap::new();
+        let mut listing = Listing::default();
         let mut misnamed = Vec::new();
         for object in objects {
             match layout::classify(&object.key) {
                 Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
                 Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
-                    zips.entry(version).or_default().insert(platform, object);
+                    listing.zips.entry(version).or_default().insert(platform, object);
+                }
+                // Only a release of the registry's own host is signed; elsewhere (a mirrored
+                // provider) these files are what a release directory holds, never read.
+                Some(ObjectKind::ProviderReleaseFile { provider: p, version, file })
+                    if &p == provider && self.signs(provider) =>
+                {
+                    listing.releases.entry(version).or_default().set(file, object);
                 }
                 // index.json / VERSION.json from a synced `terraform providers mirror`
                 // directory: a name the layout accepts, never read.
@@ -137,7 +152,7 @@ impl<S: Storage> Indexer<'_, S> {
             }
         }
         rejections.reject_misnamed(self.storage, &misnamed).await?;
-        Ok((zips, rejections))
+        Ok((listing, rejections))
     }
 
     /// Rule 1: every document this pass may replace, before the listing it computes from.
@@ -178,6 +193,7 @@ impl<S: Storage> Indexer<'_, S> {
         provider: &ProviderAddress,
         version: &semver::Version,
         platforms: &BTreeMap<Platform, ObjectInfo>,
+        release: &ReleaseObjects,
         stored: Option<&Object>,
         rejections: &mut Rejections,
     ) -> Result<(ProviderVersion, bool), Error> {
@@ -187,10 +203,11 @@ impl<S: Storage> Indexer<'_, S> {
                 .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
                 .ok()
         });
-        let document = self.version_document(provider, version, platforms, existing.as_ref(), rejections).await?;
+        let document =
+            self.version_document(provider, version, platforms, release, existing.as_ref(), rejections).await?;
         let same = match &existing {
             Some(e) => *e == document,
-            None => document.archives.is_empty() && stored.is_none(),
+            None => document == ProviderVersion::default() && stored.is_none(),
         };
         if !same {
             let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
@@ -201,19 +218,23 @@ impl<S: Storage> Indexer<'_, S> {
 
     /// One version's document: each platform's zip as recorded before if its ETag is
     /// unchanged, else checked and hashed now; a zip rejected now keeps what was published for
-    /// its platform.
+    /// its platform. Under the registry's own host, the release's signature then decides what
+    /// is served (`releases`).
     async fn version_document(
         &self,
         provider: &ProviderAddress,
         version: &semver::Version,
         platforms: &BTreeMap<Platform, ObjectInfo>,
+        release: &ReleaseObjects,
         existing: Option<&ProviderVersion>,
         rejections: &mut Rejections,
     ) -> Result<ProviderVersion, Error> {
-        let mut doc = ProviderVersion::default();
+        let mut checked = BTreeMap::new();
         for (platform, object) in platforms {
             let file = layout::provider_archive_name(provider, version, platform);
-            let previous = existing.and_then(|d| d.archives.get(&platform.key()));
+            // Served, or checked and waiting for its release's signature.
+            let published = existing.and_then(|d| d.archives.get(&platform.key()));
+            let previous = published.or_else(|| existing.and_then(|d| d.pending.get(&platform.key())));
             let recorded = previous
                 .filter(|a| a.url == file)
                 .and_then(|a| a.indexed.as_ref().filter(|i| !i.etag.is_empty()).map(|i| (a, i.etag.as_str())));
@@ -227,14 +248,18 @@ impl<S: Storage> Indexer<'_, S> {
                     Some(a.clone())
                 }
                 None => {
-                    self.index_provider_zip(provider, object, file, rejections).await?.or_else(|| previous.cloned())
+                    self.index_provider_zip(provider, object, file, rejections).await?.or_else(|| published.cloned())
                 }
             };
             if let Some(archive) = archive {
-                doc.archives.insert(platform.key(), archive);
+                checked.insert(platform.clone(), (object.clone(), archive));
             }
         }
-        Ok(doc)
+        if self.signs(provider) {
+            return self.sign_off(provider, version, checked, release, existing, rejections).await;
+        }
+        let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
+        Ok(ProviderVersion { archives, ..ProviderVersion::default() })
     }
 
     /// Validate and hash a provider zip; `None` (with a rejection record) if it is bad.

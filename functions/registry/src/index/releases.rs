@@ -1,0 +1,427 @@
+//! Signed releases: a provider version under the registry's own hostname (`REGISTRY_HOSTNAME`,
+//! the providers.v1 protocol) is served, by providers.v1 and by the mirror alike, only once
+//! its `SHA256SUMS` carries a signature that verifies with one of the namespace's keys
+//! (`signing-keys/HOSTNAME/NAMESPACE/`), every zip's SHA-256 is the one `SHA256SUMS` lists,
+//! and its `_manifest.json`, if any, is covered by `SHA256SUMS` too. Until then its zips are
+//! checked and hashed as any other but kept aside (`pending`), and a rejection record at the
+//! `SHA256SUMS` key says what is missing or wrong. A release already served stays served when
+//! a later upload to it does not verify: bad input never unpublishes.
+
+use std::collections::BTreeMap;
+
+use super::{Indexer, Rejections};
+use crate::address::ProviderAddress;
+use crate::error::Error;
+use crate::layout::{self, Platform, ReleaseFile};
+use crate::manifest::{ProviderArchive, ProviderVersion, RecordedKey, SignedRelease};
+use crate::signing::{self, SigningKey};
+use crate::storage::{ObjectInfo, Storage};
+
+/// Longest `_manifest.json` read.
+const RELEASE_MANIFEST_MAX_BYTES: usize = 64 << 10;
+/// Most key files a namespace may have; more is a mistake, not a rotation.
+const KEY_FILES_MAX: usize = 32;
+
+/// A release's files besides its zips, as listed.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ReleaseObjects {
+    pub shasums: Option<ObjectInfo>,
+    pub signature: Option<ObjectInfo>,
+    pub manifest: Option<ObjectInfo>,
+}
+
+impl ReleaseObjects {
+    pub(super) fn set(&mut self, file: ReleaseFile, object: ObjectInfo) {
+        match file {
+            ReleaseFile::Shasums => self.shasums = Some(object),
+            ReleaseFile::Signature => self.signature = Some(object),
+            ReleaseFile::Manifest => self.manifest = Some(object),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.shasums.is_none() && self.signature.is_none() && self.manifest.is_none()
+    }
+}
+
+/// What a release record keeps in its `etag` field: a digest of the verdict, so the same
+/// verdict is not written again (a redelivered event writes nothing) and a new one always is
+/// (the checks read several objects, and some S3-compatible servers list no ETags).
+fn verdict_fingerprint(reason: &str) -> String {
+    use sha2::Digest;
+    format!("verdict:{}", hex::encode(&sha2::Sha256::digest(reason.as_bytes())[..12]))
+}
+
+impl<S: Storage> Indexer<'_, S> {
+    /// Whether this provider's releases must be signed: it is under the registry's own host.
+    pub(super) fn signs(&self, provider: &ProviderAddress) -> bool {
+        self.registry_hostname.as_deref() == Some(provider.hostname.as_str())
+    }
+
+    /// What of a signed release is served, from its zips as checked now (`checked`: platform
+    /// key → archive) and its other files; writes or clears the rejection records.
+    pub(super) async fn sign_off(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+        checked: BTreeMap<Platform, (ObjectInfo, ProviderArchive)>,
+        objects: &ReleaseObjects,
+        existing: Option<&ProviderVersion>,
+        rejections: &mut Rejections,
+    ) -> Result<ProviderVersion, Error> {
+        let record = format!(
+            "{}{}",
+            layout::provider_prefix(provider),
+            layout::provider_release_file_name(provider, version, ReleaseFile::Shasums)
+        );
+        for object in [&objects.signature, &objects.manifest].into_iter().flatten() {
+            rejections.keep(&object.key);
+        }
+        if checked.is_empty() && objects.is_empty() {
+            return Ok(ProviderVersion::default());
+        }
+        let verdict = self.verify_release(provider, objects, &checked, rejections).await?;
+        let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
+        match verdict {
+            Ok(release) => {
+                rejections.clear(self.storage, &record).await?;
+                Ok(ProviderVersion { archives, release: Some(release), pending: BTreeMap::new() })
+            }
+            Err(reason) => {
+                let reason = format!("release {provider} {version} not published: {reason}");
+                let fingerprint = verdict_fingerprint(&reason);
+                if !rejections.rejected_before(&record, &fingerprint) {
+                    let object = ObjectInfo {
+                        key: record.clone(),
+                        etag: fingerprint,
+                        size: objects.shasums.as_ref().map(|o| o.size).unwrap_or(0),
+                    };
+                    rejections.reject(self.storage, &object, reason).await?;
+                } else {
+                    rejections.keep(&record);
+                }
+                match existing.filter(|e| e.release.is_some()) {
+                    // Served before: it stays as it was; what was checked now waits aside.
+                    Some(served) => Ok(ProviderVersion { pending: archives, ..served.clone() }),
+                    None => Ok(ProviderVersion { archives: BTreeMap::new(), release: None, pending: archives }),
+                }
+            }
+        }
+    }
+
+    /// The checks of one release; `Ok(Err(reason))` for a release that is not (yet) good.
+    async fn verify_release(
+        &self,
+        provider: &ProviderAddress,
+        objects: &ReleaseObjects,
+        checked: &BTreeMap<Platform, (ObjectInfo, ProviderArchive)>,
+        rejections: &mut Rejections,
+    ) -> Result<Result<SignedRelease, String>, Error> {
+        let (Some(shasums), Some(signature)) = (&objects.shasums, &objects.signature) else {
+            let missing = if objects.shasums.is_none() { "SHA256SUMS is missing" } else { "SHA256SUMS.sig is missing" };
+            return Ok(Err(format!(
+                "{missing}: a signed release is its zips, terraform-provider-TYPE_VERSION_SHA256SUMS and its binary \
+                 detached signature terraform-provider-TYPE_VERSION_SHA256SUMS.sig (goreleaser's Terraform provider \
+                 configuration makes all of them)"
+            )));
+        };
+        let sums_bytes = match self.read_small(shasums, signing::SHASUMS_MAX_BYTES).await? {
+            Ok(bytes) => bytes,
+            Err(why) => return Ok(Err(why)),
+        };
+        let sig_bytes = match self.read_small(signature, signing::SIGNATURE_MAX_BYTES).await? {
+            Ok(bytes) => bytes,
+            Err(why) => return Ok(Err(why)),
+        };
+        let (keys, key_problems) = self.namespace_keys(provider).await?;
+        let now = u64::try_from(crate::clock::now_unix()).unwrap_or(0);
+        let key = match signing::verify(&keys, &sums_bytes, &sig_bytes, now) {
+            Ok(key) => key,
+            Err(why) if key_problems.is_empty() => return Ok(Err(why)),
+            Err(why) => return Ok(Err(format!("{why}; key files not used: {}", key_problems.join("; ")))),
+        };
+        let sums = match signing::parse_shasums(&sums_bytes) {
+            Ok(sums) => sums,
+            Err(why) => return Ok(Err(why)),
+        };
+        let mut mismatches = Vec::new();
+        for (object, archive) in checked.values() {
+            let sha256 = archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default();
+            let problem = match sums.get(&archive.url) {
+                None => Some(format!("{} is not listed in SHA256SUMS", archive.url)),
+                Some(listed) if listed != sha256 => {
+                    Some(format!("{} has SHA-256 {sha256}, SHA256SUMS lists {listed}", archive.url))
+                }
+                Some(_) => None,
+            };
+            match problem {
+                Some(problem) => {
+                    let fingerprint = verdict_fingerprint(&format!("{}+{problem}", object.etag));
+                    if !rejections.rejected_before(&object.key, &fingerprint) {
+                        let record = ObjectInfo { etag: fingerprint, ..object.clone() };
+                        rejections.reject(self.storage, &record, problem.clone()).await?;
+                    }
+                    rejections.keep(&object.key);
+                    mismatches.push(problem);
+                }
+                None => rejections.clear(self.storage, &object.key).await?,
+            }
+        }
+        if !mismatches.is_empty() {
+            return Ok(Err(mismatches.join("; ")));
+        }
+        let protocols = match &objects.manifest {
+            None => Vec::new(),
+            Some(manifest) => match self.release_protocols(manifest, &sums).await? {
+                Ok(protocols) => protocols,
+                Err(why) => return Ok(Err(why)),
+            },
+        };
+        Ok(Ok(SignedRelease {
+            protocols,
+            signing_key: RecordedKey { key_id: key.key_id.clone(), ascii_armor: key.ascii_armor.clone() },
+        }))
+    }
+
+    /// `_manifest.json`'s protocol versions, once its bytes are the ones `SHA256SUMS` lists.
+    async fn release_protocols(
+        &self,
+        manifest: &ObjectInfo,
+        sums: &BTreeMap<String, String>,
+    ) -> Result<Result<Vec<String>, String>, Error> {
+        let name = manifest.key.rsplit('/').next().unwrap_or_default();
+        let bytes = match self.read_small(manifest, RELEASE_MANIFEST_MAX_BYTES).await? {
+            Ok(bytes) => bytes,
+            Err(why) => return Ok(Err(why)),
+        };
+        use sha2::Digest;
+        let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+        match sums.get(name) {
+            None => return Ok(Err(format!("{name} is not listed in SHA256SUMS, so its protocols are not signed"))),
+            Some(listed) if *listed != sha256 => {
+                return Ok(Err(format!("{name} has SHA-256 {sha256}, SHA256SUMS lists {listed}")));
+            }
+            Some(_) => {}
+        }
+        let parsed: serde_json::Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(format!("{name} is not JSON: {e}"))),
+        };
+        let Some(list) = parsed.pointer("/metadata/protocol_versions").and_then(|v| v.as_array()) else {
+            return Ok(Err(format!("{name} has no metadata.protocol_versions list")));
+        };
+        let valid = |p: &str| {
+            p.split_once('.').is_some_and(|(a, b)| {
+                [a, b].iter().all(|n| (1..=3).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
+            })
+        };
+        let mut protocols = Vec::new();
+        for p in list {
+            match p.as_str().filter(|p| valid(p)) {
+                Some(p) => protocols.push(p.to_string()),
+                None => return Ok(Err(format!("{name}: protocol version {p} is not MAJOR.MINOR"))),
+            }
+        }
+        Ok(Ok(protocols))
+    }
+
+    /// The namespace's public keys, and the key files that could not be used (with why).
+    async fn namespace_keys(&self, provider: &ProviderAddress) -> Result<(Vec<SigningKey>, Vec<String>), Error> {
+        let files = self.storage.list(&layout::signing_keys_prefix(provider)).await?;
+        let (mut keys, mut problems) = (Vec::new(), Vec::new());
+        for file in files.iter().take(KEY_FILES_MAX) {
+            let name = crate::address::printable(&file.key);
+            let parsed = match self.read_small(file, signing::KEY_FILE_MAX_BYTES).await? {
+                Ok(bytes) => signing::parse_keys(&name, &bytes),
+                Err(why) => Err(why),
+            };
+            match parsed {
+                Ok(mut parsed) => keys.append(&mut parsed),
+                Err(why) => problems.push(why),
+            }
+        }
+        if files.len() > KEY_FILES_MAX {
+            problems.push(format!("only the first {KEY_FILES_MAX} key files are read"));
+        }
+        Ok((keys, problems))
+    }
+
+    /// A small object's bytes, or why not (gone, or larger than `limit`: refused before it is
+    /// read, so a huge upload under a checksum file's name costs no memory).
+    async fn read_small(&self, object: &ObjectInfo, limit: usize) -> Result<Result<Vec<u8>, String>, Error> {
+        let name = crate::address::printable(object.key.rsplit('/').next().unwrap_or_default());
+        if object.size > limit as u64 {
+            return Ok(Err(format!("{name} is {} bytes, over the {limit} a release file may have", object.size)));
+        }
+        Ok(match self.storage.get(&object.key).await? {
+            None => Err(format!("{name} is gone")),
+            Some(o) => Ok(o.bytes[..o.bytes.len().min(limit + 1)].to_vec()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::rejection;
+    use super::super::{Indexer, Limits};
+    use crate::address::ProviderAddress;
+    use crate::manifest::{ProviderIndex, ProviderVersion};
+    use crate::storage::MemoryStorage;
+    use crate::testing::signing::{TestKey, release};
+
+    const HOST: &str = "registry.example.com";
+    const PREFIX: &str = "providers/registry.example.com/acme/widget/";
+    const DOCS: &str = "indexed/providers/registry.example.com/acme/widget/";
+    const SUMS: &str = "providers/registry.example.com/acme/widget/terraform-provider-widget_1.0.0_SHA256SUMS";
+
+    fn upload(s: &MemoryStorage, files: &[(String, Vec<u8>)]) {
+        for (name, bytes) in files {
+            s.insert(&format!("{PREFIX}{name}"), bytes.clone());
+        }
+    }
+    async fn index_all(indexer: &Indexer<'_, MemoryStorage>, files: &[(String, Vec<u8>)]) {
+        for (name, _) in files {
+            indexer.on_object_changed(&format!("{PREFIX}{name}")).await.unwrap();
+        }
+    }
+    fn document(s: &MemoryStorage, version: &str) -> Option<ProviderVersion> {
+        s.peek(&format!("{DOCS}{version}.json")).map(|b| ProviderVersion::parse(&b).unwrap())
+    }
+    fn listed(s: &MemoryStorage) -> Vec<String> {
+        s.peek(&format!("{DOCS}index.json"))
+            .map(|b| ProviderIndex::parse(&b).unwrap().versions.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn a_release_is_served_once_its_signature_verifies() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default()).signing_for(Some(HOST.into()));
+        let key = TestKey::generate("acme");
+        s.insert("signing-keys/registry.example.com/acme/release.asc", key.public_armor());
+        let files = release("widget", "1.0.0", &[("linux", "amd64"), ("darwin", "arm64")], Some(&["6.0"]), &key);
+        // Everything but the signature: checked, hashed, kept aside, and explained.
+        let (sig, rest) = files.split_last().unwrap();
+        upload(&s, rest);
+        index_all(&indexer, rest).await;
+        assert!(listed(&s).is_empty());
+        let doc = document(&s, "1.0.0").unwrap();
+        assert!(doc.archives.is_empty() && doc.release.is_none());
+        assert_eq!(doc.pending.len(), 2);
+        let why = rejection(&s, SUMS).unwrap().reason;
+        assert!(why.contains("SHA256SUMS.sig is missing"), "{why}");
+        // The signature arrives: published, without reading the zips again.
+        upload(&s, std::slice::from_ref(sig));
+        let before = s.request_count();
+        index_all(&indexer, std::slice::from_ref(sig)).await;
+        assert!(s.request_count() - before <= 14, "{} requests", s.request_count() - before);
+        assert_eq!(listed(&s), ["1.0.0"]);
+        let doc = document(&s, "1.0.0").unwrap();
+        assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
+        assert!(doc.pending.is_empty());
+        let release = doc.release.clone().unwrap();
+        assert_eq!(
+            (release.protocols, release.signing_key.key_id.as_str()),
+            (vec!["6.0".to_string()], key.key_id().as_str())
+        );
+        assert!(rejection(&s, SUMS).is_none(), "the record goes once the release is good");
+        let index = ProviderIndex::parse(&s.peek(&format!("{DOCS}index.json")).unwrap()).unwrap();
+        assert_eq!(
+            index.versions["1.0.0"],
+            serde_json::json!({"protocols": ["6.0"], "platforms": [{"os": "darwin", "arch": "arm64"}, {"os": "linux", "arch": "amd64"}]})
+        );
+        // Idempotent: nothing changed, nothing written.
+        let provider = ProviderAddress::parse(HOST, "acme", "widget").unwrap();
+        assert_eq!(
+            indexer.reindex(&crate::layout::Owner::Provider(provider)).await.unwrap(),
+            super::super::Outcome::Unchanged
+        );
+
+        // A bad signature uploaded over a served release: recorded, and the release stays served.
+        let impostor = TestKey::generate("impostor");
+        s.insert(&format!("{SUMS}.sig"), impostor.sign(&s.peek(SUMS).unwrap()));
+        indexer.on_object_changed(&format!("{SUMS}.sig")).await.unwrap();
+        assert_eq!(listed(&s), ["1.0.0"]);
+        assert_eq!(document(&s, "1.0.0").unwrap().release, doc.release);
+        let why = rejection(&s, SUMS).unwrap().reason;
+        assert!(why.contains(&impostor.key_id()) && why.contains("not one of the namespace's signing keys"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn releases_that_do_not_verify_are_never_listed() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default()).signing_for(Some(HOST.into()));
+        let (namespace_key, other) = (TestKey::generate("acme"), TestKey::generate("other"));
+        s.insert("signing-keys/registry.example.com/acme/a.asc", namespace_key.public_armor());
+        // Signed by a key that is not the namespace's.
+        let files = release("widget", "1.0.0", &[("linux", "amd64")], None, &other);
+        upload(&s, &files);
+        index_all(&indexer, &files).await;
+        assert!(listed(&s).is_empty());
+        let why = rejection(&s, SUMS).unwrap().reason;
+        assert!(why.contains(&other.key_id()), "{why}");
+
+        // Signed right, but a zip's bytes are not the ones SHA256SUMS lists.
+        let files = release("widget", "2.0.0", &[("linux", "amd64")], None, &namespace_key);
+        upload(&s, &files);
+        let zip = format!("{PREFIX}terraform-provider-widget_2.0.0_linux_amd64.zip");
+        s.insert(&zip, crate::testing::provider_zip("widget", "2.0.0", "tampered"));
+        index_all(&indexer, &files).await;
+        assert!(listed(&s).is_empty());
+        assert!(rejection(&s, &zip).unwrap().reason.contains("SHA256SUMS lists"));
+        // A zip that SHA256SUMS does not list at all.
+        let files = release("widget", "3.0.0", &[("linux", "amd64")], None, &namespace_key);
+        upload(&s, &files);
+        let extra = format!("{PREFIX}terraform-provider-widget_3.0.0_windows_amd64.zip");
+        s.insert(&extra, crate::testing::provider_zip("widget", "3.0.0", "extra"));
+        index_all(&indexer, &files).await;
+        indexer.on_object_changed(&extra).await.unwrap();
+        assert!(rejection(&s, &extra).unwrap().reason.contains("not listed in SHA256SUMS"));
+        assert!(listed(&s).is_empty());
+        // The extra zip goes: the release is published then.
+        s.remove(&extra);
+        indexer.on_object_changed(&extra).await.unwrap();
+        assert_eq!(listed(&s), ["3.0.0"]);
+        assert!(rejection(&s, &extra).is_none());
+
+        // Rotation: a second key file; a release signed with it verifies.
+        let rotated = TestKey::generate("acme-2026");
+        s.insert("signing-keys/registry.example.com/acme/b.asc", rotated.public_armor());
+        let files = release("widget", "4.0.0", &[("linux", "amd64")], Some(&["5.0", "6.0"]), &rotated);
+        upload(&s, &files);
+        index_all(&indexer, &files).await;
+        assert_eq!(listed(&s), ["3.0.0", "4.0.0"]);
+        assert_eq!(document(&s, "4.0.0").unwrap().release.unwrap().signing_key.key_id, rotated.key_id());
+
+        // A manifest.json that SHA256SUMS does not cover: its protocols are not believed.
+        let mut files = release("widget", "5.0.0", &[("linux", "amd64")], None, &rotated);
+        files.push((
+            "terraform-provider-widget_5.0.0_manifest.json".into(),
+            br#"{"metadata":{"protocol_versions":["9.9"]}}"#.to_vec(),
+        ));
+        upload(&s, &files);
+        index_all(&indexer, &files).await;
+        assert!(!listed(&s).contains(&"5.0.0".to_string()));
+        let why = rejection(&s, &SUMS.replace("1.0.0", "5.0.0")).unwrap().reason;
+        assert!(why.contains("not listed in SHA256SUMS"), "{why}");
+    }
+
+    /// Providers of other hosts (the mirror's) are not signed releases: their zips are indexed
+    /// as before, and a SHA256SUMS beside them is never read.
+    #[tokio::test]
+    async fn other_hosts_are_mirrored_as_before() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default()).signing_for(Some(HOST.into()));
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let key = TestKey::generate("x");
+        for (name, bytes) in release("null", "3.2.1", &[("linux", "amd64")], None, &key) {
+            s.insert(&format!("{prefix}{name}"), bytes);
+            indexer.on_object_changed(&format!("{prefix}{name}")).await.unwrap();
+        }
+        let doc = s.peek("indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json").unwrap();
+        let doc = ProviderVersion::parse(&doc).unwrap();
+        assert_eq!(doc.archives.len(), 1);
+        assert!(doc.release.is_none());
+        assert!(s.keys().iter().all(|k| !k.starts_with("rejections/")), "{:?}", s.keys());
+    }
+}

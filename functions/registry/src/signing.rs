@@ -1,0 +1,297 @@
+//! OpenPGP for provider releases: a namespace's signing keys, the detached signature over a
+//! release's `SHA256SUMS`, and the `SHA256SUMS` file itself. The indexer checks all three
+//! before a release is listed (`index::releases`); the terraform CLI checks the signature and
+//! the hashes again when it installs, against the key the registry hands out.
+//!
+//! The checks are the CLI's (`getproviders.signatureAuthentication`, ProtonMail go-crypto)
+//! made stricter where a registry should be: the signature must verify with a key (or signing
+//! subkey) of the namespace whose self-signatures verify, that is not revoked, not expired now,
+//! and not expired when it signed; weak hashes (MD5, SHA-1, RIPEMD-160) are refused by rpgp.
+
+use std::collections::BTreeMap;
+
+use pgp::composed::{Deserializable, DetachedSignature, SignedPublicKey};
+use pgp::packet::{Signature, SignatureType};
+use pgp::types::KeyDetails;
+
+/// Longest signing key file read (a key with many signatures is still far below this).
+pub const KEY_FILE_MAX_BYTES: usize = 256 << 10;
+/// Longest `SHA256SUMS` read: one line per platform zip, a few hundred lines at most.
+pub const SHASUMS_MAX_BYTES: usize = 256 << 10;
+/// Longest detached signature read (an RSA-4096 signature is about 550 bytes).
+pub const SIGNATURE_MAX_BYTES: usize = 16 << 10;
+
+const BEGIN_PUBLIC: &str = "-----BEGIN PGP PUBLIC KEY BLOCK-----";
+
+/// One public key of a namespace, as uploaded (ASCII-armored) and as the CLI is given it.
+#[derive(Debug, Clone)]
+pub struct SigningKey {
+    /// The primary key's long key ID, upper-case hex (`key_id` in the protocol).
+    pub key_id: String,
+    /// The armored public key, as uploaded.
+    pub ascii_armor: String,
+    key: SignedPublicKey,
+}
+
+/// Why a release's signature is not accepted; the text goes into its rejection record.
+pub type Refusal = String;
+
+/// Parse one uploaded key file: ASCII-armored OpenPGP public key(s), each with valid
+/// self-signatures. A file that holds a secret key is refused: it must never be in the bucket.
+pub fn parse_keys(name: &str, bytes: &[u8]) -> Result<Vec<SigningKey>, Refusal> {
+    if bytes.len() > KEY_FILE_MAX_BYTES {
+        return Err(format!("signing key {name}: {} bytes, over {KEY_FILE_MAX_BYTES}", bytes.len()));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("signing key {name}: not ASCII-armored text"))?;
+    if text.contains("PRIVATE KEY BLOCK") {
+        return Err(format!(
+            "signing key {name} holds a PRIVATE key: delete it from the bucket now and revoke it; upload only \
+             `gpg --armor --export KEYID`"
+        ));
+    }
+    if !text.contains(BEGIN_PUBLIC) {
+        return Err(format!("signing key {name}: not an ASCII-armored public key (gpg --armor --export KEYID)"));
+    }
+    // One armor block per key (`gpg --armor --export A B` writes one block holding both; files
+    // concatenated by hand hold several blocks): every key of every block.
+    let mut parsed = Vec::new();
+    for block in text.split(BEGIN_PUBLIC).skip(1) {
+        let block = format!("{BEGIN_PUBLIC}{block}");
+        let keys = SignedPublicKey::from_armor_many(std::io::Cursor::new(block.as_bytes()))
+            .map_err(|e| format!("signing key {name}: unreadable: {e}"))?
+            .0;
+        for key in keys {
+            parsed.push(key.map_err(|e| format!("signing key {name}: unreadable: {e}"))?);
+        }
+    }
+    let mut keys = Vec::new();
+    for key in parsed {
+        key.verify_bindings().map_err(|e| format!("signing key {name}: self-signatures do not verify: {e}"))?;
+        // The CLI is given each key on its own, so each is re-armored alone.
+        let ascii_armor = key
+            .to_armored_string(Default::default())
+            .map_err(|e| format!("signing key {name}: cannot be armored again: {e}"))?;
+        keys.push(SigningKey { key_id: key_id(&key), ascii_armor, key });
+    }
+    if keys.is_empty() {
+        return Err(format!("signing key {name}: no public key in it"));
+    }
+    Ok(keys)
+}
+
+fn key_id(key: &SignedPublicKey) -> String {
+    key.legacy_key_id().to_string().to_uppercase()
+}
+
+/// Check `signature` (a binary detached signature, what `gpg --detach-sign` and goreleaser
+/// write) over `document` against `keys` at time `now` (Unix seconds). The key that made it,
+/// or why none did.
+pub fn verify<'k>(
+    keys: &'k [SigningKey],
+    document: &[u8],
+    signature: &[u8],
+    now: u64,
+) -> Result<&'k SigningKey, Refusal> {
+    if signature.len() > SIGNATURE_MAX_BYTES {
+        return Err(format!("the signature is {} bytes, over {SIGNATURE_MAX_BYTES}", signature.len()));
+    }
+    if signature.starts_with(b"-----BEGIN") {
+        return Err("the signature is ASCII-armored; the terraform CLI reads only a binary one \
+                    (gpg --detach-sign without --armor, as goreleaser's provider configuration does)"
+            .into());
+    }
+    let sig = DetachedSignature::from_bytes(signature)
+        .map_err(|e| format!("the signature is not an OpenPGP signature: {e}"))?
+        .signature;
+    if !matches!(sig.typ(), Some(SignatureType::Binary | SignatureType::Text)) {
+        return Err(format!("the signature is of type {:?}, not a signature over a document", sig.typ()));
+    }
+    let created = sig.created().map(|t| u64::from(t.as_secs())).unwrap_or(0);
+    if let Some(valid_for) = sig.signature_expiration_time().filter(|d| d.as_secs() > 0)
+        && created + u64::from(valid_for.as_secs()) < now
+    {
+        return Err(format!(
+            "the signature expired at {}",
+            crate::clock::rfc3339((created + u64::from(valid_for.as_secs())) as i64)
+        ));
+    }
+    let issuers: Vec<String> = sig.issuer_key_id().iter().map(|k| k.to_string().to_uppercase()).collect();
+    let mut refusals = Vec::new();
+    for key in keys {
+        match check_key(key, &sig, document, created, now) {
+            Ok(true) => return Ok(key),
+            Ok(false) => {}
+            Err(why) => refusals.push(why),
+        }
+    }
+    if let Some(why) = refusals.into_iter().next() {
+        return Err(why);
+    }
+    let known: Vec<&str> = keys.iter().map(|k| k.key_id.as_str()).collect();
+    Err(if keys.is_empty() {
+        "the namespace has no signing keys (upload its public key first: see docs/BUCKET.md)".into()
+    } else {
+        format!(
+            "signed by key {}, which is not one of the namespace's signing keys ({})",
+            if issuers.is_empty() { "(no issuer named)".to_string() } else { issuers.join(", ") },
+            known.join(", ")
+        )
+    })
+}
+
+/// Whether `key` (its primary key or a signing subkey) made `sig`: `Ok(false)` if neither did,
+/// `Err` if one did but may not be trusted (revoked, expired, not for signing).
+fn check_key(key: &SigningKey, sig: &Signature, document: &[u8], created: u64, now: u64) -> Result<bool, Refusal> {
+    let k = &key.key;
+    let primary_created = u64::from(k.primary_key.created_at().as_secs());
+    // Expiry of the primary key: from its newest self-signature (a key's owner may extend it).
+    let newest = k
+        .details
+        .users
+        .iter()
+        .flat_map(|u| u.signatures.iter())
+        .chain(k.details.direct_signatures.iter())
+        .max_by_key(|s| s.created().map(|t| t.as_secs()).unwrap_or(0));
+    let primary_expiry = newest
+        .and_then(|s| s.key_expiration_time())
+        .filter(|d| d.as_secs() > 0)
+        .map(|d| primary_created + u64::from(d.as_secs()));
+    let revoked = !k.details.revocation_signatures.is_empty();
+    let usable = |expiry: Option<u64>, what: &str| -> Result<(), Refusal> {
+        if revoked {
+            return Err(format!("signed by key {} ({what}), which is revoked", key.key_id));
+        }
+        match (expiry, primary_expiry) {
+            (Some(e), _) | (None, Some(e)) if e < now || e < created => Err(format!(
+                "signed by key {} ({what}), which expired at {}",
+                key.key_id,
+                crate::clock::rfc3339(e as i64)
+            )),
+            _ => Ok(()),
+        }
+    };
+    if sig.verify(&k.primary_key, document).is_ok() {
+        usable(None, "primary key")?;
+        return Ok(true);
+    }
+    for sub in &k.public_subkeys {
+        if sig.verify(&sub.key, document).is_err() {
+            continue;
+        }
+        let what = format!("subkey {}", sub.key.legacy_key_id().to_string().to_uppercase());
+        let binding = sub
+            .signatures
+            .iter()
+            .filter(|s| s.typ() == Some(SignatureType::SubkeyBinding))
+            .max_by_key(|s| s.created().map(|t| t.as_secs()).unwrap_or(0));
+        if sub.signatures.iter().any(|s| s.typ() == Some(SignatureType::SubkeyRevocation)) {
+            return Err(format!("signed by key {} ({what}), which is revoked", key.key_id));
+        }
+        let Some(binding) = binding.filter(|b| b.key_flags().sign()) else {
+            return Err(format!("signed by key {} ({what}), which is not bound for signing", key.key_id));
+        };
+        let sub_created = u64::from(sub.key.created_at().as_secs());
+        let expiry =
+            binding.key_expiration_time().filter(|d| d.as_secs() > 0).map(|d| sub_created + u64::from(d.as_secs()));
+        usable(expiry, &what)?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// A `SHA256SUMS` file: file name → lower-case hex SHA-256, as `sha256sum` (and goreleaser)
+/// write it: `HEX  NAME` per line (`HEX *NAME` in binary mode).
+pub fn parse_shasums(bytes: &[u8]) -> Result<BTreeMap<String, String>, Refusal> {
+    if bytes.len() > SHASUMS_MAX_BYTES {
+        return Err(format!("SHA256SUMS is {} bytes, over {SHASUMS_MAX_BYTES}", bytes.len()));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| "SHA256SUMS is not text".to_string())?;
+    let mut sums = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = || format!("SHA256SUMS line {} is not `HEX  FILE`: {:?}", n + 1, crate::address::printable(line));
+        let (hash, name) = line.split_once(' ').ok_or_else(bad)?;
+        let name = name.strip_prefix([' ', '*']).ok_or_else(bad)?;
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || name.is_empty() {
+            return Err(bad());
+        }
+        if sums.insert(name.to_string(), hash.to_ascii_lowercase()).is_some() {
+            return Err(format!("SHA256SUMS lists {:?} twice", crate::address::printable(name)));
+        }
+    }
+    Ok(sums)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::signing::TestKey;
+
+    const NOW: u64 = 1_800_000_000;
+
+    #[test]
+    fn a_signature_verifies_with_the_key_that_made_it_only() {
+        let (a, b) = (TestKey::generate("a"), TestKey::generate("b"));
+        let keys = parse_keys("a.asc", a.public_armor().as_bytes()).unwrap();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].key_id, a.key_id());
+        assert_eq!(keys[0].key_id.len(), 16);
+        let doc = b"0000000000000000000000000000000000000000000000000000000000000000  x.zip\n";
+        let sig = a.sign(doc);
+        assert_eq!(verify(&keys, doc, &sig, NOW).unwrap().key_id, a.key_id());
+        // Another document, another key, a key set without the signer: refused, saying why.
+        let other = verify(&keys, b"something else", &sig, NOW).unwrap_err();
+        assert!(other.contains("not one of the namespace's signing keys"), "{other}");
+        let by_b = verify(&keys, doc, &b.sign(doc), NOW).unwrap_err();
+        assert!(by_b.contains(&b.key_id()) && by_b.contains(&a.key_id()), "{by_b}");
+        assert!(verify(&[], doc, &sig, NOW).unwrap_err().contains("no signing keys"));
+        // Rotation: with both keys, either signature verifies.
+        let mut both = keys.clone();
+        both.extend(parse_keys("b.asc", b.public_armor().as_bytes()).unwrap());
+        assert_eq!(verify(&both, doc, &b.sign(doc), NOW).unwrap().key_id, b.key_id());
+        // Armored signatures, garbage, and huge input are refused with a reason.
+        assert!(verify(&keys, doc, b"-----BEGIN PGP SIGNATURE-----", NOW).unwrap_err().contains("binary"));
+        assert!(verify(&keys, doc, b"garbage", NOW).unwrap_err().contains("not an OpenPGP signature"));
+        assert!(verify(&keys, doc, &vec![0u8; SIGNATURE_MAX_BYTES + 1], NOW).unwrap_err().contains("over"));
+    }
+
+    #[test]
+    fn expired_keys_are_refused() {
+        let key = TestKey::generate_expiring("old", 3600);
+        let keys = parse_keys("old.asc", key.public_armor().as_bytes()).unwrap();
+        let doc = b"doc";
+        let sig = key.sign(doc);
+        let now = crate::clock::now_unix() as u64;
+        assert!(verify(&keys, doc, &sig, now).is_ok());
+        let why = verify(&keys, doc, &sig, now + 7200).unwrap_err();
+        assert!(why.contains("expired"), "{why}");
+    }
+
+    #[test]
+    fn key_files_are_checked() {
+        let key = TestKey::generate("a");
+        assert!(parse_keys("k", key.secret_armor().as_bytes()).unwrap_err().contains("PRIVATE"));
+        assert!(parse_keys("k", b"hello").unwrap_err().contains("not an ASCII-armored public key"));
+        assert!(parse_keys("k", &[0xff, 0xfe]).unwrap_err().contains("not ASCII-armored"));
+        let broken = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nAAAA\n-----END PGP PUBLIC KEY BLOCK-----\n";
+        assert!(parse_keys("k", broken.as_bytes()).is_err());
+        // Two keys in one file: both kept, each armored alone.
+        let two = format!("{}{}", key.public_armor(), TestKey::generate("b").public_armor());
+        let keys = parse_keys("k", two.as_bytes()).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert!(keys.iter().all(|k| k.ascii_armor.matches("BEGIN PGP PUBLIC KEY BLOCK").count() == 1));
+    }
+
+    #[test]
+    fn shasums_files() {
+        let h = "a".repeat(64);
+        let sums = parse_shasums(format!("{h}  one.zip\n{} *two.zip\n\n", "B".repeat(64)).as_bytes()).unwrap();
+        assert_eq!(sums["one.zip"], h);
+        assert_eq!(sums["two.zip"], "b".repeat(64));
+        for bad in [format!("{h} one.zip"), format!("{h}  a\n{h}  a"), "xyz  a".into(), format!("{h}")] {
+            assert!(parse_shasums(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+    }
+}
