@@ -44,7 +44,7 @@ test:
 ## uploaded archives: $(FUZZ_SECONDS) s per target; a crash leaves its input under
 ## fuzz/artifacts/ and fails. Archives get longer inputs (a tar block is 512 bytes).
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := request_path bucket_key archive
+FUZZ_TARGETS := request_path bucket_key archive signing
 fuzz:
 	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && len=4096 && \
 	  if [ $$t = archive ]; then len=65536; fi && \

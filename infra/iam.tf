@@ -123,11 +123,18 @@ resource "aws_iam_role_policy" "function" {
 # why an upload was rejected, and list those prefixes (aws s3 sync). Never indexed/, access/
 # or another namespace: a publisher cannot plant a manifest or touch the token store.
 locals {
-  publisher_objects = {
+  # Uploads the indexer may reject (and so explain under rejections/).
+  publisher_archives = {
     for team, p in var.publishers : team => concat(
       [for ns in p.modules : "modules/${ns}/*"],
       [for hn in p.providers : "providers/${hn}/*"],
-      # The namespace's public signing keys: the same grant as its providers.
+    )
+  }
+  # Everything a publisher writes: its archives, and its provider namespaces' public signing
+  # keys (the same grant as its providers; docs/SECURITY.md says what that means).
+  publisher_objects = {
+    for team, p in var.publishers : team => concat(
+      local.publisher_archives[team],
       [for hn in p.providers : "signing-keys/${hn}/*"],
     )
   }
@@ -151,7 +158,7 @@ data "aws_iam_policy_document" "publisher" {
   statement {
     sid       = "ReadRejections"
     actions   = ["s3:GetObject"]
-    resources = [for o in local.publisher_objects[each.key] : "${local.bucket_arn}/rejections/${o}"]
+    resources = [for o in local.publisher_archives[each.key] : "${local.bucket_arn}/rejections/${o}"]
   }
 
   statement {
@@ -161,7 +168,7 @@ data "aws_iam_policy_document" "publisher" {
     condition {
       test     = "StringLike"
       variable = "s3:prefix"
-      values   = concat(local.publisher_objects[each.key], [for o in local.publisher_objects[each.key] : "rejections/${o}"])
+      values   = concat(local.publisher_objects[each.key], [for o in local.publisher_archives[each.key] : "rejections/${o}"])
     }
   }
 

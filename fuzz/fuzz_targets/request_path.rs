@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for path in [text.to_string(), format!("/v1/modules/{text}"), format!("/v1/mirror/{text}")] {
+    for path in [text.to_string(), format!("/v1/modules/{text}"), format!("/v1/mirror/{text}"), format!("/v1/providers/{text}")] {
         if let Err(broken) = registry::invariants::check_request_path(&path) {
             panic!("{broken}");
         }

@@ -30,7 +30,7 @@ run "defaults" {
   command = plan
 
   assert {
-    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["GET /.well-known/terraform.json", "GET /v1/modules/{namespace}/{name}/{system}/versions", "GET /v1/modules/{namespace}/{name}/{system}/{version}/download", "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"])
+    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["GET /.well-known/terraform.json", "GET /v1/modules/{namespace}/{name}/{system}/versions", "GET /v1/modules/{namespace}/{name}/{system}/{version}/download", "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}", "GET /v1/providers/{namespace}/{type}/versions", "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}"])
     error_message = "the API must have exactly the router's routes"
   }
   assert {
@@ -38,7 +38,7 @@ run "defaults" {
     error_message = "every function is arm64 provided.al2023"
   }
   assert {
-    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "indexer"])
+    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "indexer"])
     error_message = "one function per Lambda binary"
   }
   assert {
@@ -62,8 +62,8 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length(aws_s3_bucket_notification.registry.lambda_function) == 4 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip"], n.filter_suffix)])
-    error_message = "notifications cover only archives under the publisher prefixes"
+    condition     = length(aws_s3_bucket_notification.registry.lambda_function) == 7 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json"], n.filter_suffix)])
+    error_message = "notifications cover only archives and signed release files under the publisher prefixes"
   }
   assert {
     condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || n.filter_suffix == ".json"])
@@ -179,11 +179,11 @@ run "publisher_policies_stay_in_their_namespaces" {
     error_message = "one policy per publisher"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*", "signing-keys/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
     error_message = "acme writes exactly its own upload prefixes"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["platform"].statement : s.resources if contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*/*"])
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["platform"].statement : s.resources if contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/signing-keys/registry.terraform.io/*/*"])
     error_message = "a mirror-sync publisher writes one origin host's providers"
   }
   # The layout's trust boundary: no publisher may write where the indexer or the token command

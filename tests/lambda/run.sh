@@ -3,7 +3,7 @@
 # (`cargo lambda watch`), fed real event JSON, against the embedded S3 of registry-local:
 #   1. archives are placed in the bucket, no manifest exists;
 #   2. the indexer function gets an S3 notification batch and writes the manifests;
-#   3. discovery, modules and mirror answer API Gateway HTTP API v2 events from them.
+#   3. discovery, modules, mirror and providers answer API Gateway HTTP API v2 events from them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v cargo-lambda >/dev/null || { echo "cargo-lambda not found: run make setup" >&2; exit 1; }
@@ -14,7 +14,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-cargo build -q -p registry-local -p discovery -p modules -p mirror -p indexer
+cargo build -q -p registry-local -p discovery -p modules -p mirror -p providers -p indexer -p e2e --bin signed-release
 
 # 1. Archives in the bucket (written as files: the embedded S3 serves its directory).
 bucket="$work/data/s3/registry"
@@ -32,6 +32,13 @@ os.makedirs(provider)
 with zipfile.ZipFile(os.path.join(provider, "terraform-provider-widget_0.1.0_linux_amd64.zip"), "w") as z:
     z.writestr("terraform-provider-widget_v0.1.0", "#!/bin/sh\n")
 PY
+# A signed provider release of the registry's own host (REGISTRY_HOSTNAME below), and the
+# namespace's public key: keys made now by the test, never committed.
+own="registry.example.com"
+key_id="$("$BIN/signed-release" "$work/release" acme gizmo 1.0.0 linux_amd64)"
+mkdir -p "$bucket/providers/$own/acme/gizmo" "$bucket/signing-keys/$own/acme"
+cp "$work/release/release/"* "$bucket/providers/$own/acme/gizmo/"
+cp "$work/release/key.asc" "$bucket/signing-keys/$own/acme/release.asc"
 
 "$BIN/registry-local" serve --listen "127.0.0.1:$REG_PORT" --s3-listen "127.0.0.1:$S3_PORT" --data-dir "$work/data" > "$work/registry.log" 2>&1 &
 pids+=($!)
@@ -45,6 +52,7 @@ AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT
 AWS_ACCESS_KEY_ID=functions-local
 AWS_SECRET_ACCESS_KEY=$secret
 AWS_REGION=us-east-1
+REGISTRY_HOSTNAME=registry.example.com
 RUST_LOG=info
 ENV
 
@@ -104,17 +112,25 @@ def record(key):
                    "bucket": {"name": "registry", "arn": "arn:aws:s3:::registry"},
                    "object": {"key": key, "size": 1, "eTag": "x", "sequencer": "01"}}}
 json.dump({"Records": [record("modules/acme/network/aws/1.0.0.tar.gz"),
-                       record("providers/example.com/acme/widget/terraform-provider-widget_0.1.0_linux_amd64.zip")]},
+                       record("providers/example.com/acme/widget/terraform-provider-widget_0.1.0_linux_amd64.zip"),
+                       record("providers/registry.example.com/acme/gizmo/terraform-provider-gizmo_1.0.0_SHA256SUMS.sig")]},
           open(sys.argv[1], "w"))
 PY
 out="$(invoke indexer "$work/s3event.json" 2>&1)" || true
-if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget 0.1.0"'; then
-  echo "ok    indexer: S3 notification batch indexed the module and the provider"
+if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget 0.1.0"' \
+  && echo "$out" | grep -q '"provider registry.example.com/acme/gizmo 1.0.0"'; then
+  echo "ok    indexer: S3 notification batch indexed the module, the mirrored provider and the signed release"
 else
   echo "FAIL  indexer: $out"; failures=$((failures + 1))
 fi
 
 check "discovery: /.well-known/terraform.json" discovery "/.well-known/terraform.json" 200 '\"modules.v1\":\"/v1/modules/\"'
+check "discovery: providers.v1 offered" discovery "/.well-known/terraform.json" 200 '\"providers.v1\":\"/v1/providers/\"'
+check "providers: versions" providers "/v1/providers/acme/gizmo/versions" 200 '\"protocols\":[\"6.0\"]'
+check "providers: download names the signing key" providers "/v1/providers/acme/gizmo/1.0.0/download/linux/amd64" 200 "$key_id"
+check "providers: download presigns the signature" providers "/v1/providers/acme/gizmo/1.0.0/download/linux/amd64" 200 "SHA256SUMS.sig?"
+check "providers: another platform is 404" providers "/v1/providers/acme/gizmo/1.0.0/download/darwin/arm64" 404 '\"errors\"'
+SEND_TOKEN="" check "providers: no token is 401" providers "/v1/providers/acme/gizmo/versions" 401 '\"errors\"'
 check "modules: versions" modules "/v1/modules/acme/network/aws/versions" 200 '{\"version\":\"1.0.0\"}'
 check "modules: download is a presigned URL" modules "/v1/modules/acme/network/aws/1.0.0/download" 200 "X-Amz-Signature"
 check "modules: unknown version is 404" modules "/v1/modules/acme/network/aws/9.9.9/download" 404 '\"errors\"'

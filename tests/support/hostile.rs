@@ -40,6 +40,9 @@ const VERSIONS: &str = "/v1/modules/acme/vpc/aws/versions";
 const DOWNLOAD: &str = "/v1/modules/acme/vpc/aws/1.0.0/download";
 const INDEX: &str = "/v1/mirror/registry.terraform.io/hashicorp/null/index.json";
 const VERSION: &str = "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json";
+/// providers.v1 routes (the fixture publishes no signed release: these answer 404 when allowed).
+const PROVIDER_VERSIONS: &str = "/v1/providers/acme/widget/versions";
+const PROVIDER_DOWNLOAD: &str = "/v1/providers/acme/widget/1.0.0/download/linux/amd64";
 
 fn case(status: u16, target: impl Into<String>) -> Case {
     Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status }
@@ -194,7 +197,7 @@ pub fn corpus() -> Vec<Case> {
         // Endpoints we do not have, and bucket keys asked for directly.
         case(404, "/"),
         case(404, "/v1/"),
-        case(404, "/v1/providers/hashicorp/null/versions"),
+        case(404, "/v2/providers/hashicorp/null/versions"),
         case(404, "/.well-known/terraform.json.bak"),
         case(404, "/.env"),
         case(404, "/.git/config"),
@@ -211,6 +214,19 @@ pub fn corpus() -> Vec<Case> {
         case(404, "/v1/modules/access/tokens/json/versions"),
         case(404, "/v1/modules/rejections/modules/acme/versions"),
         case(404, "/v1/mirror/access.json/tokens/json/index.json"),
+        case(404, "/v1/providers/access/tokens/versions"),
+        case(404, "/v1/providers/signing-keys/acme/versions"),
+        case(404, PROVIDER_VERSIONS),
+        case(404, PROVIDER_DOWNLOAD),
+        // providers.v1 grammar: no hostname segment, OS and ARCH apart and lower-case.
+        case(400, "/v1/providers/registry.terraform.io/hashicorp/null/versions"),
+        case(400, "/v1/providers/acme/widget/1.0.0/download/linux_amd64"),
+        case(400, "/v1/providers/acme/widget/1.0.0/download/linux/amd64/"),
+        case(400, "/v1/providers/acme/widget/1.0.0/download/linux/amd64/SHA256SUMS"),
+        case(400, "/v1/providers/acme/widget/1.0.0/download/LINUX/amd64"),
+        case(400, "/v1/providers/acme/widget/1.0.0/shasums"),
+        case(400, "/v1/providers/acme/widget/1.0.0_SHA256SUMS.sig"),
+        case(400, format!("/v1/providers/acme/widget/1.0.0/download/{}/amd64", long(33))),
         // Tokens: missing, malformed, unknown, oversized, expired, out of scope.
         auth(401, VERSIONS, Auth::None),
         auth(401, INDEX, Auth::None),
@@ -229,6 +245,10 @@ pub fn corpus() -> Vec<Case> {
         auth(404, "/v1/modules/other/vpc/aws/versions", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, INDEX, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, VERSION, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(401, PROVIDER_VERSIONS, Auth::None),
+        auth(401, PROVIDER_DOWNLOAD, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
+        auth(404, PROVIDER_VERSIONS, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, PROVIDER_DOWNLOAD, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         // Oversized and spoofing headers never change what is read or who is let in.
         with_header(401, VERSIONS, Auth::None, "x-padding", long(64 * 1024)),
         with_header(401, VERSIONS, Auth::None, "x-forwarded-for", "127.0.0.1".into()),
@@ -247,6 +267,11 @@ pub fn corpus() -> Vec<Case> {
         "/v1/mirror/registry.terraform.io/{}/null/index.json",
         "/v1/mirror/registry.terraform.io/hashicorp/{}/index.json",
         "/v1/mirror/registry.terraform.io/hashicorp/null/{}.json",
+        "/v1/providers/{}/widget/versions",
+        "/v1/providers/acme/{}/versions",
+        "/v1/providers/acme/widget/{}/download/linux/amd64",
+        "/v1/providers/acme/widget/1.0.0/download/{}/amd64",
+        "/v1/providers/acme/widget/1.0.0/download/linux/{}",
     ] {
         for segment in ["..", "%2e%2e", "%00", "%2f"] {
             cases.push(case(400, template.replace("{}", segment)));

@@ -16,7 +16,8 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
-         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below.\n\
+         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below,\n\
+         # signed private ones ({host}/NAMESPACE/TYPE) too; without this block they use providers.v1.\n\
          provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n\n\
          # The local-dev token (every module and provider). The CLI sends it to discovery,\n\
          # module and mirror requests, never to the archive URLs.\n\

@@ -187,11 +187,17 @@ async fn serve(command: &Command) -> Result<(), String> {
          Publish (archives are indexed as soon as the upload finishes):\n\
          \x20 source {dir}/local.env\n\
          \x20 aws s3 cp vpc.tar.gz s3://{bucket}/modules/acme/vpc/aws/1.0.0.tar.gz\n\
-         \x20 aws s3 sync ./mirror s3://{bucket}/providers/    # a `terraform providers mirror` directory\n\n\
+         \x20 aws s3 sync ./mirror s3://{bucket}/providers/    # a `terraform providers mirror` directory\n\
+         Private providers (providers.v1 at {base}{providers}, source = \"{own}/NAMESPACE/TYPE\"):\n\
+         \x20 aws s3 cp acme.asc s3://{bucket}/signing-keys/{own}/acme/release.asc    # gpg --armor --export KEYID\n\
+         \x20 aws s3 cp dist/ s3://{bucket}/providers/{own}/acme/widget/ --recursive   # zips, _SHA256SUMS, .sig, _manifest.json\n\
+         \x20 (served once the signature verifies; rejections/ in the bucket says why not: README, Publishing)\n\n\
          Ctrl-C stops it.",
         base = running.base_url(),
         host = running.registry_addr,
         mirror = paths.mirror,
+        providers = paths.providers,
+        own = running.app.config.hostname.clone().unwrap_or_else(|| "REGISTRY_HOSTNAME".into()),
         s3 = running.s3_endpoint(),
         bucket = registry_local::BUCKET,
     );

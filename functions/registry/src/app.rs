@@ -903,4 +903,95 @@ mod tests {
             assert_eq!(again.status, StatusCode::OK, "{path}: a presigned answer is never 304");
         }
     }
+
+    /// providers.v1: discovery offers it once the host is known; `versions` and `download`
+    /// are one read each, answer exactly the protocol's fields, and presign only the release's
+    /// own zip, SHA256SUMS and signature; scopes hide a provider as absence does.
+    #[tokio::test]
+    async fn providers_v1_answers_from_one_read() {
+        use crate::testing::signing::{TestKey, release};
+        let storage = MemoryStorage::new();
+        let key = TestKey::generate("acme");
+        storage.insert("signing-keys/registry.example.com/acme/k.asc", key.public_armor());
+        let prefix = "providers/registry.example.com/acme/widget/";
+        let indexer = crate::index::Indexer::new(&storage, crate::index::Limits::default())
+            .signing_for(Some("registry.example.com".into()));
+        for (name, bytes) in release("widget", "1.0.0", &[("linux", "amd64")], Some(&["6.0"]), &key) {
+            storage.insert(&format!("{prefix}{name}"), bytes);
+            indexer.on_object_changed(&format!("{prefix}{name}")).await.unwrap();
+        }
+        let without = App::new(open(Config::new("b")), MemoryStorage::new(), &Service::ALL);
+        assert_eq!(without.discovery(), json!({"modules.v1": "/v1/modules/"}));
+        assert_eq!(get(&without, "/v1/providers/acme/widget/versions").await.0, 404);
+        let mut config = open(Config::new("b"));
+        config.hostname = Some("registry.example.com".into());
+        let app = App::new(config, storage, &Service::ALL);
+        assert_eq!(app.discovery(), json!({"modules.v1": "/v1/modules/", "providers.v1": "/v1/providers/"}));
+
+        let before = app.storage.request_count();
+        let (status, body, _) = get(&app, "/v1/providers/acme/widget/versions").await;
+        assert_eq!(app.storage.request_count() - before, 1);
+        assert_eq!(
+            (status, body),
+            (
+                200,
+                json!({"versions": [{"version": "1.0.0", "protocols": ["6.0"], "platforms": [{"os": "linux", "arch": "amd64"}]}]})
+            )
+        );
+        let before = app.storage.request_count();
+        let (status, body, reply) = get(&app, "/v1/providers/acme/widget/1.0.0/download/linux/amd64").await;
+        assert_eq!((status, app.storage.request_count() - before), (200, 1), "{body}");
+        assert_eq!(reply.header_value("cache-control"), Some("no-store"));
+        let fields: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            fields,
+            [
+                "arch",
+                "download_url",
+                "filename",
+                "os",
+                "protocols",
+                "shasum",
+                "shasums_signature_url",
+                "shasums_url",
+                "signing_keys"
+            ]
+        );
+        assert_eq!(body["filename"], "terraform-provider-widget_1.0.0_linux_amd64.zip");
+        let zip = app.storage.peek(&format!("{prefix}terraform-provider-widget_1.0.0_linux_amd64.zip")).unwrap();
+        assert_eq!(body["shasum"], hex::encode(sha2::Sha256::digest(&zip)));
+        let url = |f: &str| body[f].as_str().unwrap().to_string();
+        assert!(
+            url("download_url").starts_with(&format!(
+                "https://memory.invalid/{prefix}terraform-provider-widget_1.0.0_linux_amd64.zip?"
+            ))
+        );
+        assert!(
+            url("shasums_url")
+                .starts_with(&format!("https://memory.invalid/{prefix}terraform-provider-widget_1.0.0_SHA256SUMS?"))
+        );
+        assert!(
+            url("shasums_signature_url").starts_with(&format!(
+                "https://memory.invalid/{prefix}terraform-provider-widget_1.0.0_SHA256SUMS.sig?"
+            ))
+        );
+        let keys = &body["signing_keys"]["gpg_public_keys"];
+        assert_eq!(keys[0]["key_id"], key.key_id());
+        assert!(keys[0]["ascii_armor"].as_str().unwrap().starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
+        for absent in [
+            "/v1/providers/acme/widget/1.0.0/download/darwin/arm64",
+            "/v1/providers/acme/widget/2.0.0/download/linux/amd64",
+            "/v1/providers/acme/gadget/versions",
+        ] {
+            let (status, body, _) = get(&app, absent).await;
+            assert_eq!(status, 404, "{absent}: {body}");
+        }
+        // The same release through the mirror, by its full address.
+        let (status, body, _) = get(&app, "/v1/mirror/registry.example.com/acme/widget/1.0.0.json").await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            body["archives"]["linux_amd64"]["hashes"][1],
+            format!("zh:{}", hex::encode(sha2::Sha256::digest(&zip)))
+        );
+    }
 }
