@@ -284,7 +284,7 @@ fn event(case: &Case, dev_token: &str) -> serde_json::Value {
 #[tokio::test]
 async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_and_reads_only_layout_keys() {
     let h = fixture().await;
-    // One app serving every route, over the same embedded S3, as the three Lambdas together.
+    // One app serving every route, over the same embedded S3, as the read Lambdas together.
     let app = App::new(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL);
     let mut corpus = hostile::corpus();
     // In an event, characters no HTTP request line can carry are just string contents: the

@@ -201,24 +201,16 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     auth.register(FUNCTIONS_ACCESS_KEY.into(), functions_secret.into());
     builder.set_auth(auth);
 
+    let setting = |name: &str| {
+        options.settings.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or_else(|| std::env::var(name).ok())
+    };
     let config = Config::from_lookup(|name| match name {
         "REGISTRY_BUCKET" => Some(BUCKET.into()),
         "REGISTRY_S3_FORCE_PATH_STYLE" => Some("true".into()),
         // The CLI knows this registry as `127.0.0.1:PORT`: its providers.v1 providers live
         // under that host (unless a setting names another, for a stable port-free layout).
-        "REGISTRY_HOSTNAME" => options
-            .settings
-            .iter()
-            .find(|(n, _)| n == "REGISTRY_HOSTNAME")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("REGISTRY_HOSTNAME").ok())
-            .or_else(|| registry_addr.is_ipv4().then(|| registry_addr.to_string())),
-        other => options
-            .settings
-            .iter()
-            .find(|(n, _)| n == other)
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(other).ok()),
+        "REGISTRY_HOSTNAME" => setting(name).or_else(|| registry_addr.is_ipv4().then(|| registry_addr.to_string())),
+        other => setting(other),
     })
     .map_err(|e| LocalError(e.to_string()))?;
     let mirror_path = config.paths.mirror.clone();

@@ -1,4 +1,4 @@
-//! The request handler every deployment shares: the three Lambdas (each serving its own
+//! The request handler every deployment shares: the read Lambdas (each serving its own
 //! routes) and the local registry (serving all of them). It maps (method, raw path) to a
 //! JSON reply with exactly one storage read for any route that needs one.
 

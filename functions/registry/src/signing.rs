@@ -290,7 +290,7 @@ mod tests {
         let sums = parse_shasums(format!("{h}  one.zip\n{} *two.zip\n\n", "B".repeat(64)).as_bytes()).unwrap();
         assert_eq!(sums["one.zip"], h);
         assert_eq!(sums["two.zip"], "b".repeat(64));
-        for bad in [format!("{h} one.zip"), format!("{h}  a\n{h}  a"), "xyz  a".into(), format!("{h}")] {
+        for bad in [format!("{h} one.zip"), format!("{h}  a\n{h}  a"), "xyz  a".into(), h.to_string()] {
             assert!(parse_shasums(bad.as_bytes()).is_err(), "{bad:?}");
         }
     }

@@ -130,12 +130,15 @@ pub struct Indexer<'a, S> {
     limits: Limits,
     /// `REGISTRY_HOSTNAME`: providers under it are signed releases (`releases`).
     registry_hostname: Option<String>,
+    /// Each namespace's signing keys, read once per indexer (one event batch, one upload, one
+    /// repair), not once per release checked: a full pass over 200 versions reads them once.
+    keys: std::sync::Mutex<std::collections::BTreeMap<String, std::sync::Arc<releases::NamespaceKeys>>>,
 }
 
 impl<'a, S: Storage> Indexer<'a, S> {
     /// An indexer over `storage`, enforcing `limits` on what it accepts.
     pub fn new(storage: &'a S, limits: Limits) -> Self {
-        Indexer { storage, limits, registry_hostname: None }
+        Indexer { storage, limits, registry_hostname: None, keys: Default::default() }
     }
 
     /// Require signed releases for providers under `hostname` (the registry's own,

@@ -8,6 +8,7 @@
 //! a later upload to it does not verify: bad input never unpublishes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::{Indexer, Rejections};
 use crate::address::ProviderAddress;
@@ -21,6 +22,14 @@ use crate::storage::{ObjectInfo, Storage};
 const RELEASE_MANIFEST_MAX_BYTES: usize = 64 << 10;
 /// Most key files a namespace may have; more is a mistake, not a rotation.
 const KEY_FILES_MAX: usize = 32;
+
+/// A namespace's signing keys as read from `signing-keys/HOST/NS/`.
+#[derive(Debug)]
+pub(super) struct NamespaceKeys {
+    keys: Vec<SigningKey>,
+    /// Key files that could not be used, and why (said in a rejection when no key verifies).
+    problems: Vec<String>,
+}
 
 /// A release's files besides its zips, as listed.
 #[derive(Debug, Clone, Default)]
@@ -133,9 +142,10 @@ impl<S: Storage> Indexer<'_, S> {
             Ok(bytes) => bytes,
             Err(why) => return Ok(Err(why)),
         };
-        let (keys, key_problems) = self.namespace_keys(provider).await?;
+        let namespace = self.namespace_keys(provider).await?;
+        let (keys, key_problems) = (&namespace.keys, &namespace.problems);
         let now = u64::try_from(crate::clock::now_unix()).unwrap_or(0);
-        let key = match signing::verify(&keys, &sums_bytes, &sig_bytes, now) {
+        let key = match signing::verify(keys, &sums_bytes, &sig_bytes, now) {
             Ok(key) => key,
             Err(why) if key_problems.is_empty() => return Ok(Err(why)),
             Err(why) => return Ok(Err(format!("{why}; key files not used: {}", key_problems.join("; ")))),
@@ -225,9 +235,15 @@ impl<S: Storage> Indexer<'_, S> {
         Ok(Ok(protocols))
     }
 
-    /// The namespace's public keys, and the key files that could not be used (with why).
-    async fn namespace_keys(&self, provider: &ProviderAddress) -> Result<(Vec<SigningKey>, Vec<String>), Error> {
-        let files = self.storage.list(&layout::signing_keys_prefix(provider)).await?;
+    /// The namespace's public keys, and the key files that could not be used (with why); read
+    /// at the first release of the namespace this indexer checks, then kept.
+    async fn namespace_keys(&self, provider: &ProviderAddress) -> Result<Arc<NamespaceKeys>, Error> {
+        let prefix = layout::signing_keys_prefix(provider);
+        let cache = || self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(known) = cache().get(&prefix) {
+            return Ok(known.clone());
+        }
+        let files = self.storage.list(&prefix).await?;
         let (mut keys, mut problems) = (Vec::new(), Vec::new());
         for file in files.iter().take(KEY_FILES_MAX) {
             let name = crate::address::printable(&file.key);
@@ -243,7 +259,9 @@ impl<S: Storage> Indexer<'_, S> {
         if files.len() > KEY_FILES_MAX {
             problems.push(format!("only the first {KEY_FILES_MAX} key files are read"));
         }
-        Ok((keys, problems))
+        let read = Arc::new(NamespaceKeys { keys, problems });
+        cache().insert(prefix, read.clone());
+        Ok(read)
     }
 
     /// A small object's bytes, or why not (gone, or larger than `limit`: refused before it is
@@ -384,12 +402,17 @@ mod tests {
         assert_eq!(listed(&s), ["3.0.0"]);
         assert!(rejection(&s, &extra).is_none());
 
-        // Rotation: a second key file; a release signed with it verifies.
+        // Rotation: a second key file; a release signed with it verifies. An indexer reads a
+        // namespace's keys once (one event batch, one upload): the next one sees the new key.
         let rotated = TestKey::generate("acme-2026");
         s.insert("signing-keys/registry.example.com/acme/b.asc", rotated.public_armor());
         let files = release("widget", "4.0.0", &[("linux", "amd64")], Some(&["5.0", "6.0"]), &rotated);
         upload(&s, &files);
         index_all(&indexer, &files).await;
+        assert_eq!(listed(&s), ["3.0.0"], "this indexer read the keys before the rotation");
+        let indexer = Indexer::new(&s, Limits::default()).signing_for(Some(HOST.into()));
+        let (sig, _) = files.last().unwrap();
+        indexer.on_object_changed(&format!("{PREFIX}{sig}")).await.unwrap();
         assert_eq!(listed(&s), ["3.0.0", "4.0.0"]);
         assert_eq!(document(&s, "4.0.0").unwrap().release.unwrap().signing_key.key_id, rotated.key_id());
 
