@@ -39,6 +39,14 @@ locals {
       "providers/${local.hostname}/*_SHA256SUMS.sig",
     ]
   }
+  # Of those, the archives whose download URLs name the object version the indexer hashed
+  # (`versionId`, so an overwrite never changes what is served): GetObjectVersion on exactly
+  # these, never on manifests or the token store.
+  read_versions = {
+    modules   = [for o in local.read_objects.modules : o if startswith(o, "modules/")]
+    mirror    = ["providers/*.zip"]
+    providers = ["providers/${local.hostname}/*.zip"]
+  }
 }
 
 data "aws_iam_policy_document" "function" {
@@ -56,6 +64,15 @@ data "aws_iam_policy_document" "function" {
       sid       = "ReadOwnObjects"
       actions   = ["s3:GetObject"]
       resources = [for o in local.read_objects[each.key] : "${local.bucket_arn}/${o}"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(lookup(local.read_versions, each.key, [])) > 0 ? [1] : []
+    content {
+      sid       = "ReadPublishedArchiveVersions"
+      actions   = ["s3:GetObjectVersion"]
+      resources = [for o in local.read_versions[each.key] : "${local.bucket_arn}/${o}"]
     }
   }
 

@@ -65,6 +65,7 @@ locals {
     indexer = merge(local.common_environment, {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)
+      REGISTRY_ALLOW_OVERWRITE          = tostring(var.allow_overwrite)
     })
   }
 

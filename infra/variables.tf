@@ -84,6 +84,12 @@ variable "max_provider_zip_bytes" {
   default     = 1073741824
 }
 
+variable "allow_overwrite" {
+  description = "Let an upload of other bytes to a published module or provider version replace it. Default false: published versions are immutable (the upload is rejected with a record, and the bytes first published stay served)."
+  type        = bool
+  default     = false
+}
+
 variable "reserved_concurrency" {
   description = "Reserved concurrent executions per function (caps cost and protects the account's other functions); -1 for none."
   type        = number

@@ -28,7 +28,7 @@ async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
     h.upload(key, archive.clone()).await;
     h.upload("modules/acme/other/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# other\n")])).await;
 
-    let url = h.running.storage.presign_get(key, Duration::from_secs(60)).await.unwrap();
+    let url = h.running.storage.presign_get(key, None, Duration::from_secs(60)).await.unwrap();
     assert!(url.contains(".tar.gz?"), "the extension stays visible to go-getter: {url}");
     let (status, body) = fetch(&url).await;
     assert_eq!(status, 200);
@@ -49,7 +49,7 @@ async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
     }
 
     // Expired: a one-second URL, used after two seconds.
-    let short = h.running.storage.presign_get(key, Duration::from_secs(1)).await.unwrap();
+    let short = h.running.storage.presign_get(key, None, Duration::from_secs(1)).await.unwrap();
     assert_eq!(fetch(&short).await.0, 200);
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert_eq!(fetch(&short).await.0, 403, "an expired URL is refused");

@@ -253,6 +253,76 @@ async fn terraform_installs_from_a_synced_providers_mirror_directory() {
     h.running.stop().await;
 }
 
+/// The CLI installs exactly the bytes the indexer hashed: the download URL carries
+/// `checksum=sha256:…`, which go-getter checks. Bytes changed behind the indexer's back (on
+/// the embedded S3's disk) and a re-upload of other bytes to a published version both make
+/// `terraform init` fail loudly instead of installing them: the embedded S3 keeps no object
+/// versions, so it cannot serve the original as the versioned bucket in AWS does (that URL
+/// naming `versionId` is a unit test, `app::tests::download_urls_name_the_version_hashed`).
+/// With `REGISTRY_ALLOW_OVERWRITE=true` a re-upload replaces the version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_only_the_module_bytes_the_registry_indexed() {
+    let Some(tf) = terraform_or_skip("terraform_installs_only_the_module_bytes_the_registry_indexed") else { return };
+    let main = |marker: &str| format!("output \"marker\" {{\n  value = \"{marker}\"\n}}\n");
+    let work = TempDir::new("tf-integrity");
+    let init = |h: &Harness, dir: &str, name: &str| {
+        let dir = work.path().join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config =
+            format!("module \"m\" {{\n  source  = \"{}/acme/{name}/aws\"\n  version = \"1.0.0\"\n}}\n", h.host());
+        std::fs::write(dir.join("main.tf"), config).unwrap();
+        let out = tokio::task::block_in_place(|| terraform(&tf, h, &dir, &["init", "-input=false", "-no-color"]));
+        let installed = std::fs::read_to_string(dir.join(".terraform/modules/m/main.tf")).ok();
+        (out, installed)
+    };
+
+    let h = Harness::start().await;
+    for name in ["untouched", "tampered", "republished"] {
+        h.upload(&format!("modules/acme/{name}/aws/1.0.0.tar.gz"), module_tar_gz(&[("main.tf", &main("original"))]))
+            .await;
+    }
+    let (out, installed) = init(&h, "untouched", "untouched");
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(installed.as_deref(), Some(main("original").as_str()));
+
+    // Someone with raw access to the bucket's storage changes the bytes: the index says
+    // nothing, the CLI refuses them.
+    let tampered = h.object_path("modules/acme/tampered/aws/1.0.0.tar.gz");
+    std::fs::write(&tampered, module_tar_gz(&[("main.tf", &main("evil"))])).unwrap();
+    let (out, installed) = init(&h, "tampered", "tampered");
+    assert!(!out.status.success(), "altered bytes must not install\n{}", text(&out));
+    assert!(text(&out).contains("Checksums did not match"), "go-getter's checksum error\n{}", text(&out));
+    assert_eq!(installed, None);
+
+    // A publisher uploads other bytes to a published version: refused with a record, the
+    // manifest unchanged, and the CLI never installs the new bytes.
+    let (_, before) = h.get_json("/v1/modules/acme/republished/aws/1.0.0/download").await;
+    h.upload("modules/acme/republished/aws/1.0.0.tar.gz", module_tar_gz(&[("main.tf", &main("second"))])).await;
+    let record = std::fs::read_to_string(h.object_path("rejections/modules/acme/republished/aws/1.0.0.tar.gz.json"))
+        .expect("the overwrite has a rejection record");
+    assert!(record.contains("Published versions are immutable"), "{record}");
+    let (_, after) = h.get_json("/v1/modules/acme/republished/aws/1.0.0/download").await;
+    let checksum =
+        |v: &serde_json::Value| v["location"].as_str().unwrap().rsplit_once("checksum=").unwrap().1.to_string();
+    assert_eq!(checksum(&before), checksum(&after), "the published SHA-256 is still the one served");
+    let (out, installed) = init(&h, "republished", "republished");
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Checksums did not match"), "{}", text(&out));
+    assert_eq!(installed, None);
+    h.running.stop().await;
+
+    // The opt-out: uploads replace published versions.
+    let h = Harness::start_with(&[("REGISTRY_ALLOW_OVERWRITE", "true")]).await;
+    for marker in ["original", "second"] {
+        h.upload("modules/acme/mutable/aws/1.0.0.tar.gz", module_tar_gz(&[("main.tf", &main(marker))])).await;
+    }
+    let (out, installed) = init(&h, "mutable", "mutable");
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(installed.as_deref(), Some(main("second").as_str()));
+    assert!(!h.object_path("rejections/modules/acme/mutable/aws/1.0.0.tar.gz.json").exists());
+    h.running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_sends_its_token_and_the_registry_enforces_scopes() {
     let Some(tf) = terraform_or_skip("terraform_sends_its_token_and_the_registry_enforces_scopes") else { return };

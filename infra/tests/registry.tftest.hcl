@@ -107,8 +107,16 @@ run "least_privilege" {
     error_message = "discovery may not touch S3"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"]
-    error_message = "modules may only GetObject"
+    condition     = flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject", "s3:GetObjectVersion"]
+    error_message = "modules may only GetObject (and GetObjectVersion of archives)"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObjectVersion")])) == toset([for o in ["modules/*.tar.gz", "modules/*.tgz", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "modules reads object versions of module archives only, never of manifests or the token store"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObjectVersion")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/*.zip"])
+    error_message = "mirror reads object versions of provider zips only"
   }
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/modules/*", "access/tokens.json", "modules/*.tar.gz", "modules/*.tgz", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])

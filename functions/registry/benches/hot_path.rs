@@ -24,6 +24,7 @@ fn module_manifest(versions: usize) -> Vec<u8> {
             size: 12_345,
             sha256: "0".repeat(64),
             etag: "\"0123456789abcdef0123456789abcdef\"".into(),
+            version_id: None,
         })
         .collect();
     serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()
@@ -103,7 +104,7 @@ fn presigning(c: &mut Criterion) {
     let storage = S3Storage::new(aws_sdk_s3::Client::from_conf(config), "bucket");
     let key = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
     c.bench_function("presign/one_archive_url", |b| {
-        b.iter(|| runtime.block_on(storage.presign_get(black_box(key), Duration::from_secs(300))).unwrap())
+        b.iter(|| runtime.block_on(storage.presign_get(black_box(key), None, Duration::from_secs(300))).unwrap())
     });
 }
 

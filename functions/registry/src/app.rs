@@ -31,6 +31,20 @@ fn etag_matches(condition: &str, etag: &str) -> bool {
     condition.split(',').any(|c| c.trim() == "*" || bare(c) == bare(etag))
 }
 
+/// A module download URL with the archive's SHA-256 for go-getter to check: it reads
+/// `checksum=sha256:HEX` from the URL, removes it before the request (so the presigned
+/// signature still matches) and refuses bytes that differ with "Checksums did not match". So
+/// the CLI installs exactly the bytes the indexer hashed, even if the object is replaced or
+/// altered in the bucket afterwards. Last in the query: go-getter finds it anywhere, and the
+/// path's extension still tells it the archive type.
+fn with_checksum(url: String, sha256: &str) -> Result<String, Error> {
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(Error::Internal(format!("the manifest records no valid SHA-256 ({sha256:?})")));
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}checksum=sha256:{sha256}"))
+}
+
 /// What a request for something that does not exist gets. A token that may not read it gets
 /// exactly this too: one builder for both, so the two answers can never drift apart and a
 /// token cannot tell hidden from absent.
@@ -321,7 +335,9 @@ impl<S: Storage> App<S> {
                     .value
                     .find(version)
                     .ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
-                let url = self.presign(&entry.archive, Wanted::ModuleArchive { module, version }).await?;
+                let wanted = Wanted::ModuleArchive { module, version };
+                let url = self.presign(&entry.archive, entry.version_id.as_deref(), wanted).await?;
+                let url = with_checksum(url, &entry.sha256)?;
                 // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
                 // A 200 with both works for both and keeps every answer JSON.
                 Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
@@ -346,7 +362,7 @@ impl<S: Storage> App<S> {
                 let mut archives = serde_json::Map::new();
                 for (platform, archive) in &read.value.archives {
                     let wanted = Wanted::ProviderArchive { provider, version, platform };
-                    let url = self.presign(&format!("{prefix}{}", archive.url), wanted).await?;
+                    let url = self.presign(&format!("{prefix}{}", archive.url), archive.version_id(), wanted).await?;
                     let mut entry = json!({ "url": url });
                     if !archive.hashes.is_empty() {
                         entry["hashes"] = json!(archive.hashes);
@@ -395,12 +411,12 @@ impl<S: Storage> App<S> {
         let prefix = layout::provider_prefix(provider);
         let platform_key = platform.key();
         let zip = Wanted::ProviderArchive { provider, version, platform: &platform_key };
-        let download_url = self.presign(&format!("{prefix}{}", archive.url), zip).await?;
+        let download_url = self.presign(&format!("{prefix}{}", archive.url), archive.version_id(), zip).await?;
         let file = |file| layout::provider_release_file_name(provider, version, file);
         let wanted = |file| Wanted::ProviderReleaseFile { provider, version, file };
         let (sums, sig) = (layout::ReleaseFile::Shasums, layout::ReleaseFile::Signature);
-        let shasums_url = self.presign(&format!("{prefix}{}", file(sums)), wanted(sums)).await?;
-        let shasums_signature_url = self.presign(&format!("{prefix}{}", file(sig)), wanted(sig)).await?;
+        let shasums_url = self.presign(&format!("{prefix}{}", file(sums)), None, wanted(sums)).await?;
+        let shasums_signature_url = self.presign(&format!("{prefix}{}", file(sig)), None, wanted(sig)).await?;
         let body = json!({
             "protocols": release.protocols,
             "os": platform.os,
@@ -459,9 +475,10 @@ impl<S: Storage> App<S> {
 
     /// The one way a read route hands out an archive URL: only for a key that
     /// `layout::archive_key` classifies as exactly the archive the request named.
-    async fn presign(&self, key: &str, wanted: Wanted<'_>) -> Result<String, Error> {
+    /// `version_id`: the object version the indexer hashed, where the bucket keeps versions.
+    async fn presign(&self, key: &str, version_id: Option<&str>, wanted: Wanted<'_>) -> Result<String, Error> {
         let key = layout::archive_key(key, wanted)?;
-        self.storage.presign_get(key, self.config.presign_ttl).await
+        self.storage.presign_get(key, version_id, self.config.presign_ttl).await
     }
 
     /// The token store, read at most once per `tokens_cache` per container. An unreadable
@@ -578,8 +595,9 @@ mod tests {
                 version: "1.0.0".into(),
                 archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
                 size: 3,
-                sha256: "ab".into(),
+                sha256: "ab".repeat(32),
                 etag: "\"x\"".into(),
+                version_id: None,
             }]))
             .unwrap(),
         );
@@ -652,6 +670,7 @@ mod tests {
             size: 1,
             sha256: "00".into(),
             etag: "\"x\"".into(),
+            version_id: None,
         }]);
         // Planted by a publisher of `acme` beside its archives: not where manifests live.
         app.storage.insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());
@@ -717,7 +736,41 @@ mod tests {
         let url = reply.header_value("x-terraform-get").unwrap();
         assert_eq!(body["location"], url);
         assert!(url.starts_with("https://memory.invalid/modules/acme/vpc/aws/1.0.0.tar.gz?"), "{url}");
+        // Last, where go-getter takes it off before the request: the SHA-256 it checks.
+        assert!(url.ends_with(&format!("&checksum=sha256:{}", "ab".repeat(32))), "{url}");
+        assert!(!url.contains("versionId"), "no version recorded, none named: {url}");
         assert_eq!(reply.header_value("cache-control"), Some("no-store"));
+    }
+
+    /// In a versioned bucket the URL names the object version the indexer hashed, for modules
+    /// and provider zips alike; a manifest without a valid SHA-256 hands out no URL.
+    #[tokio::test]
+    async fn download_urls_name_the_version_hashed() {
+        let app = app();
+        let mut manifest =
+            ModuleManifest::parse(&app.storage.peek("indexed/modules/acme/vpc/aws/manifest.json").unwrap()).unwrap();
+        manifest.versions[0].version_id = Some("3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY".into());
+        app.storage.insert("indexed/modules/acme/vpc/aws/manifest.json", serde_json::to_vec(&manifest).unwrap());
+        let (status, _, reply) = get(&app, "/v1/modules/acme/vpc/aws/1.0.0/download").await;
+        assert_eq!(status, 200);
+        let url = reply.header_value("x-terraform-get").unwrap();
+        assert!(url.contains("versionId=3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY&"), "{url}");
+
+        manifest.versions[0].sha256 = "not a digest".into();
+        app.storage.insert("indexed/modules/acme/vpc/aws/manifest.json", serde_json::to_vec(&manifest).unwrap());
+        let (status, body, reply) = get(&app, "/v1/modules/acme/vpc/aws/1.0.0/download").await;
+        assert_eq!(status, 500, "{body}");
+        assert_eq!(reply.header_value("x-terraform-get"), None);
+
+        let key = "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json";
+        let mut doc = ProviderVersion::parse(&app.storage.peek(key).unwrap()).unwrap();
+        let archive = doc.archives.get_mut("linux_amd64").unwrap();
+        archive.indexed =
+            Some(crate::manifest::Indexed { size: 1, etag: "\"e\"".into(), version_id: Some("v7".into()) });
+        app.storage.insert(key, serde_json::to_vec(&doc).unwrap());
+        let (_, body, _) = get(&app, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json").await;
+        let url = body["archives"]["linux_amd64"]["url"].as_str().unwrap();
+        assert!(url.contains("?versionId=v7&"), "{url}");
     }
 
     #[tokio::test]

@@ -141,13 +141,12 @@ impl Config {
                 }
             },
         };
-        let s3_force_path_style = match get("REGISTRY_S3_FORCE_PATH_STYLE").as_deref().map(str::trim) {
-            None | Some("" | "false" | "0") => false,
-            Some("true" | "1") => true,
-            Some(other) => {
-                return Err(ConfigError(format!("REGISTRY_S3_FORCE_PATH_STYLE must be true or false, got {other:?}")));
-            }
+        let flag = |var: &str| match get(var).as_deref().map(str::trim) {
+            None | Some("" | "false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(other) => Err(ConfigError(format!("{var} must be true or false, got {other:?}"))),
         };
+        let s3_force_path_style = flag("REGISTRY_S3_FORCE_PATH_STYLE")?;
         let defaults = Limits::default();
         let limit = |var: &str, default: u64| bytes_var(var, get(var), default);
         let limits = Limits {
@@ -161,6 +160,7 @@ impl Config {
                 1_000_000,
                 "entries",
             )?,
+            overwrite_published: flag("REGISTRY_ALLOW_OVERWRITE")?,
         };
         let globs = |var: &str| -> Result<Vec<String>, ConfigError> {
             let list: Vec<String> = get(var)

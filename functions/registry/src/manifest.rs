@@ -51,6 +51,10 @@ pub struct ModuleVersion {
     pub sha256: String,
     /// ETag of the archive object when it was hashed; an equal ETag means no need to re-read it.
     pub etag: String,
+    /// Version id of the archive object that was hashed, in a versioned bucket: download URLs
+    /// name it, so what is served stays the bytes hashed here whatever is uploaded later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
 }
 
 impl ModuleManifest {
@@ -180,6 +184,16 @@ pub struct Indexed {
     pub size: u64,
     /// ETag of the zip when it was hashed.
     pub etag: String,
+    /// Version id of the zip that was hashed, in a versioned bucket (as for modules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+}
+
+impl ProviderArchive {
+    /// The version id of the zip the indexer hashed, if the bucket keeps versions.
+    pub fn version_id(&self) -> Option<&str> {
+        self.indexed.as_ref().and_then(|i| i.version_id.as_deref())
+    }
 }
 
 impl ProviderIndex {
@@ -261,6 +275,7 @@ mod tests {
             size: 1,
             sha256: "00".into(),
             etag: "\"e\"".into(),
+            version_id: None,
         }
     }
 

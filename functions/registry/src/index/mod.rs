@@ -104,6 +104,10 @@ pub struct Limits {
     /// `REGISTRY_MAX_ARCHIVE_ENTRIES`, default 20,000: entries an archive may hold, which bounds
     /// the memory a check needs (about a million empty entries fit in a 90 MiB zip).
     pub archive_entries: u64,
+    /// `REGISTRY_ALLOW_OVERWRITE`, default false: whether an upload of different bytes to a
+    /// version that is already published replaces it. By default it is rejected and the
+    /// published bytes stay served (`immutable`).
+    pub overwrite_published: bool,
 }
 
 impl Default for Limits {
@@ -113,6 +117,7 @@ impl Default for Limits {
             provider_zip_bytes: 1 << 30,
             unpacked_bytes: 4 << 30,
             archive_entries: 20_000,
+            overwrite_published: false,
         }
     }
 }
@@ -252,7 +257,9 @@ impl<'a, S: Storage> Indexer<'a, S> {
         rejections: &mut Rejections,
     ) -> Result<Option<Spooled>, Error> {
         rejections.keep(&object.key);
-        if rejections.rejected_before(&object.key, &object.etag) {
+        let refused_as_overwrite = !self.limits.overwrite_published
+            && rejections.rejected_before(&object.key, &immutable_fingerprint(&object.etag));
+        if rejections.rejected_before(&object.key, &object.etag) || refused_as_overwrite {
             return Ok(None);
         }
         let reason = if object.size > limit {
@@ -267,6 +274,24 @@ impl<'a, S: Storage> Indexer<'a, S> {
         rejections.reject(self.storage, object, reason).await?;
         Ok(None)
     }
+}
+
+/// Why an upload of other bytes to a published version is not served. Said in the rejection
+/// record, where the publisher looks.
+fn immutable(what: &str, published_sha256: &str, uploaded_sha256: &str) -> String {
+    format!(
+        "{what} is already published with sha256 {published_sha256}; this upload has sha256 {uploaded_sha256}. \
+         Published versions are immutable, and the published bytes stay served: publish a new version, or \
+         delete this key to yank the version and upload it again (REGISTRY_ALLOW_OVERWRITE=true lets an upload \
+         replace a published version)"
+    )
+}
+
+/// What the rejection record of an upload refused as an overwrite keeps as its ETag: those
+/// bytes are not read again while overwrites are refused, and are read again once
+/// `REGISTRY_ALLOW_OVERWRITE` lets them replace the published version.
+fn immutable_fingerprint(etag: &str) -> String {
+    if etag.is_empty() { String::new() } else { format!("overwrite:{etag}") }
 }
 
 /// What the tests of every pass share.
@@ -447,14 +472,14 @@ mod tests {
         async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
             self.inner.list(prefix).await
         }
-        async fn stream<F>(&self, key: &str, sink: F) -> Result<Option<String>, Error>
+        async fn stream<F>(&self, key: &str, sink: F) -> Result<Option<crate::storage::Stored>, Error>
         where
             F: FnMut(&[u8]) -> Result<(), Error> + Send,
         {
             self.inner.stream(key, sink).await
         }
-        async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
-            self.inner.presign_get(key, ttl).await
+        async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
+            self.inner.presign_get(key, version_id, ttl).await
         }
     }
 

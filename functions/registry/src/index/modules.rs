@@ -67,10 +67,22 @@ impl<S: Storage> Indexer<'_, S> {
                 rejections.keep(&object.key);
                 continue;
             }
-            match self.index_module_archive(&object, extension, &mut rejections).await? {
-                Some(entry) => versions.push(entry),
+            match (self.index_module_archive(&object, extension, &mut rejections).await?, previous) {
+                // The same bytes again (a re-upload, a copy): still the object first published,
+                // which a versioned bucket keeps serving by its version id.
+                (Some(entry), Some(published)) if entry.sha256 == published.sha256 => {
+                    versions.push(ModuleVersion { etag: entry.etag, ..published.clone() });
+                }
+                (Some(entry), Some(published)) if !self.limits.overwrite_published => {
+                    let what = format!("version {version} of module {module}");
+                    let reason = super::immutable(&what, &published.sha256, &entry.sha256);
+                    let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&entry.etag), ..object.clone() };
+                    rejections.reject(self.storage, &uploaded, reason).await?;
+                    versions.push(published.clone());
+                }
+                (Some(entry), _) => versions.push(entry),
                 // Rejected: what was published for this version stays as it was.
-                None => versions.extend(previous.cloned()),
+                (None, previous) => versions.extend(previous.cloned()),
             }
         }
         rejections.clear_stale(self.storage).await?;
@@ -97,7 +109,8 @@ impl<S: Storage> Indexer<'_, S> {
         rejections: &mut Rejections,
     ) -> Result<Option<ModuleVersion>, Error> {
         let limit = (self.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
-        let Some(Spooled { mut file, sha256, size, etag }) = self.spool_or_reject(object, limit, rejections).await?
+        let Some(Spooled { mut file, sha256, size, etag, version_id }) =
+            self.spool_or_reject(object, limit, rejections).await?
         else {
             return Ok(None);
         };
@@ -114,7 +127,7 @@ impl<S: Storage> Indexer<'_, S> {
         match verdict {
             Ok(()) => {
                 rejections.clear(self.storage, &object.key).await?;
-                Ok(Some(ModuleVersion { version, archive: object.key.clone(), size, sha256, etag }))
+                Ok(Some(ModuleVersion { version, archive: object.key.clone(), size, sha256, etag, version_id }))
             }
             Err(reason) => {
                 rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
@@ -156,9 +169,16 @@ mod tests {
         assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
         assert_eq!(s.request_count() - before, 4);
 
-        // A second format of one version: the preferred extension wins.
+        // A second format of a published version is other bytes for it: refused, and the
+        // published archive stays served.
         s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", tf("two"));
         indexer.reindex(&module()).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].archive, "modules/acme/vpc/aws/1.1.0.zip");
+        let record = rejection(&s, "modules/acme/vpc/aws/1.1.0.tar.gz").unwrap();
+        assert!(record.reason.contains("is already published with sha256"), "{}", record.reason);
+        // Where overwrites are allowed, the preferred extension wins.
+        let overwriting = Indexer::new(&s, Limits { overwrite_published: true, ..Limits::default() });
+        overwriting.reindex(&module()).await.unwrap();
         assert_eq!(manifest(&s).versions[0].archive, "modules/acme/vpc/aws/1.1.0.tar.gz");
 
         // Yank everything: the manifest is emptied (never deleted), which answers 404.
@@ -213,5 +233,57 @@ mod tests {
         assert!(rejection(&s, "modules/acme/vpc/aws/1.1.0.tar.gz").is_none());
         assert!(rejection(&s, "modules/acme/vpc/aws/1.2.0.zip").is_none());
         assert!(rejection(&s, "modules/acme/vpc/aws/1.3.0.tgz").is_some());
+    }
+
+    /// In a versioned bucket (as deployed), a published version keeps its bytes: the manifest
+    /// names the object version hashed, a different upload is refused with a record, and the
+    /// download URL still names the original version, whose bytes are the published ones.
+    #[tokio::test]
+    async fn published_versions_are_immutable() {
+        let s = MemoryStorage::versioned();
+        let indexer = Indexer::new(&s, Limits::default());
+        let key = "modules/acme/vpc/aws/1.0.0.tar.gz";
+        s.insert(key, tf("original"));
+        indexer.on_object_changed(key).await.unwrap();
+        let published = manifest(&s).versions[0].clone();
+        let original = published.version_id.clone().expect("the version id is recorded");
+        assert_eq!(s.peek_version(key, &original).unwrap(), tf("original"));
+
+        // The same bytes again: nothing to refuse, still the original object version.
+        s.insert(key, tf("original"));
+        indexer.on_object_changed(key).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].version_id, Some(original.clone()));
+        assert!(rejection(&s, key).is_none());
+
+        // Other bytes: refused, the manifest unchanged, the original still what is named.
+        s.insert(key, tf("replaced"));
+        indexer.on_object_changed(key).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].sha256, published.sha256);
+        assert_eq!(manifest(&s).versions[0].version_id, Some(original.clone()));
+        let record = rejection(&s, key).unwrap();
+        assert!(record.reason.contains("Published versions are immutable"), "{}", record.reason);
+        assert!(record.reason.contains(&published.sha256), "{}", record.reason);
+        // The refused bytes are not read again while they stay.
+        let before = s.request_count();
+        indexer.on_object_changed(key).await.unwrap();
+        assert_eq!(s.request_count() - before, 4, "manifest, listing, rejection listing, the record");
+
+        // Yank stays a delete: the version goes, its record too; a new upload then publishes.
+        s.delete(key).await.unwrap();
+        indexer.on_object_changed(key).await.unwrap();
+        assert!(versions(&s).is_empty());
+        assert!(rejection(&s, key).is_none());
+        s.insert(key, tf("replaced"));
+        indexer.on_object_changed(key).await.unwrap();
+        let republished = manifest(&s).versions[0].clone();
+        assert_eq!(republished.sha256, hex::encode(Sha256::digest(tf("replaced"))));
+        assert_ne!(republished.version_id, Some(original));
+
+        // REGISTRY_ALLOW_OVERWRITE: an upload replaces a published version.
+        let overwriting = Indexer::new(&s, Limits { overwrite_published: true, ..Limits::default() });
+        s.insert(key, tf("third"));
+        overwriting.on_object_changed(key).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].sha256, hex::encode(Sha256::digest(tf("third"))));
+        assert!(rejection(&s, key).is_none());
     }
 }

@@ -247,9 +247,27 @@ impl<S: Storage> Indexer<'_, S> {
                     rejections.keep(&object.key);
                     Some(a.clone())
                 }
-                None => {
-                    self.index_provider_zip(provider, object, file, rejections).await?.or_else(|| published.cloned())
-                }
+                None => match (self.index_provider_zip(provider, object, file, rejections).await?, published) {
+                    (Some(new), Some(old)) if zh(&new) == zh(old) => {
+                        // The same bytes again: still the object first published.
+                        let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
+                        let mut kept = old.clone();
+                        if let Some(indexed) = kept.indexed.as_mut() {
+                            indexed.etag = etag;
+                        }
+                        Some(kept)
+                    }
+                    (Some(new), Some(old)) if !self.limits.overwrite_published => {
+                        let what = format!("{} of provider {provider} {version}", platform.key());
+                        let reason = super::immutable(&what, zh(old), zh(&new));
+                        let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
+                        let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&etag), ..object.clone() };
+                        rejections.reject(self.storage, &uploaded, reason).await?;
+                        Some(old.clone())
+                    }
+                    (Some(new), _) => Some(new),
+                    (None, published) => published.cloned(),
+                },
             };
             if let Some(archive) = archive {
                 checked.insert(platform.clone(), (object.clone(), archive));
@@ -271,7 +289,8 @@ impl<S: Storage> Indexer<'_, S> {
         rejections: &mut Rejections,
     ) -> Result<Option<ProviderArchive>, Error> {
         let limit = (self.limits.provider_zip_bytes, "REGISTRY_MAX_PROVIDER_ZIP_BYTES");
-        let Some(Spooled { mut file, sha256, size, etag }) = self.spool_or_reject(object, limit, rejections).await?
+        let Some(Spooled { mut file, sha256, size, etag, version_id }) =
+            self.spool_or_reject(object, limit, rejections).await?
         else {
             return Ok(None);
         };
@@ -295,7 +314,7 @@ impl<S: Storage> Indexer<'_, S> {
                 Ok(Some(ProviderArchive {
                     url,
                     hashes: vec![summary.h1, format!("zh:{sha256}")],
-                    indexed: Some(Indexed { size, etag }),
+                    indexed: Some(Indexed { size, etag, version_id }),
                 }))
             }
             Err(reason) => {
@@ -304,6 +323,11 @@ impl<S: Storage> Indexer<'_, S> {
             }
         }
     }
+}
+
+/// A package's `zh:` hash (the SHA-256 of the zip), which says whether two are the same bytes.
+fn zh(archive: &ProviderArchive) -> &str {
+    archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -363,6 +387,37 @@ mod tests {
         assert!(rejection(&s, &bad).unwrap().reason.contains("not a readable zip"));
         let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
         assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
+    }
+
+    /// A published zip keeps its bytes (versioned bucket, as deployed): other bytes for its
+    /// platform are refused with a record and the original object version stays named; a
+    /// platform not yet published is added as before.
+    #[tokio::test]
+    async fn published_zips_are_immutable() {
+        let s = MemoryStorage::versioned();
+        let indexer = Indexer::new(&s, Limits::default());
+        let key = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
+        let doc_key = "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json";
+        s.insert(key, provider_zip("original"));
+        indexer.on_object_changed(key).await.unwrap();
+        let published = ProviderVersion::parse(&s.peek(doc_key).unwrap()).unwrap();
+        let original = published.archives["linux_amd64"].version_id().unwrap().to_string();
+
+        s.insert(key, provider_zip("replaced"));
+        indexer.on_object_changed(key).await.unwrap();
+        let doc = ProviderVersion::parse(&s.peek(doc_key).unwrap()).unwrap();
+        assert_eq!(doc, published, "the published zip stays as it was");
+        assert_eq!(s.peek_version(key, &original).unwrap(), provider_zip("original"));
+        let record = rejection(&s, key).unwrap();
+        assert!(record.reason.contains("linux_amd64 of provider"), "{}", record.reason);
+        assert!(record.reason.contains("Published versions are immutable"), "{}", record.reason);
+
+        let other = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_darwin_arm64.zip";
+        s.insert(other, provider_zip("darwin"));
+        indexer.on_object_changed(other).await.unwrap();
+        let doc = ProviderVersion::parse(&s.peek(doc_key).unwrap()).unwrap();
+        assert_eq!(doc.archives.keys().collect::<Vec<_>>(), ["darwin_arm64", "linux_amd64"]);
+        assert_eq!(doc.archives["linux_amd64"], published.archives["linux_amd64"]);
     }
 
     /// Publishing or deleting one zip costs the same requests whatever the number of versions:

@@ -6,7 +6,7 @@ use std::io::Write;
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
-use crate::storage::Storage;
+use crate::storage::{Storage, Stored};
 
 /// An upload on local disk, with what reading it found.
 pub(super) struct Spooled {
@@ -16,6 +16,8 @@ pub(super) struct Spooled {
     pub size: u64,
     /// The ETag of the bytes read (they may differ from the listing's, if replaced since).
     pub etag: String,
+    /// Their version id, in a versioned bucket: what readers are presigned to get.
+    pub version_id: Option<String>,
 }
 
 /// `None` if the object is gone; `Some(Err(reason))` if its bytes are unusable: over the
@@ -58,7 +60,7 @@ async fn spool_once<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Re
     let mut file = tempfile::tempfile().map_err(io)?;
     let mut hasher = Sha256::new();
     let (mut size, mut over) = (0u64, false);
-    let etag = storage
+    let stored = storage
         .stream(key, |chunk| {
             size += chunk.len() as u64;
             if size > limit {
@@ -69,9 +71,11 @@ async fn spool_once<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Re
             file.write_all(chunk).map_err(io)
         })
         .await;
-    match etag {
+    match stored {
         Ok(None) => Ok(Read::Gone),
-        Ok(Some(etag)) => Ok(Read::Spooled(Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag })),
+        Ok(Some(Stored { etag, version_id })) => {
+            Ok(Read::Spooled(Spooled { file, sha256: hex::encode(hasher.finalize()), size, etag, version_id }))
+        }
         Err(Error::Corrupt(_)) if over => {
             Ok(Read::OverLimit(format!("the object grew over the size limit of {limit} bytes while being read")))
         }

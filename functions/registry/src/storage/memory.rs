@@ -1,6 +1,8 @@
 //! In-memory storage for unit and handler tests. It counts calls, so tests can assert the
 //! cost rule (one storage read per registry request), and can be switched to fail like an
-//! unreachable S3, or to refuse keys as S3 refuses a role that may not read them.
+//! unreachable S3, or to refuse keys as S3 refuses a role that may not read them. A
+//! `versioned` one keeps every version of every object, as the deployed (versioned) bucket
+//! does, so tests can fetch what a presigned `versionId` URL names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -10,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::{Object, ObjectInfo, Precondition, Revalidated, Storage};
+use super::{Object, ObjectInfo, Precondition, Revalidated, Storage, Stored};
 use crate::error::Error;
 
 #[derive(Debug, Default)]
@@ -26,7 +28,14 @@ pub struct MemoryStorage {
     pub hang: AtomicBool,
     /// Keys whose reads answer `AccessDenied`, as S3 does for a role without the right.
     denied: Mutex<BTreeSet<String>>,
+    /// Set: every write gets a version id and the bytes of each version are kept.
+    versioning: bool,
+    /// Every version's bytes, and each key's current version id (versioned only).
+    versions: Mutex<Versions>,
 }
+
+/// `(key, version id)` → bytes, and key → its current version id.
+type Versions = (BTreeMap<(String, String), Bytes>, BTreeMap<String, String>);
 
 impl MemoryStorage {
     /// An empty bucket.
@@ -34,16 +43,47 @@ impl MemoryStorage {
         Self::default()
     }
 
+    /// An empty bucket with versioning, as infra creates the deployed one.
+    pub fn versioned() -> Self {
+        MemoryStorage { versioning: true, ..Self::default() }
+    }
+
     /// Store without counting a request (test setup).
     pub fn insert(&self, key: &str, bytes: impl Into<Bytes>) {
         let bytes = bytes.into();
-        let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&bytes))[..32]);
-        self.lock().insert(key.into(), Object { bytes, etag });
+        let mut objects = self.lock();
+        self.store(&mut objects, key, bytes);
     }
 
-    /// Remove without counting a request (test setup).
+    /// Write under the objects' lock: a new ETag and, if versioned, a new version.
+    fn store(&self, objects: &mut BTreeMap<String, Object>, key: &str, bytes: Bytes) {
+        let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&bytes))[..32]);
+        if self.versioning {
+            let mut versions = self.versions.lock().unwrap_or_else(|p| p.into_inner());
+            let id = format!("v{:08}", versions.0.len() + 1);
+            versions.0.insert((key.to_string(), id.clone()), bytes.clone());
+            versions.1.insert(key.to_string(), id);
+        }
+        objects.insert(key.into(), Object { bytes, etag });
+    }
+
+    /// The current object's version id (versioned only).
+    fn current_version(&self, key: &str) -> Option<String> {
+        self.versions.lock().unwrap_or_else(|p| p.into_inner()).1.get(key).cloned()
+    }
+
+    /// The bytes of one version of an object, whatever was written or deleted since: what a
+    /// presigned URL naming that `versionId` downloads (test inspection, not counted).
+    pub fn peek_version(&self, key: &str, version_id: &str) -> Option<Bytes> {
+        let versions = self.versions.lock().unwrap_or_else(|p| p.into_inner());
+        versions.0.get(&(key.to_string(), version_id.to_string())).cloned()
+    }
+
+    /// Remove without counting a request (test setup). Versions stay, as a delete marker
+    /// leaves them in S3.
     pub fn remove(&self, key: &str) {
         self.lock().remove(key);
+        self.versions.lock().unwrap_or_else(|p| p.into_inner()).1.remove(key);
     }
 
     /// From now on, reads of `key` answer `Error::Forbidden` (test setup).
@@ -130,14 +170,13 @@ impl Storage for MemoryStorage {
         if !holds {
             return Err(Error::Conflict(format!("{key}: {precondition:?} does not hold")));
         }
-        let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&body))[..32]);
-        objects.insert(key.into(), Object { bytes: body, etag });
+        self.store(&mut objects, key, body);
         Ok(())
     }
 
     async fn delete(&self, key: &str) -> Result<(), Error> {
         self.begin()?;
-        self.lock().remove(key);
+        self.remove(key);
         Ok(())
     }
 
@@ -151,7 +190,7 @@ impl Storage for MemoryStorage {
             .collect())
     }
 
-    async fn stream<F>(&self, key: &str, mut sink: F) -> Result<Option<String>, Error>
+    async fn stream<F>(&self, key: &str, mut sink: F) -> Result<Option<Stored>, Error>
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send,
     {
@@ -160,13 +199,15 @@ impl Storage for MemoryStorage {
         let Some(object) = self.lock().get(key).cloned() else {
             return Ok(None);
         };
+        let version_id = self.current_version(key);
         for chunk in object.bytes.chunks(64 * 1024) {
             sink(chunk)?;
         }
-        Ok(Some(object.etag))
+        Ok(Some(Stored { etag: object.etag, version_id }))
     }
 
-    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
-        Ok(format!("https://memory.invalid/{key}?X-Amz-Expires={}&X-Amz-Signature=test", ttl.as_secs()))
+    async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
+        let version = version_id.map(|v| format!("versionId={v}&")).unwrap_or_default();
+        Ok(format!("https://memory.invalid/{key}?{version}X-Amz-Expires={}&X-Amz-Signature=test", ttl.as_secs()))
     }
 }

@@ -38,6 +38,17 @@ pub struct ObjectInfo {
     pub etag: String,
 }
 
+/// Which object a read saw: what the indexer records so that readers get exactly those bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// Its ETag as S3 answered it (quoted); empty if the server sent none.
+    pub etag: String,
+    /// Its version id in a versioned bucket (`x-amz-version-id`); `None` where the bucket or
+    /// server keeps no versions (the embedded S3). S3 answers `"null"` for an object written
+    /// before versioning was enabled, which names that object as well as any id.
+    pub version_id: Option<String>,
+}
+
 /// What a conditional read (`If-None-Match: ETAG`) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Revalidated {
@@ -97,14 +108,19 @@ pub trait Storage: Send + Sync {
     fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<ObjectInfo>, Error>> + Send;
 
     /// Feed the object's bytes to `sink` chunk by chunk without holding the whole object;
-    /// answers the object's ETag as read.
-    fn stream<F>(&self, key: &str, sink: F) -> impl Future<Output = Result<Option<String>, Error>> + Send
+    /// answers which object that was (ETag, version id).
+    fn stream<F>(&self, key: &str, sink: F) -> impl Future<Output = Result<Option<Stored>, Error>> + Send
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send;
 
-    /// An absolute URL that lets anyone GET this object until `ttl` has passed. Local
-    /// computation: no request is made.
-    fn presign_get(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<String, Error>> + Send;
+    /// An absolute URL that lets anyone GET this object (this version of it, if `version_id`)
+    /// until `ttl` has passed. Local computation: no request is made.
+    fn presign_get(
+        &self,
+        key: &str,
+        version_id: Option<&str>,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
 }
 
 /// Storage for a function that never reads the bucket (discovery answers from config alone,
@@ -131,13 +147,13 @@ impl Storage for NoStorage {
     async fn list(&self, _: &str) -> Result<Vec<ObjectInfo>, Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
-    async fn stream<F>(&self, _: &str, _: F) -> Result<Option<String>, Error>
+    async fn stream<F>(&self, _: &str, _: F) -> Result<Option<Stored>, Error>
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send,
     {
         Err(Error::Internal("this function has no storage".into()))
     }
-    async fn presign_get(&self, _: &str, _: Duration) -> Result<String, Error> {
+    async fn presign_get(&self, _: &str, _: Option<&str>, _: Duration) -> Result<String, Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
 }

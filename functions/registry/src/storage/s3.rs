@@ -10,7 +10,7 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
-use super::{Object, ObjectInfo, Precondition, Revalidated, Storage};
+use super::{Object, ObjectInfo, Precondition, Revalidated, Storage, Stored};
 use crate::error::Error;
 
 #[derive(Debug, Clone)]
@@ -251,7 +251,7 @@ impl Storage for S3Storage {
         Ok(objects)
     }
 
-    async fn stream<F>(&self, key: &str, mut sink: F) -> Result<Option<String>, Error>
+    async fn stream<F>(&self, key: &str, mut sink: F) -> Result<Option<Stored>, Error>
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send,
     {
@@ -272,10 +272,10 @@ impl Storage for S3Storage {
             };
             sink(&chunk)?;
         }
-        Ok(Some(out.e_tag.unwrap_or_default()))
+        Ok(Some(Stored { etag: out.e_tag.unwrap_or_default(), version_id: out.version_id }))
     }
 
-    async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, Error> {
+    async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
         let presigning =
             PresigningConfig::expires_in(ttl).map_err(|e| Error::Internal(format!("presign lifetime {ttl:?}: {e}")))?;
         let request = self
@@ -283,6 +283,7 @@ impl Storage for S3Storage {
             .get_object()
             .bucket(&self.bucket)
             .key(key)
+            .set_version_id(version_id.map(str::to_string))
             .presigned(presigning)
             .await
             .map_err(|e| Error::Internal(format!("presign {key}: {e}")))?;
