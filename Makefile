@@ -12,7 +12,7 @@ LAMBDAS   := discovery modules mirror providers indexer
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 
-.PHONY: help bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: help bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -104,6 +104,12 @@ token-revoke:
 ## Rebuild every manifest in $(DATA_DIR) from the archives present (idempotent).
 reindex:
 	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
+
+## Replay the publish log and compare it with every manifest: the local data directory, or
+## a deployed bucket with BUCKET=name (AWS credentials from the environment). Fails if the
+## chain is broken or a served archive has no publish entry.
+audit:
+	$(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
 ## init vs nginx, load held while publishing, Lambda cold start, scale, criterion

@@ -51,14 +51,30 @@ resource "aws_s3_bucket_lifecycle_configuration" "registry" {
   count  = var.create_bucket ? 1 : 0
   bucket = aws_s3_bucket.registry[0].id
 
-  # Overwritten and deleted objects stay recoverable for 90 days, then go.
+  # What the indexer derives (manifests rewritten at every publish, rejection records) stays
+  # recoverable for 90 days after it is replaced, then goes. Uploads never expire: a published
+  # version is served by the object version the indexer hashed (versionId), which becomes
+  # noncurrent when someone uploads over it (the upload is rejected) and must stay.
+  dynamic "rule" {
+    for_each = local.indexer_prefixes
+    content {
+      id     = "noncurrent-${trimsuffix(rule.value, "/")}"
+      status = "Enabled"
+      filter {
+        prefix = rule.value
+      }
+      noncurrent_version_expiration {
+        noncurrent_days = 90
+      }
+      abort_incomplete_multipart_upload {
+        days_after_initiation = 7
+      }
+    }
+  }
   rule {
-    id     = "noncurrent-versions"
+    id     = "incomplete-uploads"
     status = "Enabled"
     filter {}
-    noncurrent_version_expiration {
-      noncurrent_days = 90
-    }
     abort_incomplete_multipart_upload {
       days_after_initiation = 7
     }

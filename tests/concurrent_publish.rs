@@ -1,7 +1,8 @@
 //! No lost updates: many publishers upload versions of one module and one provider at the
 //! same time through the embedded S3. Every upload runs its own indexing pass, all of them
-//! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed, and
-//! every platform of a provider release uploaded at once.
+//! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed,
+//! every platform of a provider release uploaded at once, and the publish log must hold one
+//! unbroken chain with one publish entry per archive.
 
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
@@ -65,10 +66,19 @@ async fn concurrent_publishes_lose_no_version() {
         lost += (VERSIONS - modules) + (VERSIONS - providers);
         assert_eq!((modules, providers), (VERSIONS, VERSIONS), "round {round}: versions lost");
     }
+    let publishing = started.elapsed().as_secs_f64();
+
+    // The publish log, appended to by every one of those passes at once: one unbroken
+    // chain, one publish entry per archive, and every served archive explained.
+    let report = registry::publish_log::audit::audit(&h.running.storage).await.unwrap();
+    assert!(report.is_clean(), "chain: {:?}\nunexplained: {:?}", report.chain, report.unexplained);
+    let archives = rounds() * (2 * VERSIONS + VERSIONS.div_ceil(SECOND_PLATFORM_EVERY));
+    assert_eq!(report.entries, archives as u64, "one publish entry per archive, none lost, none twice");
     eprintln!(
-        "concurrent publish: {} rounds x {VERSIONS} module + {VERSIONS} provider versions, {lost} lost, {:.1} s",
+        "concurrent publish: {} rounds x {VERSIONS} module + {VERSIONS} provider versions, {lost} lost, {publishing:.1} s; \
+         publish log: {} entries, audit clean",
         rounds(),
-        started.elapsed().as_secs_f64()
+        report.entries
     );
     h.running.stop().await;
 }

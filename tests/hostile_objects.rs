@@ -148,3 +148,75 @@ async fn every_hostile_object_gets_its_reaction_and_what_was_published_stays() {
     assert_eq!(served(&h).await, before, "after reindex all");
     h.running.stop().await;
 }
+
+/// The publish log tampered with by someone who can write the indexer's prefix (through S3,
+/// as the indexer's role could): each edit, deletion or reordering of an entry, and a
+/// manifest version no entry explains, is named by the audit `make audit` runs
+/// (`registry-local audit --data-dir`, here on the running registry's data directory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampering_with_the_publish_log_is_named_by_audit() {
+    use registry::storage::Precondition;
+    let h = Harness::start().await;
+    for (i, key) in ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/1.1.0.tar.gz"].iter().enumerate() {
+        h.upload(key, e2e::module_tar_gz(&[("main.tf", &format!("# {i}\n"))])).await;
+    }
+    h.upload("modules/acme/vpc/aws/2.0.0.tar.gz", b"not an archive".to_vec()).await;
+    let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
+    h.upload(zip, e2e::provider_zip("null", "3.2.1", "linux_amd64")).await;
+
+    let data_dir = h.running.data_dir.clone();
+    let audit =
+        || async { registry_local::audit(registry_local::TokenTarget::DataDir(data_dir.clone())).await.unwrap() };
+    let report = audit().await;
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.entries, 4, "two module publishes, a rejection, a provider publish: {report:?}");
+    let storage = &h.running.storage;
+    let read = |seq: u64| async move { storage.get(&layout::publish_log_entry(seq)).await.unwrap().unwrap().bytes };
+    let write = |seq: u64, bytes: bytes::Bytes| async move {
+        storage.put(&layout::publish_log_entry(seq), bytes, "application/json", Precondition::None).await.unwrap()
+    };
+    let first: registry::publish_log::Entry = serde_json::from_slice(&read(1).await).unwrap();
+    assert_eq!(first.change.principal.as_deref(), Some("local:publisher-local"), "{first:?}");
+
+    // Each tampering on its own, then put back.
+    let mut originals = Vec::new();
+    for seq in 1..=4 {
+        originals.push(read(seq).await);
+    }
+    let restore = || async {
+        for (i, bytes) in originals.iter().enumerate() {
+            write(i as u64 + 1, bytes.clone()).await;
+        }
+    };
+    let edited = String::from_utf8(originals[1].to_vec()).unwrap().replace("\"publish\"", "\"yank\"");
+    write(2, edited.into()).await;
+    let report = audit().await;
+    assert!(report.chain.first().is_some_and(|p| p.starts_with("entry 2 was altered")), "{report:?}");
+    restore().await;
+
+    storage.delete(&layout::publish_log_entry(3)).await.unwrap();
+    let report = audit().await;
+    assert!(report.chain.first().is_some_and(|p| p.starts_with("entry 3 is missing")), "{report:?}");
+    restore().await;
+
+    write(2, originals[2].clone()).await;
+    write(3, originals[1].clone()).await;
+    let report = audit().await;
+    assert!(report.chain.first().is_some_and(|p| p.starts_with("entry 2 holds entry 3")), "{report:?}");
+    restore().await;
+    assert!(audit().await.is_clean());
+
+    let manifest_key = "indexed/modules/acme/vpc/aws/manifest.json";
+    let mut manifest =
+        registry::manifest::ModuleManifest::parse(&storage.get(manifest_key).await.unwrap().unwrap().bytes).unwrap();
+    manifest.versions[0].sha256 = "e".repeat(64);
+    let bytes = registry::manifest::to_json(&manifest).unwrap();
+    storage.put(manifest_key, bytes, "application/json", Precondition::None).await.unwrap();
+    let report = audit().await;
+    assert!(report.chain.is_empty(), "{report:?}");
+    assert!(
+        report.unexplained.first().is_some_and(|u| u.starts_with("module acme/vpc/aws 1.1.0 serves")),
+        "{report:?}"
+    );
+    h.running.stop().await;
+}

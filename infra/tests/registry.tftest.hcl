@@ -99,6 +99,19 @@ run "defaults" {
   }
 }
 
+run "published_versions_stay_downloadable" {
+  command = plan
+
+  assert {
+    condition     = toset([for r in aws_s3_bucket_lifecycle_configuration.registry[0].rule : r.filter[0].prefix if length(r.noncurrent_version_expiration) > 0]) == toset(["indexed/", "rejections/"])
+    error_message = "noncurrent versions expire only under the indexer's prefixes: an upload's version named by a manifest must never expire"
+  }
+  assert {
+    condition     = aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_ALLOW_OVERWRITE"] == "false"
+    error_message = "published versions are immutable by default"
+  }
+}
+
 run "least_privilege" {
   command = plan
 

@@ -124,6 +124,17 @@ else
   echo "FAIL  indexer: $out"; failures=$((failures + 1))
 fi
 
+# The audit the deployed `make audit` alternative runs: {"audit": "all"} on the indexer. The
+# batch above published on the log with the event's principal, and the chain is clean.
+echo '{"audit": "all"}' > "$work/audit.json"
+out="$(invoke indexer "$work/audit.json" 2>&1)" || true
+if echo "$out" | grep -q '"chain":\[\]' && echo "$out" | grep -q '"unexplained":\[\]' \
+  && grep -rqs '"principal": "AWS:AROAEXAMPLE:ci"' "$bucket/indexed/log/entries/"; then
+  echo "ok    indexer: {\"audit\": \"all\"} finds the chain whole, every served archive explained, the event's principal logged"
+else
+  echo "FAIL  indexer audit: $out"; failures=$((failures + 1))
+fi
+
 check "discovery: /.well-known/terraform.json" discovery "/.well-known/terraform.json" 200 '\"modules.v1\":\"/v1/modules/\"'
 check "discovery: providers.v1 offered" discovery "/.well-known/terraform.json" 200 '\"providers.v1\":\"/v1/providers/\"'
 check "providers: versions" providers "/v1/providers/acme/gizmo/versions" 200 '\"protocols\":[\"6.0\"]'

@@ -186,7 +186,7 @@ impl IndexingS3 {
         let by_publisher = signed_by.as_deref() == Some(PUBLISHER_ACCESS_KEY);
         let mut entry = self.log.as_ref().map(|_| S3Request {
             method: method.clone(),
-            signer: signed_by,
+            signer: signed_by.clone(),
             key: self.object_key(&path),
             query: query.clone(),
             if_none_match: request.headers().contains_key(http::header::IF_NONE_MATCH),
@@ -308,6 +308,10 @@ impl IndexingS3 {
         }
         let indexer = Indexer::new(&self.storage, self.config.limits.clone()).signing_for(self.config.hostname.clone());
         for key in written.into_iter().filter(|k| layout::notifies(k)) {
+            // What S3 events name as `principalId`: here, the access key that signed it.
+            if let Some(signer) = &signed_by {
+                indexer.uploaded_by(&key, &format!("local:{signer}"));
+            }
             index_with_retries(&indexer, &key).await;
         }
         Ok(response)

@@ -289,6 +289,24 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, LocalError> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Replay the publish log of the data directory's bucket, or of a deployed bucket (AWS
+/// credentials from the environment), and compare it with every manifest.
+pub async fn audit(target: TokenTarget) -> Result<registry::publish_log::audit::Report, LocalError> {
+    let err = |e: registry::Error| LocalError(format!("audit: {e}"));
+    match target {
+        TokenTarget::Bucket(bucket) => {
+            let storage = registry::storage::S3Storage::from_env(&registry::Config::new(bucket)).await;
+            registry::publish_log::audit::audit(&storage).await.map_err(err)
+        }
+        TokenTarget::DataDir(data_dir) => {
+            let running = start(LocalOptions::ephemeral(data_dir)).await?;
+            let result = registry::publish_log::audit::audit(&running.storage).await.map_err(err);
+            running.stop().await;
+            result
+        }
+    }
+}
+
 /// Rebuild every manifest from the archives in the data directory, without serving.
 /// Each owner with its outcome: a failing owner does not stop the others.
 pub async fn reindex(

@@ -1,14 +1,16 @@
-//! `registry-local`: run the registry on loopback (`make dev`), rebuild manifests, manage tokens.
+//! `registry-local`: run the registry on loopback (`make dev`), rebuild manifests, audit the
+//! publish log, manage tokens.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use registry_local::{LocalOptions, TokenAction, TokenTarget, reindex, start, token_command};
+use registry_local::{LocalOptions, TokenAction, TokenTarget, audit, reindex, start, token_command};
 
 const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--http-listen ADDR] [--data-dir DIR]
        registry-local reindex [--data-dir DIR]
+       registry-local audit [--data-dir DIR | --bucket BUCKET]
        registry-local token create --name NAME [--modules GLOBS] [--providers GLOBS] [--expires-days N] [--data-dir DIR | --bucket BUCKET]
        registry-local token list [--data-dir DIR | --bucket BUCKET]
        registry-local token revoke --name NAME [--data-dir DIR | --bucket BUCKET]
@@ -118,6 +120,32 @@ async fn run(args: Vec<String>) -> Result<(), String> {
             }
             Ok(())
         }
+        ["audit"] => {
+            command.only("audit", &["--data-dir", "--bucket"])?;
+            let report = audit(command.target()?).await.map_err(|e| e.to_string())?;
+            match &report.head {
+                Some(head) => println!(
+                    "publish log: {} entries; last entry {} hashes to {} (compare with the indexer's log)",
+                    report.entries, head.seq, head.hash
+                ),
+                None => println!("publish log: no entries"),
+            }
+            for problem in &report.chain {
+                println!("CHAIN BROKEN: {problem}");
+            }
+            for problem in &report.unexplained {
+                println!("UNEXPLAINED: {problem}");
+            }
+            if !report.is_clean() {
+                return Err(format!(
+                    "{} chain problem(s), {} served archive(s) the log does not explain",
+                    report.chain.len(),
+                    report.unexplained.len()
+                ));
+            }
+            println!("every entry chains to the one before it, and every served archive has its publish entry");
+            Ok(())
+        }
         ["token", verb] => {
             let target_flags = ["--data-dir", "--bucket"];
             let action = match *verb {
@@ -143,16 +171,23 @@ async fn run(args: Vec<String>) -> Result<(), String> {
                 }
                 other => return Err(format!("token needs create, list or revoke, not {other:?}\n{USAGE}")),
             };
-            let target = match (command.flags.get("--bucket"), command.flags.contains_key("--data-dir")) {
-                (Some(_), true) => return Err(format!("--data-dir or --bucket, not both\n{USAGE}")),
-                (Some(bucket), false) => TokenTarget::Bucket(bucket.clone()),
-                (None, _) => TokenTarget::DataDir(command.data_dir()),
-            };
+            let target = command.target()?;
             print!("{}", token_command(action, target).await.map_err(|e| e.to_string())?);
             Ok(())
         }
         ["token"] => Err(format!("token needs create, list or revoke\n{USAGE}")),
         other => Err(format!("unknown command {:?}\n{USAGE}", other.join(" "))),
+    }
+}
+
+impl Command {
+    /// The bucket a command works on: the data directory's (default) or a deployed one.
+    fn target(&self) -> Result<TokenTarget, String> {
+        match (self.flags.get("--bucket"), self.flags.contains_key("--data-dir")) {
+            (Some(_), true) => Err(format!("--data-dir or --bucket, not both\n{USAGE}")),
+            (Some(bucket), false) => Ok(TokenTarget::Bucket(bucket.clone())),
+            (None, _) => Ok(TokenTarget::DataDir(self.data_dir())),
+        }
     }
 }
 

@@ -22,6 +22,11 @@ pub enum IndexerEvent {
         /// `"all"`, the only rebuild there is.
         reindex: String,
     },
+    /// `{"audit": "all"}`: replay the publish log and compare it with every manifest.
+    Audit {
+        /// `"all"`, the only audit there is.
+        audit: String,
+    },
     /// An S3 notification batch.
     S3(S3Event),
 }
@@ -40,6 +45,9 @@ pub struct Summary {
     /// Passes that failed (each with its error); the others were indexed regardless.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
+    /// What `{"audit": "all"}` found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::publish_log::audit::Report>,
 }
 
 /// The passes covering what the batch may have changed, each once (a module; a provider
@@ -92,7 +100,24 @@ pub async fn process<S: Storage>(
                 crate::address::printable(&reindex)
             )));
         }
+        IndexerEvent::Audit { audit } => {
+            if audit != "all" {
+                return Err(Error::BadRequest(format!(
+                    "unknown audit request {:?}; use \"all\"",
+                    crate::address::printable(&audit)
+                )));
+            }
+            let report = crate::publish_log::audit::audit(indexer.storage()).await?;
+            summary.audit = Some(report);
+            return Ok(summary);
+        }
         IndexerEvent::S3(event) => {
+            for record in &event.records {
+                let key = record.s3.object.key.as_deref().and_then(decode_event_key);
+                if let (Some(key), Some(principal)) = (key, record.principal_id.principal_id.as_deref()) {
+                    indexer.uploaded_by(&key, principal);
+                }
+            }
             let (passes, misplaced, ignored) = passes(&event, bucket);
             summary.ignored_keys = ignored;
             for key in &misplaced {

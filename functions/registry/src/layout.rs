@@ -134,6 +134,25 @@ pub fn rejection(key: &str) -> String {
     format!("{REJECTIONS_PREFIX}{key}.json")
 }
 
+/// The publish log (`publish_log`): hash-chained entries, one object each, under the
+/// indexer's prefix (no notification, no read function and no publisher reaches it).
+pub const PUBLISH_LOG_PREFIX: &str = "indexed/log/";
+/// Where the publish log's entries are: `indexed/log/entries/000000000001.json`, …
+pub const PUBLISH_LOG_ENTRIES: &str = "indexed/log/entries/";
+/// The publish log's head: the sequence number and hash of its last entry.
+pub const PUBLISH_LOG_HEAD: &str = "indexed/log/head.json";
+
+/// The key of publish log entry `seq` (zero-padded, so keys list in sequence order).
+pub fn publish_log_entry(seq: u64) -> String {
+    format!("{PUBLISH_LOG_ENTRIES}{seq:012}.json")
+}
+
+/// The sequence number a publish log entry key names.
+pub fn publish_log_seq(key: &str) -> Option<u64> {
+    let digits = key.strip_prefix(PUBLISH_LOG_ENTRIES)?.strip_suffix(".json")?;
+    (digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
 /// The prefix of the rejection records for uploads under `prefix`.
 pub fn rejections_under(prefix: &str) -> String {
     format!("{REJECTIONS_PREFIX}{prefix}")

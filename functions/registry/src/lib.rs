@@ -44,6 +44,7 @@ pub mod invariants;
 pub mod lambda;
 pub mod layout;
 pub mod manifest;
+pub mod publish_log;
 mod retry;
 pub mod router;
 pub mod signing;

@@ -39,8 +39,8 @@ fn storage() -> MemoryStorage {
     let s = MemoryStorage::new();
     s.insert(
         "indexed/modules/acme/vpc/aws/manifest.json",
-        r#"{"format":1,"versions":[{"version":"1.1.0","archive":"modules/acme/vpc/aws/1.1.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""},
-            {"version":"1.0.0","archive":"modules/acme/vpc/aws/1.0.0.tar.gz","size":10,"sha256":"00","etag":"\"e\""}]}"#,
+        r#"{"format":1,"versions":[{"version":"1.1.0","archive":"modules/acme/vpc/aws/1.1.0.tar.gz","size":10,"sha256":"0000000000000000000000000000000000000000000000000000000000000000","etag":"\"e\""},
+            {"version":"1.0.0","archive":"modules/acme/vpc/aws/1.0.0.tar.gz","size":10,"sha256":"0000000000000000000000000000000000000000000000000000000000000000","etag":"\"e\""}]}"#,
     );
     s.insert("indexed/providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
     // The token the recorded event carries, scoped to the acme modules and hashicorp providers.

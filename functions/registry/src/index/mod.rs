@@ -28,6 +28,7 @@ use crate::address::ProviderAddress;
 use crate::archive;
 use crate::error::Error;
 use crate::layout::{self, ObjectKind, Owner};
+use crate::publish_log::Change;
 use crate::retry::{self, Backoff};
 use crate::storage::{Object, ObjectInfo, Storage};
 
@@ -138,12 +139,15 @@ pub struct Indexer<'a, S> {
     /// Each namespace's signing keys, read once per indexer (one event batch, one upload, one
     /// repair), not once per release checked: a full pass over 200 versions reads them once.
     keys: std::sync::Mutex<std::collections::BTreeMap<String, std::sync::Arc<releases::NamespaceKeys>>>,
+    /// Key → who uploaded or deleted it, from the events being indexed (the publish log
+    /// names them).
+    principals: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl<'a, S: Storage> Indexer<'a, S> {
     /// An indexer over `storage`, enforcing `limits` on what it accepts.
     pub fn new(storage: &'a S, limits: Limits) -> Self {
-        Indexer { storage, limits, registry_hostname: None, keys: Default::default() }
+        Indexer { storage, limits, registry_hostname: None, keys: Default::default(), principals: Default::default() }
     }
 
     /// Require signed releases for providers under `hostname` (the registry's own,
@@ -151,6 +155,35 @@ impl<'a, S: Storage> Indexer<'a, S> {
     pub fn signing_for(mut self, hostname: Option<String>) -> Self {
         self.registry_hostname = hostname;
         self
+    }
+
+    /// The bucket this indexer reads and writes.
+    pub fn storage(&self) -> &'a S {
+        self.storage
+    }
+
+    /// Who uploaded or deleted `key` (the S3 event's `principalId`), for the publish log.
+    pub fn uploaded_by(&self, key: &str, principal: &str) {
+        self.principals.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), principal.to_string());
+    }
+
+    fn principals(&self) -> std::collections::BTreeMap<String, String> {
+        self.principals.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Append what a manifest write changed to the publish log: called once that write has
+    /// succeeded, so each change is logged by the one pass that made it.
+    async fn log_changes(&self, changes: Vec<Change>) -> Result<(), Error> {
+        let principals = self.principals();
+        let changes: Vec<Change> =
+            changes.into_iter().map(|c| Change { principal: principals.get(&c.key).cloned(), ..c }).collect();
+        if let Err(e) = crate::publish_log::append(self.storage, changes.clone()).await {
+            // The manifest is written: this pass cannot undo it. Say loudly what is missing
+            // from the log (audit will name it too).
+            tracing::error!(error = %e, ?changes, "published, but not on the publish log");
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// React to one changed key (created or removed): rebuild the manifest of its owner, or,
@@ -175,7 +208,10 @@ impl<'a, S: Storage> Indexer<'a, S> {
     async fn explain_misplaced(&self, key: &str) -> Result<(), Error> {
         let present = self.storage.list(key).await?.into_iter().find(|o| o.key == key);
         match (present, layout::expected_name(key)) {
-            (Some(object), Some(expected)) => write_rejection(self.storage, &object, expected).await,
+            (Some(object), Some(expected)) => {
+                let principal = self.principals().get(key).cloned();
+                write_rejection(self.storage, &object, expected, principal).await
+            }
             _ => self.storage.delete(&layout::rejection(key)).await,
         }
     }

@@ -11,6 +11,7 @@ use crate::archive;
 use crate::error::Error;
 use crate::layout::{self, ObjectKind};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, to_json};
+use crate::publish_log::{Action, Change};
 use crate::storage::{ObjectInfo, Precondition, Storage};
 
 impl<S: Storage> Indexer<'_, S> {
@@ -25,7 +26,7 @@ impl<S: Storage> Indexer<'_, S> {
             None
         });
         let objects = self.storage.list(&prefix).await?;
-        let mut rejections = Rejections::load(self.storage, &prefix).await?;
+        let mut rejections = Rejections::load(self.storage, &prefix, self.principals()).await?;
 
         // One archive per version. Two formats of one version is a publishing mistake: keep
         // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
@@ -98,6 +99,7 @@ impl<S: Storage> Indexer<'_, S> {
         let count = manifest.versions.len();
         let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
         self.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
+        self.log_changes(changes(existing.as_ref(), &manifest)).await?;
         Ok(Outcome::Written { versions: count })
     }
 
@@ -135,6 +137,42 @@ impl<S: Storage> Indexer<'_, S> {
             }
         }
     }
+}
+
+/// What a manifest write changed, as publish log entries: each version served now whose
+/// archive or bytes differ from before is published (its old archive yanked if that key
+/// changed), each version no longer served is yanked.
+fn changes(before: Option<&ModuleManifest>, after: &ModuleManifest) -> Vec<Change> {
+    let change = |action, v: &ModuleVersion| Change {
+        action,
+        key: v.archive.clone(),
+        sha256: Some(v.sha256.clone()),
+        size: Some(v.size),
+        etag: Some(v.etag.clone()).filter(|e| !e.is_empty()),
+        version_id: v.version_id.clone(),
+        principal: None,
+        reason: None,
+    };
+    let old = |version: &str| before.and_then(|m| m.versions.iter().find(|o| o.version == version));
+    let mut out = Vec::new();
+    for v in &after.versions {
+        match old(&v.version) {
+            Some(o) if o.archive == v.archive && o.sha256 == v.sha256 && o.version_id == v.version_id => {}
+            Some(o) => {
+                if o.archive != v.archive {
+                    out.push(change(Action::Yank, o));
+                }
+                out.push(change(Action::Publish, v));
+            }
+            None => out.push(change(Action::Publish, v)),
+        }
+    }
+    for o in before.map(|m| m.versions.as_slice()).unwrap_or_default() {
+        if !after.versions.iter().any(|v| v.version == o.version) {
+            out.push(change(Action::Yank, o));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::Error;
 use crate::layout;
 use crate::manifest::{CONTENT_TYPE_JSON, to_json};
+use crate::publish_log::{self, Action, Change};
 use crate::storage::{ObjectInfo, Precondition, Storage};
 
 /// A rejection record: why the upload at `key` (with `etag`) was not indexed.
@@ -28,10 +29,16 @@ pub(super) struct Rejections {
     records: BTreeMap<String, String>,
     /// Uploads present in this pass's listing; records of any other upload are stale.
     present: BTreeSet<String>,
+    /// Who uploaded what, as the events of this indexer said (for the publish log).
+    principals: BTreeMap<String, String>,
 }
 
 impl Rejections {
-    pub(super) async fn load<S: Storage>(storage: &S, prefix: &str) -> Result<Self, Error> {
+    pub(super) async fn load<S: Storage>(
+        storage: &S,
+        prefix: &str,
+        principals: BTreeMap<String, String>,
+    ) -> Result<Self, Error> {
         let mut records = BTreeMap::new();
         for object in storage.list(&layout::rejections_under(prefix)).await? {
             if layout::rejected_key(&object.key).is_none() {
@@ -46,7 +53,7 @@ impl Rejections {
             };
             records.insert(object.key, etag);
         }
-        Ok(Rejections { records, present: BTreeSet::new() })
+        Ok(Rejections { records, present: BTreeSet::new(), principals })
     }
 
     /// The upload at `key` is present in this pass: its record (if any) is not stale.
@@ -67,7 +74,7 @@ impl Rejections {
         reason: String,
     ) -> Result<(), Error> {
         self.keep(&object.key);
-        write_rejection(storage, object, reason).await?;
+        write_rejection(storage, object, reason, self.principals.get(&object.key).cloned()).await?;
         self.records.insert(layout::rejection(&object.key), object.etag.clone());
         Ok(())
     }
@@ -116,14 +123,30 @@ impl Rejections {
     }
 }
 
-/// Write the record for `object` (and log it), replacing any older one.
-pub(super) async fn write_rejection<S: Storage>(storage: &S, object: &ObjectInfo, reason: String) -> Result<(), Error> {
+/// Write the record for `object`, replacing any older one, and append it to the publish log.
+pub(super) async fn write_rejection<S: Storage>(
+    storage: &S,
+    object: &ObjectInfo,
+    reason: String,
+    principal: Option<String>,
+) -> Result<(), Error> {
     tracing::warn!(key = object.key, etag = object.etag, reason, "upload rejected: not indexed");
     let record = Rejection {
         key: object.key.clone(),
         etag: object.etag.clone(),
-        reason,
+        reason: reason.clone(),
         rejected_at: crate::clock::rfc3339_now(),
     };
-    storage.put(&layout::rejection(&object.key), to_json(&record)?, CONTENT_TYPE_JSON, Precondition::None).await
+    storage.put(&layout::rejection(&object.key), to_json(&record)?, CONTENT_TYPE_JSON, Precondition::None).await?;
+    let change = Change {
+        action: Action::Reject,
+        key: object.key.clone(),
+        sha256: None,
+        size: Some(object.size),
+        etag: Some(object.etag.clone()).filter(|e| !e.is_empty()),
+        version_id: None,
+        principal,
+        reason: Some(reason),
+    };
+    publish_log::append(storage, vec![change]).await.map(|_| ())
 }
