@@ -407,7 +407,7 @@ impl<S: Storage> App<S> {
         let (Some(release), Some(archive)) = (&document.release, document.archives.get(&platform.key())) else {
             return Err(absent());
         };
-        let shasum = archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default();
+        let shasum = archive.zh();
         let prefix = layout::provider_prefix(provider);
         let platform_key = platform.key();
         let zip = Wanted::ProviderArchive { provider, version, platform: &platform_key };

@@ -190,6 +190,12 @@ pub struct Indexed {
 }
 
 impl ProviderArchive {
+    /// Its `zh:` hash (hex SHA-256 of the zip), which says whether two are the same bytes;
+    /// empty if it has none.
+    pub fn zh(&self) -> &str {
+        self.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default()
+    }
+
     /// The version id of the zip the indexer hashed, if the bucket keeps versions.
     pub fn version_id(&self) -> Option<&str> {
         self.indexed.as_ref().and_then(|i| i.version_id.as_deref())

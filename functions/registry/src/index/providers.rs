@@ -250,7 +250,7 @@ impl<S: Storage> Indexer<'_, S> {
                     Some(a.clone())
                 }
                 None => match (self.index_provider_zip(provider, object, file, rejections).await?, published) {
-                    (Some(new), Some(old)) if zh(&new) == zh(old) => {
+                    (Some(new), Some(old)) if new.zh() == old.zh() => {
                         // The same bytes again: still the object first published.
                         let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
                         let mut kept = old.clone();
@@ -261,7 +261,7 @@ impl<S: Storage> Indexer<'_, S> {
                     }
                     (Some(new), Some(old)) if !self.limits.overwrite_published => {
                         let what = format!("{} of provider {provider} {version}", platform.key());
-                        let reason = super::immutable(&what, zh(old), zh(&new));
+                        let reason = super::immutable(&what, old.zh(), new.zh());
                         let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
                         let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&etag), ..object.clone() };
                         rejections.reject(self.storage, &uploaded, reason).await?;
@@ -335,7 +335,7 @@ fn changes(provider: &ProviderAddress, before: Option<&ProviderVersion>, after: 
     let change = |action, a: &ProviderArchive| Change {
         action,
         key: format!("{prefix}{}", a.url),
-        sha256: Some(zh(a).to_string()).filter(|h| !h.is_empty()),
+        sha256: Some(a.zh().to_string()).filter(|h| !h.is_empty()),
         size: a.indexed.as_ref().map(|i| i.size),
         etag: a.indexed.as_ref().map(|i| i.etag.clone()).filter(|e| !e.is_empty()),
         version_id: a.version_id().map(str::to_string),
@@ -346,7 +346,7 @@ fn changes(provider: &ProviderAddress, before: Option<&ProviderVersion>, after: 
     let mut out = Vec::new();
     for (platform, a) in &after.archives {
         match old(platform) {
-            Some(o) if o.url == a.url && zh(o) == zh(a) && o.version_id() == a.version_id() => {}
+            Some(o) if o.url == a.url && o.zh() == a.zh() && o.version_id() == a.version_id() => {}
             Some(o) => {
                 if o.url != a.url {
                     out.push(change(Action::Yank, o));
@@ -362,11 +362,6 @@ fn changes(provider: &ProviderAddress, before: Option<&ProviderVersion>, after: 
         }
     }
     out
-}
-
-/// A package's `zh:` hash (the SHA-256 of the zip), which says whether two are the same bytes.
-fn zh(archive: &ProviderArchive) -> &str {
-    archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -156,7 +156,7 @@ impl<S: Storage> Indexer<'_, S> {
         };
         let mut mismatches = Vec::new();
         for (object, archive) in checked.values() {
-            let sha256 = archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default();
+            let sha256 = archive.zh();
             let problem = match sums.get(&archive.url) {
                 None => Some(format!("{} is not listed in SHA256SUMS", archive.url)),
                 Some(listed) if listed != sha256 => {

@@ -181,7 +181,7 @@ async fn unexplained<S: Storage>(storage: &S, published: &BTreeMap<String, Publi
                     let prefix = layout::provider_prefix(&provider);
                     for (platform, archive) in &document.archives {
                         let key = format!("{prefix}{}", archive.url);
-                        let sha256 = archive.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default();
+                        let sha256 = archive.zh();
                         if !explained(&key, sha256, archive.version_id()) {
                             found.push(format!(
                                 "provider {provider} {version} {platform} serves {key} (sha256 {sha256}), which no \
