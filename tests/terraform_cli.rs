@@ -473,3 +473,76 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     assert!(!out.status.success(), "a changed zip must not install\n{}", text(&out));
     assert!(text(&out).contains("incorrect checksum"), "the CLI's checksum error\n{}", text(&out));
 }
+
+/// The pull-through mirror with the real CLI: the upstream is a second local registry serving
+/// providers.v1 with its own key and TLS; the CLI knows only the downstream's mirror. A
+/// provider that exists only upstream installs (locked with the signed `zh:` hashes); after
+/// the upstream is stopped a fresh init is served from the downstream's copy (its embedded
+/// S3 serves the zip); a zip changed at the upstream fails the install and is never stored;
+/// upstream down with nothing kept fails the install.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_through_the_pull_through_mirror() {
+    use e2e::pull_through::{copies_done, downstream, keys_under, publish, upstream};
+    use registry::testing::signing::TestKey;
+    let Some(tf) = terraform_or_skip("terraform_installs_through_the_pull_through_mirror") else { return };
+    let up = upstream().await;
+    let key = TestKey::generate("upstream");
+    let platform = this_platform();
+    let zips = publish(&up, &key, "widget", "1.0.0", &[&platform, "darwin_arm64"]).await;
+    publish(&up, &key, "tampered", "1.0.0", &[&platform]).await;
+    let host = e2e::pull_through::UPSTREAM_NAME;
+    let tampered = format!("providers/{host}/acme/tampered/terraform-provider-tampered_1.0.0_{platform}.zip");
+    std::fs::write(up.object_path(&tampered), provider_zip("tampered", "1.0.0", "evil")).unwrap();
+    let down = downstream(&up).await;
+    let config = |r#type: &str| {
+        format!(
+            "terraform {{\n  required_providers {{\n    p = {{\n      source  = \"{host}/acme/{type}\"\n      version = \"1.0.0\"\n    }}\n  }}\n}}\n"
+        )
+    };
+    let init = |workdir: &Path, r#type: &str| {
+        std::fs::write(workdir.join("main.tf"), config(r#type)).unwrap();
+        tokio::task::block_in_place(|| terraform(&tf, &down, workdir, &["init", "-input=false", "-no-color"]))
+    };
+
+    up.running.take_s3_requests();
+    let first = TempDir::new("tf-pull-first");
+    let out = init(first.path(), "widget");
+    assert!(out.status.success(), "terraform init through the pull-through mirror failed\n{}", text(&out));
+    let lock = std::fs::read_to_string(first.path().join(".terraform.lock.hcl")).unwrap();
+    let (version, hashes) = locked(&lock, &format!("{host}/acme/widget"));
+    assert_eq!(version, "1.0.0");
+    // The network mirror's lock entry is the h1: of the package installed: the upstream's bytes.
+    let (_, installed) = zips.iter().find(|(p, _)| *p == platform).unwrap();
+    assert_eq!(hashes, [e2e::h1_reference(installed)], "{lock}");
+    copies_done(&down).await;
+    let zip_key = format!("providers/{host}/acme/widget/terraform-provider-widget_1.0.0_{platform}.zip");
+    let upstream_reads: Vec<String> = up.running.take_s3_requests().into_iter().filter_map(|r| r.key).collect();
+    assert!(upstream_reads.contains(&zip_key), "the first install and the copy read the upstream's zip");
+
+    // Tampered at the upstream: the CLI refuses the bytes; the puller stores nothing.
+    let bad = TempDir::new("tf-pull-tampered");
+    let out = init(bad.path(), "tampered");
+    assert!(!out.status.success(), "a zip that differs from the signed SHA256SUMS must not install\n{}", text(&out));
+    assert!(text(&out).contains("checksum"), "the CLI's checksum error\n{}", text(&out));
+    copies_done(&down).await;
+    assert!(keys_under(&down, &format!("providers/{host}/acme/tampered/")).await.is_empty(), "nothing stored");
+
+    // The upstream stopped: a fresh init is served from the downstream's copy.
+    let e2e::Harness { running, dir: _up_dir } = up;
+    running.stop().await;
+    down.running.take_s3_requests();
+    let second = TempDir::new("tf-pull-second");
+    let out = init(second.path(), "widget");
+    assert!(out.status.success(), "terraform init from the copy failed\n{}", text(&out));
+    let served: Vec<String> = down.running.take_s3_requests().into_iter().filter_map(|r| r.key).collect();
+    assert!(served.contains(&zip_key), "the CLI downloaded the copy from the downstream's bucket: {served:?}");
+    let relocked = std::fs::read_to_string(second.path().join(".terraform.lock.hcl")).unwrap();
+    assert_eq!(locked(&relocked, &format!("{host}/acme/widget")).1, hashes, "the same bytes from the copy");
+
+    // Upstream down, nothing kept: the install fails.
+    let none = TempDir::new("tf-pull-none");
+    let out = init(none.path(), "other");
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("502"), "the mirror's 502 reaches the user\n{}", text(&out));
+    down.running.stop().await;
+}

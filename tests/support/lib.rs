@@ -12,6 +12,7 @@ use registry_local::{LocalOptions, Running};
 
 pub mod hostile;
 pub mod load;
+pub mod pull_through;
 
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
 pub struct Harness {

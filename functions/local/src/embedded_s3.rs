@@ -162,6 +162,10 @@ pub struct IndexingS3 {
     locks: Arc<KeyLocks>,
     faults: Arc<Faults>,
     log: Option<RequestLog>,
+    /// The puller's upstreams (pull-through), if on.
+    upstream: Option<Arc<registry::upstream::Upstream>>,
+    /// Pulls running in the background now (`Running::wait_for_pulls`).
+    pulls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl IndexingS3 {
@@ -175,7 +179,30 @@ impl IndexingS3 {
         faults: Arc<Faults>,
     ) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 { inner, storage, bucket, config, locks: Arc::new(KeyLocks::new()), faults, log }
+        IndexingS3 {
+            inner,
+            storage,
+            bucket,
+            config,
+            locks: Arc::new(KeyLocks::new()),
+            faults,
+            log,
+            upstream: None,
+            pulls: Arc::default(),
+        }
+    }
+
+    /// Also run the puller for writes its notification covers (`layout::notifies_puller`),
+    /// in the background, as S3 invokes the puller Lambda asynchronously: the write that
+    /// recorded the pull answers at once.
+    pub fn pulling_from(mut self, upstream: Option<Arc<registry::upstream::Upstream>>) -> Self {
+        self.upstream = upstream;
+        self
+    }
+
+    /// How many pulls are running in the background.
+    pub fn pulls(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+        self.pulls.clone()
     }
 
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
@@ -305,6 +332,21 @@ impl IndexingS3 {
             && method == Method::GET
         {
             return Ok(spoil(response, fault).await);
+        }
+        if let Some(upstream) = &self.upstream {
+            for key in written.iter().filter(|k| method == Method::PUT && layout::notifies_puller(k)) {
+                let (storage, upstream, key) = (self.storage.clone(), upstream.clone(), key.clone());
+                let limit = self.config.limits.provider_zip_bytes;
+                let pulls = self.pulls.clone();
+                pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    match registry::upstream::copy::copy_release(&storage, &upstream, &key, limit).await {
+                        Ok(report) => tracing::info!(key, ?report, "pulled"),
+                        Err(e) => tracing::warn!(key, error = %e, "pull failed (in AWS, Lambda retries the event)"),
+                    }
+                    pulls.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                });
+            }
         }
         let indexer = Indexer::new(&self.storage, self.config.limits.clone()).signing_for(self.config.hostname.clone());
         for key in written.into_iter().filter(|k| layout::notifies(k)) {

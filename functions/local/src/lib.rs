@@ -98,6 +98,7 @@ pub struct Running {
     /// Faults the embedded S3 injects (tests add rules; none by default).
     pub faults: Arc<faults::Faults>,
     s3_log: Option<embedded_s3::RequestLog>,
+    pulls: Arc<std::sync::atomic::AtomicUsize>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -123,6 +124,19 @@ impl Running {
             .as_ref()
             .map(|log| std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner())))
             .unwrap_or_default()
+    }
+
+    /// Wait until no pull (pull-through copy) runs in the background, at most `limit`;
+    /// whether that happened.
+    pub async fn wait_for_pulls(&self, limit: Duration) -> bool {
+        let until = tokio::time::Instant::now() + limit;
+        while self.pulls.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
     }
 
     pub async fn stop(self) {
@@ -210,14 +224,21 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         // The CLI knows this registry as `127.0.0.1:PORT`: its providers.v1 providers live
         // under that host (unless a setting names another, for a stable port-free layout).
         "REGISTRY_HOSTNAME" => setting(name).or_else(|| registry_addr.is_ipv4().then(|| registry_addr.to_string())),
+        // Off unless asked for (`make dev UPSTREAM=`): the deployed default, the public
+        // registry, is a network dependency a local run should not grow by surprise.
+        "REGISTRY_UPSTREAM_HOSTS" => setting(name).or_else(|| Some(String::new())),
         other => setting(other),
     })
     .map_err(|e| LocalError(e.to_string()))?;
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
     let faults = Arc::new(faults::Faults::default());
-    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.clone(), s3_log.clone(), faults.clone());
-    let app = Arc::new(App::new(config, storage.clone(), &Service::ALL));
+    let upstream =
+        registry::upstream::Upstream::new(&config.upstream).map_err(|e| LocalError(e.to_string()))?.map(Arc::new);
+    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.clone(), s3_log.clone(), faults.clone())
+        .pulling_from(upstream.clone());
+    let pulls = s3.pulls();
+    let app = Arc::new(App::new(config, storage.clone(), &Service::ALL).with_upstream(upstream));
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
     let (shutdown, watcher) = watch::channel(false);
@@ -246,6 +267,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         app,
         faults,
         s3_log,
+        pulls,
         shutdown,
         tasks,
     };

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use registry_local::{LocalOptions, TokenAction, TokenTarget, audit, reindex, start, token_command};
 
 const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--http-listen ADDR] [--data-dir DIR]
+                      [--upstream https://HOST | NAME=https://HOST:PORT,… [--upstream-ca PEM]]
        registry-local reindex [--data-dir DIR]
        registry-local audit [--data-dir DIR | --bucket BUCKET]
        registry-local token create --name NAME [--modules GLOBS] [--providers GLOBS] [--expires-days N] [--data-dir DIR | --bucket BUCKET]
@@ -98,7 +99,10 @@ async fn run(args: Vec<String>) -> Result<(), String> {
             Ok(())
         }
         [] | ["serve"] => {
-            command.only("serve", &["--listen", "--s3-listen", "--http-listen", "--data-dir"])?;
+            command.only(
+                "serve",
+                &["--listen", "--s3-listen", "--http-listen", "--data-dir", "--upstream", "--upstream-ca"],
+            )?;
             serve(&command).await
         }
         ["reindex"] => {
@@ -195,17 +199,56 @@ fn need_name(command: &Command) -> Result<String, String> {
     command.flags.get("--name").cloned().ok_or_else(|| format!("--name is required\n{USAGE}"))
 }
 
+/// `--upstream https://HOST,…` as `REGISTRY_UPSTREAM_HOSTS`: the hosts, as provider addresses
+/// name them. An upstream on a port needs a name (`NAME=https://HOST:PORT`): the terraform CLI
+/// cannot ask a network mirror for a provider whose host has a port.
+fn upstream_hosts(list: &str) -> Result<String, String> {
+    let mut hosts = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|u| !u.is_empty()) {
+        let (name, url) = match item.split_once('=') {
+            Some((name, url)) => (Some(name.trim()), url.trim()),
+            None => (None, item),
+        };
+        let address = url
+            .strip_prefix("https://")
+            .map(|h| h.trim_end_matches('/'))
+            .filter(|h| !h.is_empty() && !h.contains('/'))
+            .ok_or_else(|| {
+                format!("--upstream {item:?}: give an upstream registry as https://HOST or NAME=https://HOST:PORT")
+            })?;
+        hosts.push(match name {
+            Some(name) => format!("{}=https://{address}", name.to_ascii_lowercase()),
+            None if address.contains(':') => {
+                return Err(format!(
+                    "--upstream {item:?}: the terraform CLI cannot ask a mirror for providers of a host with a port; \
+                     name it: NAME=https://{address} (and use NAME in provider sources)"
+                ));
+            }
+            None => address.to_ascii_lowercase(),
+        });
+    }
+    Ok(hosts.join(","))
+}
+
 async fn serve(command: &Command) -> Result<(), String> {
     let listen: SocketAddr = command.value("--listen")?.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8443)));
     let s3_listen = command.value("--s3-listen")?.unwrap_or_else(|| {
         let port = if listen.port() == 0 { 0 } else { listen.port().wrapping_add(1) };
         SocketAddr::new(listen.ip(), port)
     });
+    let mut settings = Vec::new();
+    if let Some(list) = command.flags.get("--upstream") {
+        settings.push(("REGISTRY_UPSTREAM_HOSTS".to_string(), upstream_hosts(list)?));
+    }
+    if let Some(ca) = command.flags.get("--upstream-ca") {
+        settings.push(("REGISTRY_UPSTREAM_CA_FILE".to_string(), ca.clone()));
+    }
     let running = start(LocalOptions {
         listen,
         s3_listen,
         write_client_files: true,
         http_listen: command.value("--http-listen")?,
+        settings,
         ..LocalOptions::ephemeral(command.data_dir())
     })
     .await
@@ -226,7 +269,8 @@ async fn serve(command: &Command) -> Result<(), String> {
          Private providers (providers.v1 at {base}{providers}, source = \"{own}/NAMESPACE/TYPE\"):\n\
          \x20 aws s3 cp acme.asc s3://{bucket}/signing-keys/{own}/acme/release.asc    # gpg --armor --export KEYID\n\
          \x20 aws s3 cp dist/ s3://{bucket}/providers/{own}/acme/widget/ --recursive   # zips, _SHA256SUMS, .sig, _manifest.json\n\
-         \x20 (served once the signature verifies; rejections/ in the bucket says why not: README, Publishing)\n\n\
+         \x20 (served once the signature verifies; rejections/ in the bucket says why not: README, Publishing)\n\
+         {pull}\n\
          Ctrl-C stops it.",
         base = running.base_url(),
         host = running.registry_addr,
@@ -235,6 +279,14 @@ async fn serve(command: &Command) -> Result<(), String> {
         own = running.app.config.hostname.clone().unwrap_or_else(|| "REGISTRY_HOSTNAME".into()),
         s3 = running.s3_endpoint(),
         bucket = registry_local::BUCKET,
+        pull = match running.app.config.upstream.hosts.as_slice() {
+            [] => "Pull-through mirror: off (make dev UPSTREAM=https://HOST:PORT UPSTREAM_CA=ca.pem turns it on)\n"
+                .to_string(),
+            hosts => format!(
+                "Pull-through mirror: providers of {} not in the bucket are fetched, verified and copied on first request\n",
+                hosts.join(", ")
+            ),
+        },
     );
     tokio::signal::ctrl_c().await.map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
     println!("stopping");

@@ -1,5 +1,7 @@
 //! The two servers of the local registry: the embedded S3 (plain HTTP) and the registry
-//! itself (HTTPS, and plain HTTP on request), each stopped by the shared shutdown signal.
+//! itself (HTTPS, and plain HTTP on request), each stopped by the shared shutdown signal. A
+//! stop also closes open connections, as a process exit would: a client's pooled keep-alive
+//! connection must not go on reaching a registry that was stopped.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -29,15 +31,17 @@ pub(crate) async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown
         // client's delayed ACK hold the second write for ~40 ms.
         let _ = stream.set_nodelay(true);
         let s3 = s3.clone();
+        let mut stop = shutdown.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let s3 = s3.clone();
                 async move { s3.call(request).await }
             });
-            if let Err(e) =
-                auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await
-            {
-                tracing::debug!(error = %e, "S3 connection");
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                served = connection => if let Err(e) = served { tracing::debug!(error = %e, "S3 connection") },
+                _ = stop.changed() => {}
             }
         });
     }
@@ -62,12 +66,19 @@ pub(crate) async fn serve_registry(
         let _ = stream.set_nodelay(true);
         let acceptor = acceptor.clone();
         let app = app.clone();
+        let mut stop = shutdown.clone();
         tokio::spawn(async move {
-            let Some(acceptor) = acceptor else { return serve_connection(stream, app).await };
-            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => serve_connection(stream, app).await,
-                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake"),
-                Err(_) => tracing::debug!("TLS handshake timed out"),
+            let connection = async move {
+                let Some(acceptor) = acceptor else { return serve_connection(stream, app).await };
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => serve_connection(stream, app).await,
+                    Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake"),
+                    Err(_) => tracing::debug!("TLS handshake timed out"),
+                }
+            };
+            tokio::select! {
+                () = connection => {}
+                _ = stop.changed() => {}
             }
         });
     }

@@ -22,7 +22,7 @@ use crate::storage::{Revalidated, Storage};
 
 /// Version lists: a cache may keep them but must revalidate (ETag) before each use, so a
 /// new version shows at once; `private` because what a token may see is per token.
-const NO_CACHE: &str = "private, no-cache";
+pub(crate) const NO_CACHE: &str = "private, no-cache";
 
 /// `If-None-Match` (a list, or `*`) against our strong ETag; weak comparison, as RFC 9110
 /// asks for this header.
@@ -63,9 +63,9 @@ fn absent(route: &Route) -> Error {
 
 /// A manifest as a request uses it: the parsed value, and whether it is a cached copy served
 /// because storage failed.
-struct Read<T> {
-    value: Arc<T>,
-    stale: bool,
+pub(crate) struct Read<T> {
+    pub(crate) value: Arc<T>,
+    pub(crate) stale: bool,
 }
 
 /// The header that marks an answer made from a cached manifest because storage failed.
@@ -88,7 +88,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn json(status: StatusCode, value: &impl serde::Serialize) -> Self {
+    pub(crate) fn json(status: StatusCode, value: &impl serde::Serialize) -> Self {
         match serde_json::to_vec(value) {
             Ok(body) => Reply { status, headers: vec![("content-type", CONTENT_TYPE_JSON.into())], body: body.into() },
             Err(e) => {
@@ -112,13 +112,13 @@ impl Reply {
         Reply { status: err.status(), headers, body: err.body().into() }
     }
 
-    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
     }
 
     /// Say so when the answer comes from a copy kept through a storage fault.
-    fn stale(self, stale: bool) -> Self {
+    pub(crate) fn stale(self, stale: bool) -> Self {
         if stale {
             self.header(STALE_HEADER, "storage unavailable; served from this function's cached manifest")
         } else {
@@ -126,9 +126,20 @@ impl Reply {
         }
     }
 
+    /// Marked as made without the upstream (pull-through), which failed: from what the
+    /// bucket keeps of it.
+    #[cfg(feature = "aws")]
+    pub(crate) fn upstream_stale(self, stale: bool) -> Self {
+        if stale {
+            self.header(STALE_HEADER, "upstream registry unreachable; served from what the bucket keeps of it")
+        } else {
+            self
+        }
+    }
+
     /// A strong ETag of the body, for answers that carry no presigned URL (those change at every
     /// request and are `no-store`).
-    fn etag(self) -> Self {
+    pub(crate) fn etag(self) -> Self {
         let digest = sha2::Sha256::digest(&self.body);
         let etag = format!("\"{}\"", hex::encode(&digest[..16]));
         self.header("etag", etag)
@@ -228,6 +239,9 @@ pub struct App<S> {
     tokens: Mutex<Option<(Instant, Option<Arc<TokenStore>>)>>,
     /// Parsed manifests of this container, revalidated by ETag (`cache`).
     manifests: ManifestCache,
+    /// The mirror's upstream registries (pull-through); `None`: off.
+    #[cfg(feature = "aws")]
+    upstream: Option<Arc<crate::upstream::Upstream>>,
 }
 
 impl<S: Storage> App<S> {
@@ -235,7 +249,29 @@ impl<S: Storage> App<S> {
     /// API Gateway had sent a request to the wrong function.
     pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
         let manifests = ManifestCache::new(config.manifest_cache_bytes, config.manifest_cache_ttl);
-        App { config, storage, services: services.to_vec(), tokens: Mutex::new(None), manifests }
+        App {
+            config,
+            storage,
+            services: services.to_vec(),
+            tokens: Mutex::new(None),
+            manifests,
+            #[cfg(feature = "aws")]
+            upstream: None,
+        }
+    }
+
+    /// The same app, answering mirror requests for providers of `upstream`'s hosts from
+    /// there when the bucket lacks them (`pull_through`).
+    #[cfg(feature = "aws")]
+    pub fn with_upstream(mut self, upstream: Option<Arc<crate::upstream::Upstream>>) -> Self {
+        self.upstream = upstream;
+        self
+    }
+
+    /// The upstream to ask for `provider`, if its host is one.
+    #[cfg(feature = "aws")]
+    fn upstream_for(&self, provider: &ProviderAddress) -> Option<Arc<crate::upstream::Upstream>> {
+        self.upstream.as_ref().filter(|u| u.allows(&provider.hostname)).cloned()
     }
 
     /// Answer one request. Its `Authorization` header and query string are never logged.
@@ -346,6 +382,10 @@ impl<S: Storage> App<S> {
                     .stale(read.stale))
             }
             Route::MirrorIndex(provider) => {
+                #[cfg(feature = "aws")]
+                if let Some(upstream) = self.upstream_for(provider) {
+                    return self.mirror_index_through(upstream, provider, deadline, absent).await;
+                }
                 let key = layout::provider_index(provider);
                 let read =
                     self.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline).await?;
@@ -355,20 +395,14 @@ impl<S: Storage> App<S> {
                     .stale(read.stale))
             }
             Route::MirrorVersion(provider, version) => {
+                #[cfg(feature = "aws")]
+                if let Some(upstream) = self.upstream_for(provider) {
+                    return self.mirror_version_through(upstream, provider, version, deadline, absent).await;
+                }
                 let key = layout::provider_version(provider, version);
                 let read =
                     self.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), absent, deadline).await?;
-                let prefix = layout::provider_prefix(provider);
-                let mut archives = serde_json::Map::new();
-                for (platform, archive) in &read.value.archives {
-                    let wanted = Wanted::ProviderArchive { provider, version, platform };
-                    let url = self.presign(&format!("{prefix}{}", archive.url), archive.version_id(), wanted).await?;
-                    let mut entry = json!({ "url": url });
-                    if !archive.hashes.is_empty() {
-                        entry["hashes"] = json!(archive.hashes);
-                    }
-                    archives.insert(platform.clone(), entry);
-                }
+                let archives = self.mirror_archives(provider, version, &read.value).await?;
                 Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives }))
                     .header("cache-control", "no-store")
                     .stale(read.stale))
@@ -389,6 +423,28 @@ impl<S: Storage> App<S> {
                 self.provider_download(provider, version, platform, deadline, absent).await
             }
         }
+    }
+
+    /// `VERSION.json`'s `archives` for what the bucket holds: each zip presigned (the version
+    /// the indexer hashed), with its `h1:` and `zh:` hashes.
+    pub(crate) async fn mirror_archives(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+        document: &ProviderVersion,
+    ) -> Result<serde_json::Map<String, Value>, Error> {
+        let prefix = layout::provider_prefix(provider);
+        let mut archives = serde_json::Map::new();
+        for (platform, archive) in &document.archives {
+            let wanted = Wanted::ProviderArchive { provider, version, platform };
+            let url = self.presign(&format!("{prefix}{}", archive.url), archive.version_id(), wanted).await?;
+            let mut entry = json!({ "url": url });
+            if !archive.hashes.is_empty() {
+                entry["hashes"] = json!(archive.hashes);
+            }
+            archives.insert(platform.clone(), entry);
+        }
+        Ok(archives)
     }
 
     /// providers.v1 `…/:version/download/:os/:arch`: one read (the version's document), three
@@ -515,7 +571,7 @@ impl<S: Storage> App<S> {
     /// served, marked stale, rather than an error; with none, 503 and `Retry-After`. With a
     /// copy to fall back on, a read still going on `STALE_MARGIN` before the request's
     /// `deadline` counts as failed, so the copy is served in time.
-    async fn manifest<T: Send + Sync + 'static>(
+    pub(crate) async fn manifest<T: Send + Sync + 'static>(
         &self,
         key: &str,
         parse: fn(&[u8]) -> Result<T, Error>,

@@ -47,6 +47,50 @@ pub struct Config {
     /// The longest a request may take before it is answered 503 with `Retry-After`
     /// (`REQUEST_BUDGET`; not a variable: infra's `read_timeout_seconds` is bounded by it).
     pub request_budget: Duration,
+    /// The pull-through mirror's upstream registries.
+    pub upstream: UpstreamSettings,
+}
+
+/// Where the network mirror may fetch a provider the bucket does not have (`upstream`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamSettings {
+    /// `REGISTRY_UPSTREAM_HOSTS`: comma-separated provider hostnames (`registry.terraform.io`,
+    /// the default when unset; empty turns the pull-through off). A mirror request for a
+    /// provider of one of these hosts that the bucket lacks is answered from that host's
+    /// providers.v1 service, and its packages are copied into the bucket.
+    pub hosts: Vec<String>,
+    /// Hosts reached at another address than their name (`HOST=https://ADDRESS[:PORT]` in
+    /// `REGISTRY_UPSTREAM_HOSTS`): an internal endpoint of the public registry, or a registry
+    /// on a port. Provider addresses keep naming HOST: the terraform CLI cannot ask a network
+    /// mirror for a provider whose host has a port ("first path segment in URL cannot contain
+    /// colon"), so such an upstream needs a name without one.
+    pub endpoints: std::collections::BTreeMap<String, String>,
+    /// `REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS` (default 600, at most 86400): how long an
+    /// upstream's version list kept in the bucket is used without asking the upstream again;
+    /// new upstream releases appear after this.
+    pub versions_ttl: Duration,
+    /// `REGISTRY_UPSTREAM_TIMEOUT_SECONDS` (default 4, 1 to 8): the longest one upstream
+    /// request may take on the request path (the request's whole budget is `REQUEST_BUDGET`).
+    pub timeout: Duration,
+    /// `REGISTRY_UPSTREAM_CA_FILE`: PEM certificates trusted for upstreams besides the
+    /// system's roots (a private upstream, or the local registry's `make dev UPSTREAM=`).
+    pub ca_file: Option<String>,
+}
+
+/// The public registry: the upstream when `REGISTRY_UPSTREAM_HOSTS` is unset.
+pub const UPSTREAM_HOST_DEFAULT: &str = "registry.terraform.io";
+
+impl UpstreamSettings {
+    /// No upstream: the pull-through is off.
+    pub fn off() -> Self {
+        UpstreamSettings {
+            hosts: Vec::new(),
+            endpoints: Default::default(),
+            versions_ttl: Duration::from_secs(600),
+            timeout: Duration::from_secs(4),
+            ca_file: None,
+        }
+    }
 }
 
 /// Default (and deployed value) of `Config::request_budget`. One storage read gives up after
@@ -86,6 +130,7 @@ impl Config {
             manifest_cache_bytes: MANIFEST_CACHE_BYTES_DEFAULT,
             manifest_cache_ttl: Duration::ZERO,
             request_budget: REQUEST_BUDGET,
+            upstream: UpstreamSettings::off(),
         }
     }
 
@@ -199,6 +244,71 @@ impl Config {
             60,
             "seconds",
         )?);
+        let mut upstream_endpoints = std::collections::BTreeMap::new();
+        let upstream_hosts = match get("REGISTRY_UPSTREAM_HOSTS") {
+            None => vec![UPSTREAM_HOST_DEFAULT.to_string()],
+            Some(raw) => {
+                let mut hosts = Vec::new();
+                for item in raw.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+                    let (host, endpoint) = match item.split_once('=') {
+                        Some((host, endpoint)) => (host.trim(), Some(endpoint.trim())),
+                        None => (item, None),
+                    };
+                    if crate::address::ProviderAddress::parse(host, "x", "x").is_err() {
+                        return Err(ConfigError(format!(
+                            "REGISTRY_UPSTREAM_HOSTS holds {:?}, not a lower-case provider host name \
+                             (registry.terraform.io, or NAME=https://ADDRESS:PORT)",
+                            crate::address::printable(host)
+                        )));
+                    }
+                    if let Some(endpoint) = endpoint {
+                        let origin = endpoint.strip_prefix("https://").map(|a| a.trim_end_matches('/'));
+                        match origin {
+                            Some(address) if !address.is_empty() && !address.contains(['/', '?', '#', '@']) => {
+                                upstream_endpoints.insert(host.to_string(), format!("https://{address}"));
+                            }
+                            _ => {
+                                return Err(ConfigError(format!(
+                                    "REGISTRY_UPSTREAM_HOSTS: {host} is reached at {:?}, not an https://ADDRESS[:PORT]",
+                                    crate::address::printable(endpoint)
+                                )));
+                            }
+                        }
+                    }
+                    hosts.push(host.to_string());
+                }
+                hosts
+            }
+        };
+        if let Some(own) = &hostname
+            && upstream_hosts.contains(own)
+        {
+            return Err(ConfigError(format!(
+                "REGISTRY_UPSTREAM_HOSTS holds this registry's own host {own:?} (REGISTRY_HOSTNAME): it would be its own upstream"
+            )));
+        }
+        let upstream = UpstreamSettings {
+            hosts: upstream_hosts,
+            endpoints: upstream_endpoints,
+            versions_ttl: Duration::from_secs(bounded(
+                "REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS",
+                get("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS"),
+                600,
+                86_400,
+                "seconds",
+            )?),
+            timeout: match bounded(
+                "REGISTRY_UPSTREAM_TIMEOUT_SECONDS",
+                get("REGISTRY_UPSTREAM_TIMEOUT_SECONDS"),
+                4,
+                8,
+                "seconds",
+            )? {
+                0 => return Err(ConfigError("REGISTRY_UPSTREAM_TIMEOUT_SECONDS must be 1 to 8 seconds, got 0".into())),
+                secs => Duration::from_secs(secs),
+            },
+            ca_file: get("REGISTRY_UPSTREAM_CA_FILE").map(|f| f.trim().to_string()).filter(|f| !f.is_empty()),
+        };
         Ok(Config {
             bucket,
             presign_ttl,
@@ -211,6 +321,7 @@ impl Config {
             manifest_cache_bytes,
             manifest_cache_ttl,
             request_budget: REQUEST_BUDGET,
+            upstream,
         })
     }
 }
@@ -279,7 +390,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c = load(&[("REGISTRY_BUCKET", "b")]).unwrap();
-        assert_eq!(c, Config::new("b"));
+        let upstream = UpstreamSettings { hosts: vec!["registry.terraform.io".into()], ..UpstreamSettings::off() };
+        assert_eq!(c, Config { upstream, ..Config::new("b") });
+        let off = load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", " ")]).unwrap();
+        assert_eq!(off, Config::new("b"), "an empty REGISTRY_UPSTREAM_HOSTS turns the pull-through off");
         assert_eq!(c.presign_ttl, Duration::from_secs(300));
     }
 
@@ -308,6 +422,35 @@ mod tests {
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_UNPACKED_BYTES", "0")], "REGISTRY_MAX_UNPACKED_BYTES"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_ARCHIVE_ENTRIES", "2000000")], "REGISTRY_MAX_ARCHIVE_ENTRIES"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_S3_FORCE_PATH_STYLE", "yes")], "REGISTRY_S3_FORCE_PATH_STYLE"),
+            (
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io,https://x.y")],
+                "REGISTRY_UPSTREAM_HOSTS",
+            ),
+            (
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "up.example=http://127.0.0.1:1")],
+                "https://ADDRESS",
+            ),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "up.example=https://a/b")], "https://ADDRESS"),
+            (
+                &[
+                    ("REGISTRY_BUCKET", "b"),
+                    ("REGISTRY_HOSTNAME", "r.example.com"),
+                    ("REGISTRY_UPSTREAM_HOSTS", "r.example.com"),
+                ],
+                "its own upstream",
+            ),
+            (
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_TIMEOUT_SECONDS", "0")],
+                "REGISTRY_UPSTREAM_TIMEOUT_SECONDS",
+            ),
+            (
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_TIMEOUT_SECONDS", "30")],
+                "REGISTRY_UPSTREAM_TIMEOUT_SECONDS",
+            ),
+            (
+                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS", "ten")],
+                "REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS",
+            ),
         ];
         for (vars, needle) in cases {
             let err = load(vars).unwrap_err();
@@ -327,5 +470,16 @@ mod tests {
         assert_eq!(c.presign_ttl, Duration::from_secs(60));
         assert_eq!(c.paths.modules, "/modules/");
         assert_eq!(c.paths.mirror, "/providers/");
+        let c = load(&[
+            ("REGISTRY_BUCKET", "b"),
+            ("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io, 127.0.0.1:8443, up.example=https://127.0.0.1:9443/"),
+            ("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS", "0"),
+            ("REGISTRY_UPSTREAM_CA_FILE", "/tmp/ca.pem"),
+        ])
+        .unwrap();
+        assert_eq!(c.upstream.hosts, ["registry.terraform.io", "127.0.0.1:8443", "up.example"]);
+        assert_eq!(c.upstream.endpoints.get("up.example").map(String::as_str), Some("https://127.0.0.1:9443"));
+        assert_eq!(c.upstream.versions_ttl, Duration::ZERO);
+        assert_eq!(c.upstream.ca_file.as_deref(), Some("/tmp/ca.pem"));
     }
 }

@@ -28,6 +28,10 @@ pub enum Error {
     /// without `s3:ListBucket`) the key does not exist. Callers that know which decide; left
     /// alone it is a misconfiguration, 500.
     Forbidden(String),
+    /// An upstream registry (pull-through) could not be reached, failed, or sent something
+    /// that does not verify. The message names the upstream and is shown to the client: it
+    /// holds only the host and what went wrong, never a key or a URL with credentials.
+    BadGateway(String),
     /// Something we wrote is unreadable (a corrupt manifest) or an invariant broke.
     Internal(String),
     /// An object's bytes are unusable as stored (they fail S3's integrity check, or exceed a
@@ -45,6 +49,7 @@ impl Error {
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Error::Internal(_) | Error::Corrupt(_) | Error::Forbidden(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -52,7 +57,7 @@ impl Error {
     /// The text a client sees. Server-side details stay in the log.
     pub fn public_message(&self) -> String {
         match self {
-            Error::BadRequest(m) | Error::NotFound(m) | Error::Unauthorized(m) => m.clone(),
+            Error::BadRequest(m) | Error::NotFound(m) | Error::Unauthorized(m) | Error::BadGateway(m) => m.clone(),
             Error::Conflict(_) => "conflicting update, try again".into(),
             Error::MethodNotAllowed => "method not allowed: this registry answers GET and HEAD".into(),
             Error::Unavailable(_) => "storage is unavailable, try again".into(),
@@ -85,6 +90,7 @@ impl fmt::Display for Error {
             Error::Internal(m) => write!(f, "internal: {m}"),
             Error::Corrupt(m) => write!(f, "corrupt: {m}"),
             Error::Forbidden(m) => write!(f, "access denied: {m}"),
+            Error::BadGateway(m) => write!(f, "bad gateway: {m}"),
         }
     }
 }
@@ -106,6 +112,11 @@ mod tests {
             (Error::Internal("manifest at modules/a/b/c parse error".into()), 500, "internal error"),
             (Error::Corrupt("checksum mismatch".into()), 500, "internal error"),
             (Error::Forbidden("GetObject access/tokens.json".into()), 500, "internal error"),
+            (
+                Error::BadGateway("upstream registry.terraform.io: timed out".into()),
+                502,
+                "upstream registry.terraform.io: timed out",
+            ),
         ];
         for (err, status, text) in cases {
             assert_eq!(err.status().as_u16(), status, "{err}");

@@ -159,6 +159,19 @@ pub async fn process<S: Storage>(
     }
 }
 
+/// The pull records an S3 notification batch names (the puller's invocation): created keys
+/// of this bucket that the puller's filter covers (`layout::notifies_puller`), each once.
+pub fn pull_records(event: &S3Event, bucket: &str) -> BTreeSet<String> {
+    event
+        .records
+        .iter()
+        .filter(|r| r.s3.bucket.name.as_deref() == Some(bucket))
+        .filter(|r| r.event_name.as_deref().is_some_and(|n| n.starts_with("ObjectCreated:")))
+        .filter_map(|r| r.s3.object.key.as_deref().and_then(decode_event_key))
+        .filter(|key| layout::notifies_puller(key))
+        .collect()
+}
+
 /// Decode a key from an S3 notification: `+` is a space, `%XX` an escaped byte.
 pub fn decode_event_key(raw: &str) -> Option<String> {
     percent_decode(&raw.replace('+', " "))

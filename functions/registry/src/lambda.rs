@@ -28,10 +28,15 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
     Ok(App::new(Config::from_env()?, NoStorage, &[Service::Discovery]))
 }
 
-/// The modules or mirror function: config and the S3 client, built once.
+/// The modules, mirror or providers function: config and the S3 client, built once; the
+/// mirror also gets its upstream client when the pull-through is on.
 pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    Ok(App::new(config, storage, &[service]))
+    let upstream = match service {
+        Service::Mirror => crate::upstream::Upstream::new(&config.upstream)?.map(std::sync::Arc::new),
+        _ => None,
+    };
+    Ok(App::new(config, storage, &[service]).with_upstream(upstream))
 }
 
 /// Configuration and the S3 client, with what each cost in the function's log (the cold-start
@@ -128,4 +133,54 @@ pub async fn index_payload<S: Storage>(function: &IndexerFunction<S>, payload: V
     let summary = crate::events::process(&indexer, &function.config.bucket, event).await?;
     tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
     Ok(serde_json::to_value(summary)?)
+}
+
+/// The puller function's state: config, the S3 client and the upstream client, built once.
+pub struct PullerFunction<S> {
+    /// Loaded once at start.
+    pub config: Config,
+    /// The bucket.
+    pub storage: S,
+    /// The allowed upstreams.
+    pub upstream: crate::upstream::Upstream,
+}
+
+/// Build the puller function's state from the environment (once per container). Without
+/// upstream hosts there is nothing to pull: a configuration error.
+pub async fn puller_function() -> Result<PullerFunction<S3Storage>, BoxError> {
+    let (config, storage) = config_and_storage().await?;
+    let upstream = crate::upstream::Upstream::new(&config.upstream)?
+        .ok_or("REGISTRY_UPSTREAM_HOSTS is empty: the puller has no upstream to copy from")?;
+    Ok(PullerFunction { config, storage, upstream })
+}
+
+/// Answer one puller invocation: S3 notifications of pull records. An `Err` (storage or the
+/// upstream unreachable) makes Lambda retry the event; a zip that does not verify is not.
+pub async fn pull<S: Storage>(function: &PullerFunction<S>, event: LambdaEvent<Value>) -> Result<Value, BoxError> {
+    Box::pin(pull_payload(function, event.payload)).await
+}
+
+/// The puller's answer to an invocation's JSON (what tests call).
+pub async fn pull_payload<S: Storage>(function: &PullerFunction<S>, payload: Value) -> Result<Value, BoxError> {
+    let event: aws_lambda_events::s3::S3Event =
+        serde_json::from_value(payload).map_err(|e| format!("expected S3 notifications: {e}"))?;
+    let mut reports = serde_json::Map::new();
+    let mut failure = None;
+    for key in crate::events::pull_records(&event, &function.config.bucket) {
+        let limit = function.config.limits.provider_zip_bytes;
+        match crate::upstream::copy::copy_release(&function.storage, &function.upstream, &key, limit).await {
+            Ok(report) => {
+                tracing::info!(key, copied = ?report.copied, present = ?report.present, failed = ?report.failed, "pulled");
+                reports.insert(key, serde_json::to_value(report)?);
+            }
+            Err(e) => {
+                tracing::error!(key, error = %e, "pull failed; the event will be retried");
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err(Box::new(e)),
+        None => Ok(Value::Object(reports)),
+    }
 }

@@ -15,6 +15,10 @@
 //! indexed/providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json
 //! rejections/KEY.json                                       why KEY was not indexed  indexer only
 //! access/tokens.json                                        token hashes and scopes  token command
+//! upstream/versions/HOSTNAME/NAMESPACE/TYPE/index.json      an upstream's version list  mirror function
+//! upstream/pulls/HOSTNAME/NAMESPACE/TYPE/VERSION.json       a verified upstream release  mirror function
+//!                                                  to copy (pull-through; the puller copies its zips
+//!                                                  to providers/HOSTNAME/…, where the indexer finds them)
 //! ```
 //!
 //! The trust boundary is the prefix: publishers write inputs (`modules/`, `providers/`); what
@@ -39,6 +43,13 @@ pub const SIGNING_KEYS_PREFIX: &str = "signing-keys/";
 /// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
 /// token command.
 pub const TOKENS: &str = "access/tokens.json";
+/// What the network mirror keeps of upstream registries (pull-through); written by the mirror
+/// function only, read by it and by the puller.
+pub const UPSTREAM_PREFIX: &str = "upstream/";
+/// Upstream version lists, each with the time it was fetched.
+pub const UPSTREAM_VERSIONS_PREFIX: &str = "upstream/versions/";
+/// Pull records: upstream releases whose signature verified, to be copied into the bucket.
+pub const UPSTREAM_PULLS_PREFIX: &str = "upstream/pulls/";
 /// The file name of a module manifest.
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 /// The file name of a provider's version list (the network mirror's).
@@ -71,6 +82,34 @@ pub const SHASUMS_SUFFIX: &str = "_SHA256SUMS";
 pub const SIGNATURE_SUFFIX: &str = "_SHA256SUMS.sig";
 /// The end of its manifest's name (`{"metadata": {"protocol_versions": ["6.0"]}}`).
 pub const RELEASE_MANIFEST_SUFFIX: &str = "_manifest.json";
+
+/// The writes that invoke the puller (pull-through copies), as (prefix, suffix): infra's
+/// second S3 notification (`local.pull_notifications`), and what the local registry's
+/// embedded S3 hands to its puller. Disjoint from `NOTIFICATIONS`.
+pub const PULL_NOTIFICATIONS: [(&str, &str); 1] = [(UPSTREAM_PULLS_PREFIX, ".json")];
+
+/// Whether a write of `key` invokes the puller.
+pub fn notifies_puller(key: &str) -> bool {
+    PULL_NOTIFICATIONS.iter().any(|(prefix, suffix)| key.starts_with(prefix) && key.ends_with(suffix))
+}
+
+/// Where the mirror keeps an upstream provider's version list.
+pub fn upstream_versions(p: &ProviderAddress) -> String {
+    format!("{UPSTREAM_VERSIONS_PREFIX}{}/{}/{}/{PROVIDER_INDEX_FILE}", p.hostname, p.namespace, p.r#type)
+}
+
+/// Where the mirror records an upstream release to copy.
+pub fn upstream_pull(p: &ProviderAddress, version: &semver::Version) -> String {
+    format!("{UPSTREAM_PULLS_PREFIX}{}/{}/{}/{version}.json", p.hostname, p.namespace, p.r#type)
+}
+
+/// The provider and version a pull record's key names (`None` for any other key).
+pub fn upstream_pull_release(key: &str) -> Option<(ProviderAddress, semver::Version)> {
+    let [hostname, namespace, r#type, file] = split4(key.strip_prefix(UPSTREAM_PULLS_PREFIX)?)?;
+    let provider = ProviderAddress::parse(hostname, namespace, r#type).ok()?;
+    let version = crate::address::parse_version(file.strip_suffix(".json")?).ok()?;
+    Some((provider, version))
+}
 
 /// Whether a write or delete of `key` invokes the indexer (in AWS through S3 notifications,
 /// locally through the embedded S3).

@@ -15,7 +15,10 @@
 //! - [`access`]: tokens, scopes and the access decision.
 //! - [`config`]: typed configuration, loaded once from the environment.
 //! - `cache`: the warm container's manifest cache.
+//! - [`upstream`]: upstream registries for the pull-through mirror (records; the client and
+//!   the puller with feature `aws`).
 //! - [`app`]: the handler every deployment runs; one storage read per request.
+//! - `pull_through` (feature `aws`): the mirror routes' answers for upstream providers.
 //! - `events` (feature `aws`): S3 notifications and the indexer function's processing of them.
 //! - `lambda` (feature `aws`): what the Lambda `main`s call.
 //! - `testing`, `invariants` (feature `test-support`): archive builders and the routing
@@ -45,12 +48,15 @@ pub mod lambda;
 pub mod layout;
 pub mod manifest;
 pub mod publish_log;
+#[cfg(feature = "aws")]
+mod pull_through;
 mod retry;
 pub mod router;
 pub mod signing;
 pub mod storage;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
+pub mod upstream;
 
 pub use app::{App, Reply};
 pub use config::Config;

@@ -502,6 +502,15 @@ mod tests {
             }
             self.inner.put(key, body, content_type, precondition).await
         }
+        async fn put_file(
+            &self,
+            key: &str,
+            path: &std::path::Path,
+            content_type: &str,
+            precondition: Precondition,
+        ) -> Result<(), Error> {
+            self.inner.put_file(key, path, content_type, precondition).await
+        }
         async fn delete(&self, key: &str) -> Result<(), Error> {
             self.inner.delete(key).await
         }

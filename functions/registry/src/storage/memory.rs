@@ -174,6 +174,17 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
+    async fn put_file(
+        &self,
+        key: &str,
+        path: &std::path::Path,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> Result<(), Error> {
+        let body = tokio::fs::read(path).await.map_err(|e| Error::Internal(format!("read {}: {e}", path.display())))?;
+        self.put(key, Bytes::from(body), content_type, precondition).await
+    }
+
     async fn delete(&self, key: &str) -> Result<(), Error> {
         self.begin()?;
         self.remove(key);

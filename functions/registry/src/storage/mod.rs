@@ -101,6 +101,16 @@ pub trait Storage: Send + Sync {
         precondition: Precondition,
     ) -> impl Future<Output = Result<(), Error>> + Send;
 
+    /// Write a whole object from a local file (a copied archive of hundreds of MB, never
+    /// held in memory), as `put` does.
+    fn put_file(
+        &self,
+        key: &str,
+        path: &std::path::Path,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
     /// Delete an object; deleting a key that is not there succeeds, as in S3.
     fn delete(&self, key: &str) -> impl Future<Output = Result<(), Error>> + Send;
 
@@ -139,6 +149,9 @@ impl Storage for NoStorage {
         Err(Error::Internal("this function has no storage".into()))
     }
     async fn put(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<(), Error> {
+        Err(Error::Internal("this function has no storage".into()))
+    }
+    async fn put_file(&self, _: &str, _: &std::path::Path, _: &str, _: Precondition) -> Result<(), Error> {
         Err(Error::Internal("this function has no storage".into()))
     }
     async fn delete(&self, _: &str) -> Result<(), Error> {

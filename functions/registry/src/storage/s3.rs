@@ -157,6 +157,35 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+impl S3Storage {
+    /// One PutObject with its condition; 412 and 409 are `Error::Conflict`.
+    async fn put_stream(
+        &self,
+        key: &str,
+        body: ByteStream,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> Result<(), Error> {
+        let mut request = self.client.put_object().bucket(&self.bucket).key(key).content_type(content_type).body(body);
+        request = match &precondition {
+            Precondition::None => request,
+            Precondition::IfMatch(etag) => request.if_match(etag),
+            Precondition::IfAbsent => request.if_none_match("*"),
+        };
+        match request.send().await {
+            Ok(_) => Ok(()),
+            // 412: the condition failed; 409: a concurrent conditional write is in flight.
+            Err(SdkError::ServiceError(se))
+                if matches!(se.raw().status().as_u16(), 409 | 412)
+                    || matches!(se.err().code(), Some("PreconditionFailed" | "ConditionalRequestConflict")) =>
+            {
+                Err(Error::Conflict(format!("{key}: {precondition:?} does not hold")))
+            }
+            Err(e) => Err(unavailable("PutObject", key, e)),
+        }
+    }
+}
+
 impl Storage for S3Storage {
     async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
         body_retried(key, || async {
@@ -196,29 +225,19 @@ impl Storage for S3Storage {
     }
 
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
-        let mut request = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .content_type(content_type)
-            .body(ByteStream::from(body));
-        request = match &precondition {
-            Precondition::None => request,
-            Precondition::IfMatch(etag) => request.if_match(etag),
-            Precondition::IfAbsent => request.if_none_match("*"),
-        };
-        match request.send().await {
-            Ok(_) => Ok(()),
-            // 412: the condition failed; 409: a concurrent conditional write is in flight.
-            Err(SdkError::ServiceError(se))
-                if matches!(se.raw().status().as_u16(), 409 | 412)
-                    || matches!(se.err().code(), Some("PreconditionFailed" | "ConditionalRequestConflict")) =>
-            {
-                Err(Error::Conflict(format!("{key}: {precondition:?} does not hold")))
-            }
-            Err(e) => Err(unavailable("PutObject", key, e)),
-        }
+        self.put_stream(key, ByteStream::from(body), content_type, precondition).await
+    }
+
+    async fn put_file(
+        &self,
+        key: &str,
+        path: &std::path::Path,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> Result<(), Error> {
+        let body =
+            ByteStream::from_path(path).await.map_err(|e| Error::Internal(format!("read {}: {e}", path.display())))?;
+        self.put_stream(key, body, content_type, precondition).await
     }
 
     async fn delete(&self, key: &str) -> Result<(), Error> {

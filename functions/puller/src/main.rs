@@ -1,0 +1,9 @@
+//! The puller Lambda: wiring only. Pull records in (S3 notifications), upstream zips copied into
+//! the bucket by `registry::upstream::copy`, where the indexer takes over.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let function = registry::lambda::puller_function().await?;
+    lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::pull(&function, event))).await
+}

@@ -1,0 +1,176 @@
+//! The one HTTP client for upstream registries: hyper with rustls, the stack aws-sdk-s3 already
+//! runs on, trusting the system's roots (plus `REGISTRY_UPSTREAM_CA_FILE`). Every request has
+//! a deadline, every body a size bound, redirects a count; registry API calls are HTTPS only.
+//! Messages never hold a URL's query string (a presigned URL's credentials).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode, header};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use url::Url;
+
+use crate::error::Error;
+
+/// Most redirects followed (GitHub release downloads take two).
+const MAX_REDIRECTS: usize = 5;
+/// Longest wait for the next piece of an archive body while copying.
+const STREAM_IDLE: Duration = Duration::from_secs(30);
+/// What upstreams see us as.
+const USER_AGENT: &str = concat!("terraform-registry-pull-through/", env!("CARGO_PKG_VERSION"));
+
+/// What a GET found.
+pub(crate) enum Got<T> {
+    /// 2xx: the body (or what was done with it) and the URL it came from after redirects.
+    Found(Url, T),
+    /// 404 or 410: the upstream says there is no such thing.
+    NotFound,
+}
+
+/// The client (one per container; it keeps connections).
+pub(crate) struct HttpClient {
+    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    timeout: Duration,
+}
+
+/// A URL as messages may show it: scheme, host and path, never the query.
+pub(crate) fn shown(url: &Url) -> String {
+    let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+    format!("{}://{}{port}{}", url.scheme(), url.host_str().unwrap_or(""), url.path())
+}
+
+/// An error and its causes on one line (hyper's own text is only "client error (Connect)").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl HttpClient {
+    /// `ca_file`: extra PEM roots; `timeout`: for connecting, for an answer, for a small body.
+    pub(crate) fn new(ca_file: Option<&str>, timeout: Duration) -> Result<Self, Error> {
+        use rustls_pki_types::CertificateDer;
+        use rustls_pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        let (added, _) = roots.add_parsable_certificates(native.certs);
+        if let Some(file) = ca_file {
+            let certs = CertificateDer::pem_file_iter(file)
+                .map_err(|e| Error::Internal(format!("REGISTRY_UPSTREAM_CA_FILE {file}: {e}")))?;
+            for cert in certs {
+                let cert = cert.map_err(|e| Error::Internal(format!("REGISTRY_UPSTREAM_CA_FILE {file}: {e}")))?;
+                roots.add(cert).map_err(|e| Error::Internal(format!("REGISTRY_UPSTREAM_CA_FILE {file}: {e}")))?;
+            }
+        }
+        if roots.is_empty() {
+            return Err(Error::Internal(format!(
+                "no trusted root certificates for upstream registries ({added} system roots; set REGISTRY_UPSTREAM_CA_FILE)"
+            )));
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Internal(format!("upstream TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut connector = HttpConnector::new();
+        connector.enforce_http(false);
+        connector.set_connect_timeout(Some(timeout));
+        // Plain HTTP only for archives (their bytes are checked against a signed SHA-256, and a
+        // registry may well hand out http:// URLs); the registry API itself is HTTPS only.
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(30)).build(https);
+        Ok(HttpClient { client, timeout })
+    }
+
+    /// GET `url`, following redirects; `api`: every hop must be HTTPS.
+    async fn response(&self, mut url: Url, api: bool) -> Result<Got<hyper::Response<Incoming>>, String> {
+        for _ in 0..=MAX_REDIRECTS {
+            match url.scheme() {
+                "https" => {}
+                "http" if !api => {}
+                _ => return Err(format!("{} is not an HTTPS URL", shown(&url))),
+            }
+            let request = Request::get(url.as_str())
+                .header(header::USER_AGENT, USER_AGENT)
+                .body(Empty::new())
+                .map_err(|e| format!("{}: {e}", shown(&url)))?;
+            let response = tokio::time::timeout(self.timeout, self.client.request(request))
+                .await
+                .map_err(|_| format!("{}: no answer within {:?}", shown(&url), self.timeout))?
+                .map_err(|e| format!("{}: {}", shown(&url), chain(&e)))?;
+            let status = response.status();
+            if status.is_redirection()
+                && let Some(location) = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok())
+            {
+                url = url.join(location).map_err(|e| format!("{}: bad redirect: {e}", shown(&url)))?;
+                continue;
+            }
+            return match status {
+                StatusCode::NOT_FOUND | StatusCode::GONE => Ok(Got::NotFound),
+                s if s.is_success() => Ok(Got::Found(url, response)),
+                s => Err(format!("{} answered {s}", shown(&url))),
+            };
+        }
+        Err(format!("{}: more than {MAX_REDIRECTS} redirects", shown(&url)))
+    }
+
+    /// A small body (a registry answer, `SHA256SUMS`, a signature), at most `limit` bytes.
+    pub(crate) async fn get(&self, url: Url, limit: usize, api: bool) -> Result<Got<Bytes>, String> {
+        let (url, response) = match self.response(url, api).await? {
+            Got::Found(url, response) => (url, response),
+            Got::NotFound => return Ok(Got::NotFound),
+        };
+        let body = http_body_util::Limited::new(response.into_body(), limit).collect();
+        let body = tokio::time::timeout(self.timeout, body)
+            .await
+            .map_err(|_| format!("{}: the body did not arrive within {:?}", shown(&url), self.timeout))?
+            .map_err(|e| format!("{}: body unreadable or over {limit} bytes: {e}", shown(&url)))?;
+        Ok(Got::Found(url, body.to_bytes()))
+    }
+
+    /// Feed an archive's bytes to `sink` as they arrive, at most `limit` of them; how many.
+    pub(crate) async fn stream(
+        &self,
+        url: Url,
+        limit: u64,
+        mut sink: impl FnMut(&[u8]) -> Result<(), Error>,
+    ) -> Result<Got<u64>, String> {
+        let (url, response) = match self.response(url, false).await? {
+            Got::Found(url, response) => (url, response),
+            Got::NotFound => return Ok(Got::NotFound),
+        };
+        let mut body = response.into_body();
+        let mut total = 0u64;
+        loop {
+            let frame = tokio::time::timeout(STREAM_IDLE, body.frame())
+                .await
+                .map_err(|_| format!("{}: stalled for {STREAM_IDLE:?}", shown(&url)))?;
+            let Some(frame) = frame else { break };
+            let frame = frame.map_err(|e| format!("{}: {}", shown(&url), chain(&e)))?;
+            if let Some(data) = frame.data_ref() {
+                total += data.len() as u64;
+                if total > limit {
+                    return Err(format!("{}: over {limit} bytes", shown(&url)));
+                }
+                sink(data).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(Got::Found(url, total))
+    }
+}

@@ -1,0 +1,382 @@
+//! The pull-through mirror's upstreams: another registry's provider registry protocol
+//! (providers.v1), read as the terraform CLI reads it, with the same checks before anything it
+//! says is believed. `docs/HOW-IT-WORKS.md` ("Pull-through") tells the whole flow.
+//!
+//! - [`records`]: what the mirror keeps in the bucket (version lists with their age, pull
+//!   records). Pure.
+//! - `http` (feature `aws`): the bounded HTTPS client.
+//! - [`Upstream`] (feature `aws`): discovery, version lists, download metadata, and a release
+//!   verified end to end: its `SHA256SUMS` signed by a key the upstream names, every
+//!   platform's SHA-256 the one that file lists.
+//! - [`copy`] (feature `aws`): the puller, which copies a verified release's zips into the
+//!   bucket, each checked against the signed SHA-256 before it is stored.
+
+pub mod records;
+
+#[cfg(feature = "aws")]
+pub mod copy;
+#[cfg(feature = "aws")]
+mod http;
+
+#[cfg(feature = "aws")]
+pub use client::{Download, Release, Upstream};
+
+#[cfg(feature = "aws")]
+mod client {
+    use std::collections::{BTreeMap, HashMap};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use serde::Deserialize;
+    use url::Url;
+
+    use super::http::{Got, HttpClient, shown};
+    use super::records::{PullRecord, PulledArchive, UpstreamVersion, UpstreamVersions};
+    use crate::address::ProviderAddress;
+    use crate::config::UpstreamSettings;
+    use crate::error::Error;
+    use crate::layout::Platform;
+    use crate::manifest::RecordedKey;
+    use crate::signing;
+
+    /// How long a host's discovered providers.v1 URL is used before asking again.
+    const DISCOVERY_TTL: Duration = Duration::from_secs(600);
+    /// Longest discovery document, version list and download answer read.
+    const DISCOVERY_MAX_BYTES: usize = 64 << 10;
+    const VERSIONS_MAX_BYTES: usize = 8 << 20;
+    const DOWNLOAD_MAX_BYTES: usize = 1 << 20;
+
+    /// The allowed upstream registries and the client that reaches them (one per container).
+    pub struct Upstream {
+        hosts: Vec<String>,
+        /// Hosts reached at another address (`UpstreamSettings::endpoints`).
+        endpoints: BTreeMap<String, String>,
+        versions_ttl: Duration,
+        http: HttpClient,
+        /// Host → its providers.v1 base URL, and when it was discovered.
+        services: Mutex<HashMap<String, (Instant, Url)>>,
+    }
+
+    /// providers.v1 `…/:version/download/:os/:arch`, its URLs made absolute.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct Download {
+        /// Plugin protocol versions.
+        #[serde(default)]
+        pub protocols: Vec<String>,
+        /// The platform it is for.
+        pub os: String,
+        /// The platform it is for.
+        pub arch: String,
+        /// The zip's name, as `SHA256SUMS` lists it.
+        pub filename: String,
+        /// Where the zip is.
+        pub download_url: String,
+        /// Where `SHA256SUMS` is.
+        pub shasums_url: String,
+        /// Where its detached signature is.
+        pub shasums_signature_url: String,
+        /// The zip's SHA-256, hex, as the upstream claims it (checked against `SHA256SUMS`).
+        pub shasum: String,
+        /// The keys the signature may verify with.
+        #[serde(default)]
+        pub signing_keys: SigningKeys,
+    }
+
+    /// `signing_keys` of a download answer.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct SigningKeys {
+        /// ASCII-armored public keys.
+        #[serde(default)]
+        pub gpg_public_keys: Vec<GpgKey>,
+    }
+
+    /// One key of `signing_keys`.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct GpgKey {
+        /// The armored public key.
+        pub ascii_armor: String,
+    }
+
+    /// A release whose `SHA256SUMS` verified: the record to keep, and each platform's zip URL
+    /// as the upstream gave it in this answer (possibly presigned, so never stored).
+    #[derive(Debug, Clone)]
+    pub struct Release {
+        /// What the puller needs, checkable again.
+        pub record: PullRecord,
+        /// Platform (`linux_amd64`) → where the upstream serves its zip now.
+        pub urls: BTreeMap<String, String>,
+    }
+
+    #[derive(Deserialize)]
+    struct VersionsBody {
+        versions: Vec<VersionEntry>,
+    }
+
+    #[derive(Deserialize)]
+    struct VersionEntry {
+        version: String,
+        #[serde(default)]
+        protocols: Vec<String>,
+        #[serde(default)]
+        platforms: Vec<PlatformEntry>,
+    }
+
+    #[derive(Deserialize)]
+    struct PlatformEntry {
+        os: String,
+        arch: String,
+    }
+
+    impl Upstream {
+        /// The upstreams of `settings`; `None` when the pull-through is off (no hosts).
+        pub fn new(settings: &UpstreamSettings) -> Result<Option<Upstream>, Error> {
+            if settings.hosts.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(Upstream {
+                hosts: settings.hosts.clone(),
+                endpoints: settings.endpoints.clone(),
+                versions_ttl: settings.versions_ttl,
+                http: HttpClient::new(settings.ca_file.as_deref(), settings.timeout)?,
+                services: Mutex::new(HashMap::new()),
+            }))
+        }
+
+        /// Whether providers of `hostname` may be fetched from it.
+        pub fn allows(&self, hostname: &str) -> bool {
+            self.hosts.iter().any(|h| h == hostname)
+        }
+
+        /// How long a kept version list is used without asking.
+        pub fn versions_ttl(&self) -> Duration {
+            self.versions_ttl
+        }
+
+        fn failed(host: &str, what: impl std::fmt::Display) -> Error {
+            Error::BadGateway(format!("upstream registry {host}: {what}"))
+        }
+
+        /// GET a small JSON answer of the registry API.
+        async fn api<T: serde::de::DeserializeOwned>(
+            &self,
+            host: &str,
+            url: Url,
+            limit: usize,
+        ) -> Result<Option<(Url, T)>, Error> {
+            match self.http.get(url, limit, true).await.map_err(|e| Self::failed(host, e))? {
+                Got::NotFound => Ok(None),
+                Got::Found(url, body) => {
+                    let value = serde_json::from_slice(&body)
+                        .map_err(|e| Self::failed(host, format!("{} is not the expected JSON: {e}", shown(&url))))?;
+                    Ok(Some((url, value)))
+                }
+            }
+        }
+
+        /// The host's providers.v1 base URL (service discovery), kept for `DISCOVERY_TTL`.
+        async fn providers_base(&self, host: &str) -> Result<Url, Error> {
+            let lock = || self.services.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, base)) = lock().get(host)
+                && at.elapsed() < DISCOVERY_TTL
+            {
+                return Ok(base.clone());
+            }
+            let origin = self.endpoints.get(host).cloned().unwrap_or_else(|| format!("https://{host}"));
+            let discovery = Url::parse(&format!("{origin}/.well-known/terraform.json"))
+                .map_err(|e| Self::failed(host, format!("not a host name: {e}")))?;
+            let Some((url, services)) =
+                self.api::<serde_json::Map<String, serde_json::Value>>(host, discovery, DISCOVERY_MAX_BYTES).await?
+            else {
+                return Err(Self::failed(host, "has no service discovery document (/.well-known/terraform.json)"));
+            };
+            let Some(path) = services.get("providers.v1").and_then(|v| v.as_str()) else {
+                return Err(Self::failed(host, "offers no providers.v1 service"));
+            };
+            // Relative to the discovery document's URL after redirects, as the CLI resolves it.
+            let mut base = url.join(path).map_err(|e| Self::failed(host, format!("bad providers.v1 URL: {e}")))?;
+            if base.scheme() != "https" {
+                return Err(Self::failed(host, "providers.v1 is not an HTTPS URL"));
+            }
+            if !base.path().ends_with('/') {
+                base.set_path(&format!("{}/", base.path()));
+            }
+            lock().insert(host.to_string(), (Instant::now(), base.clone()));
+            Ok(base)
+        }
+
+        fn endpoint(&self, host: &str, base: &Url, path: &str) -> Result<Url, Error> {
+            base.join(path).map_err(|e| Self::failed(host, format!("bad URL: {e}")))
+        }
+
+        /// The provider's versions and platforms (`…/:namespace/:type/versions`), stamped
+        /// `now`; `None` if the upstream has no such provider. Entries that are not SemVer or
+        /// name an impossible platform are left out.
+        pub async fn versions(&self, provider: &ProviderAddress, now: i64) -> Result<Option<UpstreamVersions>, Error> {
+            let host = provider.hostname.as_str();
+            let base = self.providers_base(host).await?;
+            let url = self.endpoint(host, &base, &format!("{}/{}/versions", provider.namespace, provider.r#type))?;
+            let Some((_, body)) = self.api::<VersionsBody>(host, url, VERSIONS_MAX_BYTES).await? else {
+                return Ok(None);
+            };
+            let mut versions = BTreeMap::new();
+            for entry in body.versions {
+                let Ok(version) = crate::address::parse_version(&entry.version) else { continue };
+                let platforms = entry
+                    .platforms
+                    .iter()
+                    .filter_map(|p| Platform::parse(&p.os, &p.arch).ok())
+                    .map(|p| p.key())
+                    .collect();
+                versions.insert(version.to_string(), UpstreamVersion { protocols: entry.protocols, platforms });
+            }
+            Ok(Some(UpstreamVersions { fetched_at: now, versions }))
+        }
+
+        /// One platform's download answer, its URLs absolute; `None` if the upstream has none.
+        pub async fn download(
+            &self,
+            provider: &ProviderAddress,
+            version: &semver::Version,
+            platform: &Platform,
+        ) -> Result<Option<Download>, Error> {
+            let host = provider.hostname.as_str();
+            let base = self.providers_base(host).await?;
+            let path = format!(
+                "{}/{}/{version}/download/{}/{}",
+                provider.namespace, provider.r#type, platform.os, platform.arch
+            );
+            let url = self.endpoint(host, &base, &path)?;
+            let Some((url, mut download)) = self.api::<Download>(host, url, DOWNLOAD_MAX_BYTES).await? else {
+                return Ok(None);
+            };
+            if download.os != platform.os || download.arch != platform.arch {
+                return Err(Self::failed(
+                    host,
+                    format!("asked for {}, answered {}_{}", platform.key(), download.os, download.arch),
+                ));
+            }
+            for field in [&mut download.download_url, &mut download.shasums_url, &mut download.shasums_signature_url] {
+                *field =
+                    url.join(field).map_err(|e| Self::failed(host, format!("bad URL in download answer: {e}")))?.into();
+            }
+            Ok(Some(download))
+        }
+
+        /// A small file a download answer points at (`SHA256SUMS`, its signature).
+        async fn file(&self, host: &str, what: &str, url: &str, limit: usize) -> Result<Vec<u8>, Error> {
+            let url = Url::parse(url).map_err(|e| Self::failed(host, format!("bad {what} URL: {e}")))?;
+            match self.http.get(url, limit, false).await.map_err(|e| Self::failed(host, e))? {
+                Got::Found(_, body) => Ok(body.to_vec()),
+                Got::NotFound => Err(Self::failed(host, format!("its {what} is missing (404)"))),
+            }
+        }
+
+        /// Version `version` for `platforms`, verified as the CLI verifies a provider from a
+        /// registry: `SHA256SUMS` signed by one of the keys the upstream names, every
+        /// platform's SHA-256 the one that file lists for its file name. `None` if the upstream
+        /// has none of the platforms. A release that fails a check is a `BadGateway` naming
+        /// the check; nothing of it is believed.
+        pub async fn release(
+            &self,
+            provider: &ProviderAddress,
+            version: &semver::Version,
+            platforms: &[Platform],
+            now: i64,
+        ) -> Result<Option<Release>, Error> {
+            use base64::Engine;
+            let host = provider.hostname.as_str();
+            let answers = futures_util::future::join_all(
+                platforms.iter().map(|platform| self.download(provider, version, platform)),
+            )
+            .await;
+            let mut downloads = Vec::new();
+            for (platform, answer) in platforms.iter().zip(answers) {
+                match answer? {
+                    Some(download) => downloads.push((platform.key(), download)),
+                    None => {
+                        tracing::warn!(%provider, %version, platform = %platform.key(), "upstream lists a platform it has no download for")
+                    }
+                }
+            }
+            let Some((_, first)) = downloads.first() else { return Ok(None) };
+            let (sums, signature) = futures_util::future::join(
+                self.file(host, "SHA256SUMS", &first.shasums_url, signing::SHASUMS_MAX_BYTES),
+                self.file(host, "SHA256SUMS signature", &first.shasums_signature_url, signing::SIGNATURE_MAX_BYTES),
+            )
+            .await;
+            let (sums, signature) = (sums?, signature?);
+            let release = format!("{provider} {version}");
+            let mut keys = Vec::new();
+            for key in &first.signing_keys.gpg_public_keys {
+                match signing::parse_keys("from the upstream", key.ascii_armor.as_bytes()) {
+                    Ok(parsed) => keys.extend(parsed),
+                    Err(why) => tracing::warn!(%provider, %version, why, "upstream signing key not usable"),
+                }
+            }
+            if keys.is_empty() {
+                return Err(Self::failed(host, format!("{release}: the download answer names no usable signing key")));
+            }
+            let key = signing::verify(&keys, &sums, &signature, u64::try_from(now).unwrap_or(0))
+                .map_err(|why| Self::failed(host, format!("{release}: SHA256SUMS signature does not verify: {why}")))?;
+            let listed = signing::parse_shasums(&sums)
+                .map_err(|why| Self::failed(host, format!("{release}: SHA256SUMS unreadable: {why}")))?;
+            let mut archives = BTreeMap::new();
+            let mut urls = BTreeMap::new();
+            for (platform, download) in downloads {
+                match listed.get(&download.filename) {
+                    Some(sha256) if *sha256 == download.shasum.to_ascii_lowercase() => {
+                        archives.insert(
+                            platform.clone(),
+                            PulledArchive { filename: download.filename.clone(), sha256: sha256.clone() },
+                        );
+                        urls.insert(platform, download.download_url);
+                    }
+                    Some(sha256) => {
+                        return Err(Self::failed(
+                            host,
+                            format!(
+                                "{release} {platform}: the download answer says SHA-256 {}, the signed SHA256SUMS lists {sha256}",
+                                crate::address::printable(&download.shasum)
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(Self::failed(
+                            host,
+                            format!(
+                                "{release} {platform}: {} is not listed in the signed SHA256SUMS",
+                                crate::address::printable(&download.filename)
+                            ),
+                        ));
+                    }
+                }
+            }
+            let record = PullRecord {
+                provider: provider.to_string(),
+                version: version.to_string(),
+                requested_at: now,
+                shasums: String::from_utf8(sums)
+                    .map_err(|_| Self::failed(host, format!("{release}: SHA256SUMS is not text")))?,
+                signature: base64::engine::general_purpose::STANDARD.encode(&signature),
+                signing_key: RecordedKey { key_id: key.key_id.clone(), ascii_armor: key.ascii_armor.clone() },
+                archives,
+            };
+            Ok(Some(Release { record, urls }))
+        }
+
+        /// Stream the zip at `url` into `sink`, at most `limit` bytes; how many.
+        pub async fn fetch_archive(
+            &self,
+            host: &str,
+            url: &str,
+            limit: u64,
+            sink: impl FnMut(&[u8]) -> Result<(), Error>,
+        ) -> Result<u64, Error> {
+            let url = Url::parse(url).map_err(|e| Self::failed(host, format!("bad archive URL: {e}")))?;
+            match self.http.stream(url, limit, sink).await.map_err(|e| Self::failed(host, e))? {
+                Got::Found(_, size) => Ok(size),
+                Got::NotFound => Err(Self::failed(host, "the archive is missing (404)")),
+            }
+        }
+    }
+}
