@@ -56,7 +56,8 @@ resource "aws_s3_bucket_lifecycle_configuration" "registry" {
   # version is served by the object version the indexer hashed (versionId), which becomes
   # noncurrent when someone uploads over it (the upload is rejected) and must stay.
   dynamic "rule" {
-    for_each = local.indexer_prefixes
+    # And what the mirror keeps of upstreams (version lists rewritten every TTL).
+    for_each = concat(local.indexer_prefixes, local.mirror_prefixes)
     content {
       id     = "noncurrent-${trimsuffix(rule.value, "/")}"
       status = "Enabled"
@@ -126,7 +127,19 @@ resource "aws_s3_bucket_notification" "registry" {
     }
   }
 
-  depends_on = [aws_lambda_permission.s3_invokes_indexer, aws_s3_bucket.registry]
+  # Pull records wake the puller (local.pull_notifications); its copies wake the indexer.
+  dynamic "lambda_function" {
+    for_each = local.pull_notifications
+    content {
+      id                  = lambda_function.key
+      lambda_function_arn = aws_lambda_function.function["puller"].arn
+      events              = ["s3:ObjectCreated:*"]
+      filter_prefix       = lambda_function.value.prefix
+      filter_suffix       = lambda_function.value.suffix
+    }
+  }
+
+  depends_on = [aws_lambda_permission.s3_invokes_indexer, aws_lambda_permission.s3_invokes_puller, aws_s3_bucket.registry]
 }
 
 # An empty token store, so that a token presented before the first `make token-create` is
@@ -153,6 +166,15 @@ resource "aws_lambda_permission" "s3_invokes_indexer" {
   statement_id   = "AllowS3Invoke"
   action         = "lambda:InvokeFunction"
   function_name  = aws_lambda_function.function["indexer"].function_name
+  principal      = "s3.amazonaws.com"
+  source_arn     = local.bucket_arn
+  source_account = data.aws_caller_identity.current.account_id
+}
+
+resource "aws_lambda_permission" "s3_invokes_puller" {
+  statement_id   = "AllowS3Invoke"
+  action         = "lambda:InvokeFunction"
+  function_name  = aws_lambda_function.function["puller"].function_name
   principal      = "s3.amazonaws.com"
   source_arn     = local.bucket_arn
   source_account = data.aws_caller_identity.current.account_id

@@ -35,19 +35,19 @@ resource "aws_lambda_function" "function" {
   }
 
   dynamic "dead_letter_config" {
-    # S3 invokes the indexer asynchronously: events it still fails on after Lambda's retries
-    # are kept for inspection and replay.
-    for_each = each.key == "indexer" ? [1] : []
+    # S3 invokes the indexer and the puller asynchronously: events they still fail on after
+    # Lambda's retries are kept for inspection and replay.
+    for_each = contains(["indexer", "puller"], each.key) ? [1] : []
     content {
-      target_arn = aws_sqs_queue.indexer_dlq.arn
+      target_arn = each.key == "indexer" ? aws_sqs_queue.indexer_dlq.arn : aws_sqs_queue.puller_dlq.arn
     }
   }
 
   tags = var.tags
 
-  # checkov:skip=CKV_AWS_117:The functions reach only S3 and need no VPC; a VPC would add NAT or endpoint cost.
+  # checkov:skip=CKV_AWS_117:The functions reach S3 and (mirror, puller) the allowed upstream registries over the internet; a VPC would add NAT cost.
   # checkov:skip=CKV_AWS_272:Code signing needs a signing profile the user must own; zips are built from this repository.
-  # checkov:skip=CKV_AWS_116:Only the indexer is invoked asynchronously and it has a dead-letter queue; API Gateway invokes the others synchronously.
+  # checkov:skip=CKV_AWS_116:Only the indexer and the puller are invoked asynchronously and both have a dead-letter queue; API Gateway invokes the others synchronously.
   # checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket name, limits); kms_key_arn encrypts them when set.
 }
 
@@ -65,6 +65,14 @@ resource "aws_cloudwatch_log_group" "function" {
 
 resource "aws_sqs_queue" "indexer_dlq" {
   name                      = "${var.name}-indexer-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = var.kms_key_arn == "" ? true : null
+  kms_master_key_id         = var.kms_key_arn != "" ? var.kms_key_arn : null
+  tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "puller_dlq" {
+  name                      = "${var.name}-puller-dlq"
   message_retention_seconds = 1209600
   sqs_managed_sse_enabled   = var.kms_key_arn == "" ? true : null
   kms_master_key_id         = var.kms_key_arn != "" ? var.kms_key_arn : null

@@ -3,7 +3,9 @@
 # indexes), and the token store; without s3:ListBucket, S3 answers 403 for a missing key,
 # which they treat as not found for a manifest. Presigned URLs carry the signer's rights, so a
 # modules URL can never reach providers/, indexed/, rejections/ or access/, and the reverse.
-# The indexer reads the uploads but writes only indexed/ and rejections/.
+# The indexer reads the uploads but writes only indexed/ and rejections/. The mirror writes
+# only what it keeps of upstreams (upstream/); the puller reads pull records and writes copies
+# only under the upstream hosts' provider prefixes.
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -30,7 +32,7 @@ locals {
       ["indexed/modules/*", "access/tokens.json"],
       [for n in local.notifications : "${n.prefix}*${n.suffix}" if n.prefix == "modules/"],
     )
-    mirror = ["indexed/providers/*", "access/tokens.json", "providers/*.zip"]
+    mirror = ["indexed/providers/*", "access/tokens.json", "providers/*.zip", "upstream/*"]
     # providers.v1 serves only the registry's own host: its documents, and the three files
     # of a release a download answer presigns.
     providers = [
@@ -118,10 +120,60 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
+    for_each = each.key == "mirror" ? [1] : []
+    content {
+      sid       = "MirrorKeepsUpstreamAnswers"
+      actions   = ["s3:PutObject"]
+      resources = [for p in local.mirror_prefixes : "${local.bucket_arn}/${p}*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "puller" ? [1] : []
+    content {
+      sid       = "PullerReadsPullRecords"
+      actions   = ["s3:GetObject"]
+      resources = [for n in local.pull_notifications : "${local.bucket_arn}/${n.prefix}*${n.suffix}"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "puller" && length(local.upstream_names) > 0 ? [1] : []
+    content {
+      sid       = "PullerWritesCopies"
+      actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+      resources = [for h in local.upstream_names : "${local.bucket_arn}/providers/${h}/*.zip"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "puller" && length(local.upstream_names) > 0 ? [1] : []
+    content {
+      sid       = "PullerListsCopies"
+      actions   = ["s3:ListBucket"]
+      resources = [local.bucket_arn]
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = [for h in local.upstream_names : "providers/${h}/*"]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "puller" ? [1] : []
+    content {
+      sid       = "PullerDeadLetters"
+      actions   = ["sqs:SendMessage"]
+      resources = [aws_sqs_queue.puller_dlq.arn]
+    }
+  }
+
+  dynamic "statement" {
     for_each = var.kms_key_arn != "" ? [1] : []
     content {
       sid       = "UseRegistryKey"
-      actions   = each.key == "indexer" ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"]
+      actions   = contains(["indexer", "mirror", "puller"], each.key) ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"]
       resources = [var.kms_key_arn]
     }
   }

@@ -13,6 +13,8 @@ locals {
     mirror    = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     providers = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     indexer   = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
+    # The pull-through mirror's copier: invoked by pull records, never by API Gateway.
+    puller = { memory = var.puller_memory_mb, timeout = var.puller_timeout_seconds, storage = var.puller_ephemeral_storage_mb }
   }
 
   # Exactly the routes the router serves (functions/registry/src/router.rs), with the
@@ -31,6 +33,9 @@ locals {
   # and the read functions serve only from what the indexer wrote.
   publisher_prefixes = ["modules/", "providers/", "signing-keys/"]
   indexer_prefixes   = ["indexed/", "rejections/"]
+  # The mirror function keeps what it learned of upstream registries here (version lists, pull
+  # records); nobody else writes it (layout::UPSTREAM_PREFIX).
+  mirror_prefixes = ["upstream/"]
 
   # The uploads and deletes that invoke the indexer: exactly layout::NOTIFICATIONS, which the
   # local registry's embedded S3 follows too (the consistency test compares). None lies under
@@ -46,6 +51,16 @@ locals {
     providers-manifest  = { prefix = "providers/", suffix = "_manifest.json" }
   }
 
+  # The writes that invoke the puller: exactly layout::PULL_NOTIFICATIONS (the consistency test
+  # compares). Disjoint from the indexer's: the zips the puller copies invoke the indexer.
+  pull_notifications = {
+    upstream-pulls = { prefix = "upstream/pulls/", suffix = ".json" }
+  }
+
+  # Provider hosts the mirror pulls through (REGISTRY_UPSTREAM_HOSTS), by name (an entry may be
+  # NAME=https://ADDRESS:PORT): where the puller may write copies.
+  upstream_names = [for h in var.upstream_hosts : split("=", h)[0]]
+
   common_environment = {
     REGISTRY_BUCKET                 = local.bucket_name
     REGISTRY_PRESIGN_TTL_SECONDS    = tostring(var.presign_ttl_seconds)
@@ -53,6 +68,11 @@ locals {
     REGISTRY_ANONYMOUS_PROVIDERS    = join(",", var.anonymous_providers)
     REGISTRY_TOKENS_CACHE_SECONDS   = tostring(var.tokens_cache_seconds)
     REGISTRY_MANIFEST_CACHE_SECONDS = tostring(var.manifest_cache_seconds)
+    # Pull-through mirror: every function reads the same configuration; only the mirror and
+    # the puller reach an upstream.
+    REGISTRY_UPSTREAM_HOSTS                = join(",", var.upstream_hosts)
+    REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS = tostring(var.upstream_versions_ttl_seconds)
+    REGISTRY_UPSTREAM_TIMEOUT_SECONDS      = tostring(var.upstream_timeout_seconds)
     # The host the CLI knows the registry by: providers under it are served by providers.v1,
     # as signed releases only.
     REGISTRY_HOSTNAME = local.hostname
@@ -66,6 +86,9 @@ locals {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)
       REGISTRY_ALLOW_OVERWRITE          = tostring(var.allow_overwrite)
+    })
+    puller = merge(local.common_environment, {
+      REGISTRY_MAX_PROVIDER_ZIP_BYTES = tostring(var.max_provider_zip_bytes)
     })
   }
 

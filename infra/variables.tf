@@ -72,6 +72,50 @@ variable "indexer_ephemeral_storage_mb" {
   default     = 2048
 }
 
+variable "puller_memory_mb" {
+  description = "Memory of the puller function (pull-through copies; also its network bandwidth)."
+  type        = number
+  default     = 1024
+}
+
+variable "puller_timeout_seconds" {
+  description = "Timeout of the puller function: copying every platform of one upstream release (12 zips of 200 MB take about 2 minutes)."
+  type        = number
+  default     = 900
+}
+
+variable "puller_ephemeral_storage_mb" {
+  description = "The puller's /tmp, where each copied zip waits until its SHA-256 is checked: at least max_provider_zip_bytes."
+  type        = number
+  default     = 2048
+}
+
+variable "upstream_hosts" {
+  description = "Provider hosts the mirror pulls through (REGISTRY_UPSTREAM_HOSTS): a provider of one of them that the bucket lacks is fetched from its providers.v1, verified and copied. An entry NAME=https://ADDRESS:PORT reaches NAME at another address. Empty turns the pull-through off."
+  type        = list(string)
+  default     = ["registry.terraform.io"]
+  validation {
+    condition     = alltrue([for h in var.upstream_hosts : can(regex("^[a-z0-9.-]+(:[0-9]+)?(=https://[^/?#@]+/?)?$", h))])
+    error_message = "Each upstream is a lower-case host name, or NAME=https://ADDRESS[:PORT]."
+  }
+}
+
+variable "upstream_versions_ttl_seconds" {
+  description = "How long an upstream provider's version list kept in the bucket is used without asking the upstream (new upstream releases appear after this)."
+  type        = number
+  default     = 600
+}
+
+variable "upstream_timeout_seconds" {
+  description = "Longest wait for one upstream request on the request path (1 to 8; a request's whole budget is 10 s)."
+  type        = number
+  default     = 4
+  validation {
+    condition     = var.upstream_timeout_seconds >= 1 && var.upstream_timeout_seconds <= 8
+    error_message = "upstream_timeout_seconds must be 1 to 8."
+  }
+}
+
 variable "max_module_archive_bytes" {
   description = "Largest module archive the indexer accepts."
   type        = number

@@ -38,7 +38,7 @@ run "defaults" {
     error_message = "every function is arm64 provided.al2023"
   }
   assert {
-    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "indexer"])
+    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "indexer", "puller"])
     error_message = "one function per Lambda binary"
   }
   assert {
@@ -62,12 +62,16 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length(aws_s3_bucket_notification.registry.lambda_function) == 7 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json"], n.filter_suffix)])
-    error_message = "notifications cover only archives and signed release files under the publisher prefixes"
+    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if n.id != "upstream-pulls"]) == 7 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json"], n.filter_suffix) if n.id != "upstream-pulls"])
+    error_message = "the indexer's notifications cover only archives and signed release files under the publisher prefixes"
   }
   assert {
-    condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || n.filter_suffix == ".json"])
-    error_message = "nothing the indexer writes (indexed/, rejections/) may notify it"
+    condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || startswith(n.filter_prefix, "upstream/versions/")])
+    error_message = "nothing the indexer writes (indexed/, rejections/) and no kept version list notifies anything"
+  }
+  assert {
+    condition     = one([for n in aws_s3_bucket_notification.registry.lambda_function : [n.filter_prefix, n.filter_suffix, n.events] if n.id == "upstream-pulls"]) == ["upstream/pulls/", ".json", toset(["s3:ObjectCreated:*"])]
+    error_message = "pull records (and only they) invoke the puller, when written"
   }
   assert {
     condition     = aws_s3_object.token_store[0].key == "access/tokens.json" && jsondecode(aws_s3_object.token_store[0].content) == { format = 1, tokens = [] }
@@ -103,8 +107,8 @@ run "published_versions_stay_downloadable" {
   command = plan
 
   assert {
-    condition     = toset([for r in aws_s3_bucket_lifecycle_configuration.registry[0].rule : r.filter[0].prefix if length(r.noncurrent_version_expiration) > 0]) == toset(["indexed/", "rejections/"])
-    error_message = "noncurrent versions expire only under the indexer's prefixes: an upload's version named by a manifest must never expire"
+    condition     = toset([for r in aws_s3_bucket_lifecycle_configuration.registry[0].rule : r.filter[0].prefix if length(r.noncurrent_version_expiration) > 0]) == toset(["indexed/", "rejections/", "upstream/"])
+    error_message = "noncurrent versions expire only under the indexer's and the mirror's prefixes: an upload's version named by a manifest must never expire"
   }
   assert {
     condition     = aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_ALLOW_OVERWRITE"] == "false"
@@ -136,8 +140,20 @@ run "least_privilege" {
     error_message = "modules reads only its manifests, module archives and the token store"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "access/tokens.json", "providers/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
-    error_message = "mirror reads only its documents, provider zips and the token store"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "access/tokens.json", "providers/*.zip", "upstream/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "mirror reads only its documents, provider zips, the token store and what it keeps of upstreams"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/*"])
+    error_message = "mirror writes only what it keeps of upstreams (version lists, pull records)"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*.zip"])
+    error_message = "puller writes only provider zips of the upstream hosts"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/pulls/*.json"])
+    error_message = "puller reads only pull records"
   }
   assert {
     condition     = !contains(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.actions]), "s3:*")
@@ -261,4 +277,31 @@ run "read_timeout_leaves_room_for_the_functions_own_503" {
   }
 
   expect_failures = [var.read_timeout_seconds]
+}
+
+run "pull_through_can_be_turned_off" {
+  command = plan
+
+  variables {
+    upstream_hosts = []
+  }
+
+  assert {
+    condition     = aws_lambda_function.function["mirror"].environment[0].variables["REGISTRY_UPSTREAM_HOSTS"] == ""
+    error_message = "an empty upstream_hosts turns the pull-through off"
+  }
+  assert {
+    condition     = length(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == 0
+    error_message = "with no upstream the puller may write nothing"
+  }
+}
+
+run "upstream_hosts_are_validated" {
+  command = plan
+
+  variables {
+    upstream_hosts = ["https://registry.terraform.io"]
+  }
+
+  expect_failures = [var.upstream_hosts]
 }

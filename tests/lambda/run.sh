@@ -14,7 +14,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-cargo build -q -p registry-local -p discovery -p modules -p mirror -p providers -p indexer -p e2e --bin signed-release
+cargo build -q -p registry-local -p discovery -p modules -p mirror -p providers -p indexer -p puller -p e2e --bin signed-release
 
 # 1. Archives in the bucket (written as files: the embedded S3 serves its directory).
 bucket="$work/data/s3/registry"
@@ -116,6 +116,21 @@ json.dump({"Records": [record("modules/acme/network/aws/1.0.0.tar.gz"),
                        record("providers/registry.example.com/acme/gizmo/terraform-provider-gizmo_1.0.0_SHA256SUMS.sig")]},
           open(sys.argv[1], "w"))
 PY
+# The puller, woken by a pull record that is gone by the time it runs: it wires up (the
+# upstream client with the system's roots) and answers that nothing was there to copy.
+python3 - "$work/pullevent.json" "$work/s3event.json" <<'PY'
+import json, sys
+event = json.load(open(sys.argv[2]))
+record = event["Records"][0]
+record["s3"]["object"]["key"] = "upstream/pulls/registry.terraform.io/hashicorp/null/3.2.0.json"
+json.dump({"Records": [record]}, open(sys.argv[1], "w"))
+PY
+out="$(invoke puller "$work/pullevent.json" 2>&1)" || true
+if echo "$out" | grep -q '"upstream/pulls/registry.terraform.io/hashicorp/null/3.2.0.json":{"copied":\[\],"present":\[\]}'; then
+  echo "ok    puller: an S3 notification of a pull record is answered (nothing left to copy)"
+else
+  echo "FAIL  puller: $out"; failures=$((failures + 1))
+fi
 out="$(invoke indexer "$work/s3event.json" 2>&1)" || true
 if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget 0.1.0"' \
   && echo "$out" | grep -q '"provider registry.example.com/acme/gizmo 1.0.0"'; then
