@@ -1,11 +1,13 @@
 # Two commands do everything on a fresh machine: `make dev` and `make test`.
 # Variables: LISTEN (registry HTTPS address), S3_LISTEN (embedded S3), DATA_DIR, UPSTREAM and UPSTREAM_CA
-# (pull-through mirror: an upstream registry https://HOST:PORT and the CA file to trust for it).
+# (pull-through mirror: an upstream registry https://HOST, or NAME=https://HOST:PORT, and the CA
+# file to trust for it).
 
 LISTEN    ?= 127.0.0.1:8443
 DATA_DIR  ?= .data
 S3_LISTEN ?=
-# Pull-through mirror (off unless set): another registry as the upstream, and the CA to trust for it.
+# Pull-through mirror (off unless set): another registry as the upstream (https://HOST, or
+# NAME=https://HOST:PORT: the CLI cannot mirror providers of a host with a port), and its CA.
 UPSTREAM    ?=
 UPSTREAM_CA ?=
 CARGO     ?= cargo

@@ -280,7 +280,8 @@ async fn serve(command: &Command) -> Result<(), String> {
         s3 = running.s3_endpoint(),
         bucket = registry_local::BUCKET,
         pull = match running.app.config.upstream.hosts.as_slice() {
-            [] => "Pull-through mirror: off (make dev UPSTREAM=https://HOST:PORT UPSTREAM_CA=ca.pem turns it on)\n"
+            [] => "Pull-through mirror: off (make dev UPSTREAM=https://HOST, or UPSTREAM=NAME=https://HOST:PORT \
+                 UPSTREAM_CA=ca.pem, turns it on: README, Use it as a pull-through mirror)\n"
                 .to_string(),
             hosts => format!(
                 "Pull-through mirror: providers of {} not in the bucket are fetched, verified and copied on first request\n",

@@ -120,17 +120,25 @@ async fn copy_one<S: Storage>(
     let temporary = tempfile::NamedTempFile::new().map_err(|e| Error::Internal(format!("temporary file: {e}")))?;
     let mut file = temporary.as_file().try_clone().map_err(|e| Error::Internal(format!("temporary file: {e}")))?;
     let mut hasher = Sha256::new();
-    let size = upstream
-        .fetch_archive(&provider.hostname, &download.download_url, limit, |chunk| {
+    let mut size = 0u64;
+    let fetched = upstream
+        .fetch_archive(&provider.hostname, &download.download_url, |chunk| {
+            size += chunk.len() as u64;
+            if size > limit {
+                return Err(Error::Corrupt(format!(
+                    "over {limit} bytes (REGISTRY_MAX_PROVIDER_ZIP_BYTES): not stored"
+                )));
+            }
             hasher.update(chunk);
             file.write_all(chunk).map_err(|e| Error::Internal(format!("temporary file: {e}")))
         })
         .await;
-    let size = match size {
-        Ok(size) => size,
-        Err(Error::BadGateway(why)) if why.contains(" over ") => return Ok(Err(why)),
+    match fetched {
+        Ok(_) => {}
+        // Too large is a verdict on these bytes; anything else is worth a retry.
+        Err(Error::Corrupt(why)) => return Ok(Err(why)),
         Err(e) => return Err(e),
-    };
+    }
     file.flush().map_err(|e| Error::Internal(format!("temporary file: {e}")))?;
     let sha256 = hex::encode(hasher.finalize());
     if sha256 != archive.sha256 {

@@ -144,14 +144,14 @@ impl HttpClient {
         Ok(Got::Found(url, body.to_bytes()))
     }
 
-    /// Feed an archive's bytes to `sink` as they arrive, at most `limit` of them; how many.
+    /// Feed an archive's bytes to `sink` as they arrive; how many. A `sink` error stops the
+    /// download and is handed back as it was (`Stopped::Sink`), apart from the upstream's own.
     pub(crate) async fn stream(
         &self,
         url: Url,
-        limit: u64,
         mut sink: impl FnMut(&[u8]) -> Result<(), Error>,
-    ) -> Result<Got<u64>, String> {
-        let (url, response) = match self.response(url, false).await? {
+    ) -> Result<Got<u64>, Stopped> {
+        let (url, response) = match self.response(url, false).await.map_err(Stopped::Upstream)? {
             Got::Found(url, response) => (url, response),
             Got::NotFound => return Ok(Got::NotFound),
         };
@@ -160,17 +160,22 @@ impl HttpClient {
         loop {
             let frame = tokio::time::timeout(STREAM_IDLE, body.frame())
                 .await
-                .map_err(|_| format!("{}: stalled for {STREAM_IDLE:?}", shown(&url)))?;
+                .map_err(|_| Stopped::Upstream(format!("{}: stalled for {STREAM_IDLE:?}", shown(&url))))?;
             let Some(frame) = frame else { break };
-            let frame = frame.map_err(|e| format!("{}: {}", shown(&url), chain(&e)))?;
+            let frame = frame.map_err(|e| Stopped::Upstream(format!("{}: {}", shown(&url), chain(&e))))?;
             if let Some(data) = frame.data_ref() {
                 total += data.len() as u64;
-                if total > limit {
-                    return Err(format!("{}: over {limit} bytes", shown(&url)));
-                }
-                sink(data).map_err(|e| e.to_string())?;
+                sink(data).map_err(Stopped::Sink)?;
             }
         }
         Ok(Got::Found(url, total))
     }
+}
+
+/// Why a streamed download stopped early.
+pub(crate) enum Stopped {
+    /// The upstream failed (unreachable, an error status, a broken or stalled body).
+    Upstream(String),
+    /// The sink refused the bytes (over a limit, a full disk).
+    Sink(Error),
 }

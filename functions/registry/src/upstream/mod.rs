@@ -30,7 +30,7 @@ mod client {
     use serde::Deserialize;
     use url::Url;
 
-    use super::http::{Got, HttpClient, shown};
+    use super::http::{Got, HttpClient, Stopped, shown};
     use super::records::{PullRecord, PulledArchive, UpstreamVersion, UpstreamVersions};
     use crate::address::ProviderAddress;
     use crate::config::UpstreamSettings;
@@ -364,16 +364,20 @@ mod client {
             Ok(Some(Release { record, urls }))
         }
 
-        /// Stream the zip at `url` into `sink`, at most `limit` bytes; how many.
+        /// Stream the zip at `url` into `sink`; how many bytes. An error of `sink` comes back
+        /// as it was; the upstream's are `BadGateway`.
         pub async fn fetch_archive(
             &self,
             host: &str,
             url: &str,
-            limit: u64,
             sink: impl FnMut(&[u8]) -> Result<(), Error>,
         ) -> Result<u64, Error> {
             let url = Url::parse(url).map_err(|e| Self::failed(host, format!("bad archive URL: {e}")))?;
-            match self.http.stream(url, limit, sink).await.map_err(|e| Self::failed(host, e))? {
+            let fetched = self.http.stream(url, sink).await.map_err(|stopped| match stopped {
+                Stopped::Upstream(why) => Self::failed(host, why),
+                Stopped::Sink(e) => e,
+            });
+            match fetched? {
                 Got::Found(_, size) => Ok(size),
                 Got::NotFound => Err(Self::failed(host, "the archive is missing (404)")),
             }
