@@ -47,11 +47,11 @@ test:
 	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15; \
 	else echo "=== SKIPPED: fuzz smoke run (needs the nightly toolchain and cargo-fuzz; .ci/run installs cargo-fuzz) ==="; fi
 
-## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys and
-## uploaded archives: $(FUZZ_SECONDS) s per target; a crash leaves its input under
+## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys,
+## uploaded archives, signed releases and upstream answers: $(FUZZ_SECONDS) s per target; a crash leaves its input under
 ## fuzz/artifacts/ and fails. Archives get longer inputs (a tar block is 512 bytes).
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := request_path bucket_key archive signing
+FUZZ_TARGETS := request_path bucket_key archive signing upstream
 fuzz:
 	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && len=4096 && \
 	  if [ $$t = archive ]; then len=65536; fi && \
@@ -119,7 +119,7 @@ audit:
 	$(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
-## init vs nginx, load held while publishing, Lambda cold start, scale, criterion
+## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale, criterion
 ## micro-benchmarks; then bench-index.
 bench:
 	bash bench/run.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: every side-by-side benchmark on this machine, printed as markdown tables (the
-# figures in docs/PERFORMANCE.md come from here). Bounded: about 17 minutes on 2 cores, plus
+# figures in docs/PERFORMANCE.md come from here). Bounded: about 18 minutes on 2 cores, plus
 # the optimised builds the first time. Plain HTTP on loopback only; servers stop by themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,8 @@ echo; echo "## Request overhead (registry vs raw S3 GET of the same manifest)"; 
 "$B/overhead" "${SECONDS_PER_RUN:-3}" "${ROUNDS:-3}"
 echo; echo "## terraform init: registry vs nginx static files"; echo
 "$B/init" "${INIT_ROUNDS:-7}" "${ZIP_MB:-4}"
+echo; echo "## Pull-through mirror: first install vs direct from the upstream, second vs a pre-synced mirror"; echo
+"$B/pull_through" "${PULL_ROUNDS:-9}" "${ZIP_MB:-4}"
 echo; echo "## Load held while publishing (registry-local in its own process)"; echo
 "$B/load" "$B/registry-local" "${LOAD_CONNECTIONS:-256}" "${LOAD_SECONDS:-60}" "${LOAD_MODULES:-100}" "${LOAD_PROVIDERS:-20}"
 echo; echo "## Lambda cold start (Runtime API emulator)"; echo

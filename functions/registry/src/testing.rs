@@ -250,10 +250,25 @@ pub mod signing {
         protocols: Option<&[&str]>,
         key: &TestKey,
     ) -> Vec<(String, Vec<u8>)> {
+        let zips = platforms.iter().map(|(os, arch)| {
+            let platform = format!("{os}_{arch}");
+            let zip = super::provider_zip(r#type, version, &platform);
+            (platform, zip)
+        });
+        release_of(r#type, version, zips.collect(), protocols, key)
+    }
+
+    /// [`release`] of given zips, by platform (`os_arch`): for releases of a chosen size.
+    pub fn release_of(
+        r#type: &str,
+        version: &str,
+        zips: Vec<(String, Vec<u8>)>,
+        protocols: Option<&[&str]>,
+        key: &TestKey,
+    ) -> Vec<(String, Vec<u8>)> {
         let mut files = Vec::new();
-        for (os, arch) in platforms {
-            let zip = super::provider_zip(r#type, version, &format!("{os}_{arch}"));
-            files.push((format!("terraform-provider-{type}_{version}_{os}_{arch}.zip"), zip));
+        for (platform, zip) in zips {
+            files.push((format!("terraform-provider-{type}_{version}_{platform}.zip"), zip));
         }
         if let Some(protocols) = protocols {
             let manifest = serde_json::json!({"version": 1, "metadata": {"protocol_versions": protocols}});

@@ -4,6 +4,8 @@
 //!
 //! - [`records`]: what the mirror keeps in the bucket (version lists with their age, pull
 //!   records). Pure.
+//! - [`release`]: the checks of an upstream release's download answers, `SHA256SUMS` and
+//!   signature, before anything they say is believed. Pure (and fuzzed).
 //! - `http` (feature `aws`): the bounded HTTPS client.
 //! - [`Upstream`] (feature `aws`): discovery, version lists, download metadata, and a release
 //!   verified end to end: its `SHA256SUMS` signed by a key the upstream names, every
@@ -12,14 +14,17 @@
 //!   bucket, each checked against the signed SHA-256 before it is stored.
 
 pub mod records;
+pub mod release;
 
 #[cfg(feature = "aws")]
 pub mod copy;
 #[cfg(feature = "aws")]
 mod http;
 
+pub use release::{Download, Release};
+
 #[cfg(feature = "aws")]
-pub use client::{Download, Release, Upstream};
+pub use client::Upstream;
 
 #[cfg(feature = "aws")]
 mod client {
@@ -31,12 +36,12 @@ mod client {
     use url::Url;
 
     use super::http::{Got, HttpClient, Stopped, shown};
-    use super::records::{PullRecord, PulledArchive, UpstreamVersion, UpstreamVersions};
+    use super::records::{UpstreamVersion, UpstreamVersions};
+    use super::release::{Download, Release};
     use crate::address::ProviderAddress;
     use crate::config::UpstreamSettings;
     use crate::error::Error;
     use crate::layout::Platform;
-    use crate::manifest::RecordedKey;
     use crate::signing;
 
     /// How long a host's discovered providers.v1 URL is used before asking again.
@@ -55,56 +60,6 @@ mod client {
         http: HttpClient,
         /// Host → its providers.v1 base URL, and when it was discovered.
         services: Mutex<HashMap<String, (Instant, Url)>>,
-    }
-
-    /// providers.v1 `…/:version/download/:os/:arch`, its URLs made absolute.
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct Download {
-        /// Plugin protocol versions.
-        #[serde(default)]
-        pub protocols: Vec<String>,
-        /// The platform it is for.
-        pub os: String,
-        /// The platform it is for.
-        pub arch: String,
-        /// The zip's name, as `SHA256SUMS` lists it.
-        pub filename: String,
-        /// Where the zip is.
-        pub download_url: String,
-        /// Where `SHA256SUMS` is.
-        pub shasums_url: String,
-        /// Where its detached signature is.
-        pub shasums_signature_url: String,
-        /// The zip's SHA-256, hex, as the upstream claims it (checked against `SHA256SUMS`).
-        pub shasum: String,
-        /// The keys the signature may verify with.
-        #[serde(default)]
-        pub signing_keys: SigningKeys,
-    }
-
-    /// `signing_keys` of a download answer.
-    #[derive(Debug, Clone, Default, Deserialize)]
-    pub struct SigningKeys {
-        /// ASCII-armored public keys.
-        #[serde(default)]
-        pub gpg_public_keys: Vec<GpgKey>,
-    }
-
-    /// One key of `signing_keys`.
-    #[derive(Debug, Clone, Deserialize)]
-    pub struct GpgKey {
-        /// The armored public key.
-        pub ascii_armor: String,
-    }
-
-    /// A release whose `SHA256SUMS` verified: the record to keep, and each platform's zip URL
-    /// as the upstream gave it in this answer (possibly presigned, so never stored).
-    #[derive(Debug, Clone)]
-    pub struct Release {
-        /// What the puller needs, checkable again.
-        pub record: PullRecord,
-        /// Platform (`linux_amd64`) → where the upstream serves its zip now.
-        pub urls: BTreeMap<String, String>,
     }
 
     #[derive(Deserialize)]
@@ -153,7 +108,7 @@ mod client {
         }
 
         fn failed(host: &str, what: impl std::fmt::Display) -> Error {
-            Error::BadGateway(format!("upstream registry {host}: {what}"))
+            super::release::failed(host, what)
         }
 
         /// GET a small JSON answer of the registry API.
@@ -283,7 +238,6 @@ mod client {
             platforms: &[Platform],
             now: i64,
         ) -> Result<Option<Release>, Error> {
-            use base64::Engine;
             let host = provider.hostname.as_str();
             let answers = futures_util::future::join_all(
                 platforms.iter().map(|platform| self.download(provider, version, platform)),
@@ -305,63 +259,7 @@ mod client {
             )
             .await;
             let (sums, signature) = (sums?, signature?);
-            let release = format!("{provider} {version}");
-            let mut keys = Vec::new();
-            for key in &first.signing_keys.gpg_public_keys {
-                match signing::parse_keys("from the upstream", key.ascii_armor.as_bytes()) {
-                    Ok(parsed) => keys.extend(parsed),
-                    Err(why) => tracing::warn!(%provider, %version, why, "upstream signing key not usable"),
-                }
-            }
-            if keys.is_empty() {
-                return Err(Self::failed(host, format!("{release}: the download answer names no usable signing key")));
-            }
-            let key = signing::verify(&keys, &sums, &signature, u64::try_from(now).unwrap_or(0))
-                .map_err(|why| Self::failed(host, format!("{release}: SHA256SUMS signature does not verify: {why}")))?;
-            let listed = signing::parse_shasums(&sums)
-                .map_err(|why| Self::failed(host, format!("{release}: SHA256SUMS unreadable: {why}")))?;
-            let mut archives = BTreeMap::new();
-            let mut urls = BTreeMap::new();
-            for (platform, download) in downloads {
-                match listed.get(&download.filename) {
-                    Some(sha256) if *sha256 == download.shasum.to_ascii_lowercase() => {
-                        archives.insert(
-                            platform.clone(),
-                            PulledArchive { filename: download.filename.clone(), sha256: sha256.clone() },
-                        );
-                        urls.insert(platform, download.download_url);
-                    }
-                    Some(sha256) => {
-                        return Err(Self::failed(
-                            host,
-                            format!(
-                                "{release} {platform}: the download answer says SHA-256 {}, the signed SHA256SUMS lists {sha256}",
-                                crate::address::printable(&download.shasum)
-                            ),
-                        ));
-                    }
-                    None => {
-                        return Err(Self::failed(
-                            host,
-                            format!(
-                                "{release} {platform}: {} is not listed in the signed SHA256SUMS",
-                                crate::address::printable(&download.filename)
-                            ),
-                        ));
-                    }
-                }
-            }
-            let record = PullRecord {
-                provider: provider.to_string(),
-                version: version.to_string(),
-                requested_at: now,
-                shasums: String::from_utf8(sums)
-                    .map_err(|_| Self::failed(host, format!("{release}: SHA256SUMS is not text")))?,
-                signature: base64::engine::general_purpose::STANDARD.encode(&signature),
-                signing_key: RecordedKey { key_id: key.key_id.clone(), ascii_armor: key.ascii_armor.clone() },
-                archives,
-            };
-            Ok(Some(Release { record, urls }))
+            Release::verified(provider, version, downloads, sums, &signature, now).map(Some)
         }
 
         /// Stream the zip at `url` into `sink`; how many bytes. An error of `sink` comes back
