@@ -25,6 +25,7 @@ fn module_manifest(versions: usize) -> Vec<u8> {
             sha256: "0".repeat(64),
             etag: "\"0123456789abcdef0123456789abcdef\"".into(),
             version_id: None,
+            docs: true,
         })
         .collect();
     serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()

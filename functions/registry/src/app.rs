@@ -654,6 +654,7 @@ mod tests {
                 sha256: "ab".repeat(32),
                 etag: "\"x\"".into(),
                 version_id: None,
+                docs: true,
             }]))
             .unwrap(),
         );
@@ -727,6 +728,7 @@ mod tests {
             sha256: "00".into(),
             etag: "\"x\"".into(),
             version_id: None,
+            docs: true,
         }]);
         // Planted by a publisher of `acme` beside its archives: not where manifests live.
         app.storage.insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());

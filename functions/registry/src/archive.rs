@@ -35,6 +35,64 @@ pub const TAR_HEADER_BYTES: u64 = (1 << 20) + 4 * 512;
 /// memory): far more than 100,000 entries with ordinary names need.
 pub const ZIP_DIRECTORY_BYTES: u64 = 32 << 20;
 
+/// Longest file a module archive's reader keeps in memory for the docs (a README, a `.tf`
+/// file); a longer one is named but not kept.
+pub const KEPT_FILE_BYTES: usize = 1 << 20;
+/// Most bytes of files kept from one archive; files past it are named but not kept.
+pub const KEPT_TOTAL_BYTES: usize = 16 << 20;
+
+/// A file of a module archive kept while it was checked (for the docs), by normalised path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptFile {
+    /// Its path inside the module (`README.md`, `modules/vpc/variables.tf`).
+    pub path: String,
+    /// Its bytes; `None` when it was longer than `KEPT_FILE_BYTES` or past `KEPT_TOTAL_BYTES`.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Which files to keep, and what they have cost so far.
+struct Keeper<'a> {
+    wanted: &'a dyn Fn(&str) -> bool,
+    kept: Vec<KeptFile>,
+    total: usize,
+}
+
+impl<'a> Keeper<'a> {
+    fn new(wanted: &'a dyn Fn(&str) -> bool) -> Self {
+        Keeper { wanted, kept: Vec::new(), total: 0 }
+    }
+
+    /// Whether a regular file at `name` is to be kept.
+    fn wants(&self, name: &str) -> bool {
+        (self.wanted)(&normalise(name))
+    }
+
+    /// Keep `bytes` read for `name` (`None` if it outgrew `KEPT_FILE_BYTES`). A later entry
+    /// with the same path replaces an earlier one, as unpacking does.
+    fn keep(&mut self, name: &str, bytes: Option<Vec<u8>>) {
+        let path = normalise(name);
+        self.kept.retain(|k| k.path != path);
+        let bytes = bytes.filter(|b| self.total + b.len() <= KEPT_TOTAL_BYTES);
+        self.total += bytes.as_ref().map_or(0, Vec::len);
+        self.kept.push(KeptFile { path, bytes });
+    }
+}
+
+/// Collects a kept file's bytes up to `KEPT_FILE_BYTES`; past that, gives up on them.
+struct Collecting(Option<Vec<u8>>);
+
+impl Collecting {
+    fn add(&mut self, chunk: &[u8]) {
+        if let Some(bytes) = &mut self.0 {
+            if bytes.len() + chunk.len() > KEPT_FILE_BYTES {
+                self.0 = None;
+            } else {
+                bytes.extend_from_slice(chunk);
+            }
+        }
+    }
+}
+
 /// What reading one archive may cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bounds {
@@ -286,7 +344,11 @@ impl Budget {
 type EntryDigest = (Vec<u8>, [u8; 32]);
 
 /// A zip's entries, and each one's digest, reading every byte.
-fn zip_entries<R: Read + Seek>(reader: R, bounds: &Bounds) -> Result<(Vec<Entry>, Vec<EntryDigest>), String> {
+fn zip_entries<R: Read + Seek>(
+    reader: R,
+    bounds: &Bounds,
+    keeper: &mut Keeper,
+) -> Result<(Vec<Entry>, Vec<EntryDigest>), String> {
     let meter = Meter::new(u64::MAX);
     meter.phase(Some((ZIP_DIRECTORY_BYTES, "the zip's central directory is larger than 32 MiB")));
     let opened = zip::ZipArchive::new(Metered { inner: reader, meter: meter.clone(), total: false });
@@ -312,12 +374,18 @@ fn zip_entries<R: Read + Seek>(reader: R, bounds: &Bounds) -> Result<(Vec<Entry>
         let (is_dir, is_symlink) = (entry.is_dir(), entry.is_symlink());
         let mut hasher = Sha256::new();
         let mut target = Vec::new();
+        let keep = !is_dir && !is_symlink && keeper.wants(&name);
+        let mut kept = Collecting(keep.then(Vec::new));
         budget.drain(&name, entry, |chunk| {
             hasher.update(chunk);
             if is_symlink && target.len() <= NAME_MAX_BYTES {
                 target.extend_from_slice(chunk);
             }
+            kept.add(chunk);
         })?;
+        if keep {
+            keeper.keep(&name, kept.0);
+        }
         let kind = match (is_dir, is_symlink) {
             (true, _) => Kind::Directory,
             (false, true) => Kind::Symlink(entry_name(&target)?),
@@ -330,7 +398,7 @@ fn zip_entries<R: Read + Seek>(reader: R, bounds: &Bounds) -> Result<(Vec<Entry>
 }
 
 /// A `.tar.gz`'s entries, reading every byte of every gzip member.
-fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds) -> Result<Vec<Entry>, String> {
+fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds, keeper: &mut Keeper) -> Result<Vec<Entry>, String> {
     const HEADER_TOO_LARGE: &str = "a tar header (pax records or a GNU long name) is larger than 1 MiB";
     let meter = Meter::new(bounds.unpacked_bytes);
     let stream = Metered { inner: flate2::read::MultiGzDecoder::new(reader), meter: meter.clone(), total: true };
@@ -373,7 +441,20 @@ fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds) -> Result<Vec<Entry>, Str
                     ));
                 }
             };
-            std::io::copy(&mut entry, &mut std::io::sink()).map_err(unreadable)?;
+            if kind == Some(Kind::File) && keeper.wants(&name) {
+                let mut kept = Collecting(Some(Vec::new()));
+                let mut buffer = [0u8; 16 * 1024];
+                loop {
+                    let n = entry.read(&mut buffer).map_err(unreadable)?;
+                    if n == 0 {
+                        break;
+                    }
+                    kept.add(&buffer[..n]);
+                }
+                keeper.keep(&name, kept.0);
+            } else {
+                std::io::copy(&mut entry, &mut std::io::sink()).map_err(unreadable)?;
+            }
             if let Some(kind) = kind {
                 entries.push(Entry { name, kind });
             }
@@ -404,7 +485,7 @@ fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds) -> Result<Vec<Entry>, Str
 /// base64 of the SHA-256 of all lines. Directory entries count as empty files, as in the
 /// CLI's check.
 pub fn summarise_zip<R: Read + Seek>(reader: R, bounds: &Bounds) -> Result<ZipSummary, String> {
-    let (entries, mut hashes) = zip_entries(reader, bounds)?;
+    let (entries, mut hashes) = zip_entries(reader, bounds, &mut Keeper::new(&|_| false))?;
     check_tree(&entries)?;
     hashes.sort_by(|a, b| a.0.cmp(&b.0));
     let mut summary = Sha256::new();
@@ -434,17 +515,31 @@ pub fn check_provider_zip<R: Read + Seek>(reader: R, r#type: &str, bounds: &Boun
 /// A module archive: readable to the end, every entry inside the module directory, and at
 /// least one `.tf`, `.tf.json`, `.tofu` or `.tofu.json` file at its root (Terraform uses the
 /// archive root as the module directory).
+#[cfg(any(test, feature = "test-support"))]
 pub fn check_module_archive<R: Read + Seek>(reader: R, extension: &str, bounds: &Bounds) -> Result<(), String> {
+    read_module_archive(reader, extension, bounds, &|_| false).map(|_| ())
+}
+
+/// [`check_module_archive`], keeping the regular files whose normalised path `wanted`
+/// accepts (within `KEPT_FILE_BYTES` each and `KEPT_TOTAL_BYTES` in all), read in the same
+/// pass.
+pub fn read_module_archive<R: Read + Seek>(
+    reader: R,
+    extension: &str,
+    bounds: &Bounds,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<Vec<KeptFile>, String> {
+    let mut keeper = Keeper::new(wanted);
     let entries = match extension {
-        "zip" => zip_entries(reader, bounds)?.0,
-        "tar.gz" | "tgz" => tar_gz_entries(reader, bounds)?,
+        "zip" => zip_entries(reader, bounds, &mut keeper)?.0,
+        "tar.gz" | "tgz" => tar_gz_entries(reader, bounds, &mut keeper)?,
         other => return Err(format!("unsupported archive type {other:?}")),
     };
     check_tree(&entries)?;
     let files: Vec<String> = entries.iter().filter(|e| e.kind == Kind::File).map(|e| normalise(&e.name)).collect();
     let is_module_file = |n: &String| MODULE_FILE_SUFFIXES.iter().any(|s| n.ends_with(s));
     if files.iter().any(|n| !n.contains('/') && is_module_file(n)) {
-        return Ok(());
+        return Ok(keeper.kept);
     }
     Err(match files.iter().find(|n| is_module_file(n)) {
         Some(n) => format!(
@@ -653,5 +748,33 @@ mod tests {
             bytes[i + 4] = b'.';
         }
         assert!(module(bytes, "zip").unwrap_err().contains("two entries have the same name"));
+    }
+
+    #[test]
+    fn the_check_keeps_the_wanted_files_in_the_same_pass() {
+        let big = vec![b'x'; KEPT_FILE_BYTES + 1];
+        let files: [(&str, &[u8]); 5] = [
+            ("main.tf", b"first"),
+            ("./README.md", b"readme"),
+            ("notes.txt", b"not wanted"),
+            ("big.tf", &big),
+            ("main.tf", b"second"),
+        ];
+        let wanted = |p: &str| p.ends_with(".tf") || p == "README.md";
+        let tar = read_module_archive(Cursor::new(tar_gz(&files)), "tar.gz", &ANY, &wanted).unwrap();
+        let kept = |k: &[KeptFile], path: &str| k.iter().find(|f| f.path == path).map(|f| f.bytes.clone());
+        assert_eq!(kept(&tar, "README.md"), Some(Some(b"readme".to_vec())));
+        assert_eq!(kept(&tar, "main.tf"), Some(Some(b"second".to_vec())), "a later entry replaces, as unpacking does");
+        assert_eq!(kept(&tar, "big.tf"), Some(None), "named, not kept");
+        assert_eq!(kept(&tar, "notes.txt"), None);
+        assert_eq!(tar.len(), 3);
+        let zipped = read_module_archive(Cursor::new(zip(&files[..4])), "zip", &ANY, &wanted).unwrap();
+        assert_eq!(kept(&zipped, "main.tf"), Some(Some(b"first".to_vec())));
+        assert_eq!(kept(&zipped, "big.tf"), Some(None));
+        assert_eq!(zipped.len(), 3);
+        // A bad archive keeps nothing: the check's verdict comes first.
+        assert!(
+            read_module_archive(Cursor::new(zip(&[("README.md", b"x".as_slice())])), "zip", &ANY, &wanted).is_err()
+        );
     }
 }

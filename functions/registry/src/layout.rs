@@ -11,6 +11,7 @@
 //! providers/HOSTNAME/NAMESPACE/TYPE/index.json, VERSION.json  left by a synced
 //!                                                  `terraform providers mirror` directory: never read
 //! indexed/modules/NAMESPACE/NAME/SYSTEM/manifest.json       module manifest          indexer only
+//! indexed/modules/NAMESPACE/NAME/SYSTEM/docs/VERSION.json   a version's docs         indexer only
 //! indexed/providers/HOSTNAME/NAMESPACE/TYPE/index.json      mirror documents         indexer only
 //! indexed/providers/HOSTNAME/NAMESPACE/TYPE/VERSION.json
 //! rejections/KEY.json                                       why KEY was not indexed  indexer only
@@ -129,6 +130,14 @@ pub fn module_prefix(m: &ModuleAddress) -> String {
 /// Where the indexer keeps a module's manifest.
 pub fn module_manifest(m: &ModuleAddress) -> String {
     format!("{INDEXED_PREFIX}{}{MODULE_MANIFEST_FILE}", module_prefix(m))
+}
+
+/// The folder, beside a module's manifest, of its versions' docs (`VERSION.json` each).
+pub const MODULE_DOCS_DIR: &str = "docs/";
+
+/// Where the indexer keeps the documentation of one version of a module (`module_docs`).
+pub fn module_docs(m: &ModuleAddress, version: &semver::Version) -> String {
+    format!("{INDEXED_PREFIX}{}{MODULE_DOCS_DIR}{version}.json", module_prefix(m))
 }
 
 /// Where a provider's zips are uploaded.

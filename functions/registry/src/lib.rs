@@ -47,6 +47,7 @@ pub mod invariants;
 pub mod lambda;
 pub mod layout;
 pub mod manifest;
+pub mod module_docs;
 pub mod publish_log;
 #[cfg(feature = "aws")]
 mod pull_through;

@@ -55,6 +55,10 @@ pub struct ModuleVersion {
     /// name it, so what is served stays the bytes hashed here whatever is uploaded later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_id: Option<String>,
+    /// Its documentation was read from this archive and stored (`layout::module_docs`). False
+    /// in manifests written before docs existed: the next pass reads the archive once more.
+    #[serde(default)]
+    pub docs: bool,
 }
 
 impl ModuleManifest {
@@ -282,6 +286,7 @@ mod tests {
             sha256: "00".into(),
             etag: "\"e\"".into(),
             version_id: None,
+            docs: true,
         }
     }
 

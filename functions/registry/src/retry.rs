@@ -1,7 +1,8 @@
 //! Retrying a read-modify-write that lost a race: the one loop behind every conditional write
 //! (an indexing pass, a change to the token store). An attempt that ends in `Error::Conflict`
 //! (S3's 412 or 409: someone else wrote first) is run again after a growing, jittered wait, so
-//! racing writers spread out; any other result ends the loop.
+//! racing writers spread out; one that found the storage unavailable (throttled), a few times
+//! too; any other result ends the loop.
 
 use std::future::Future;
 use std::time::Duration;
@@ -18,7 +19,11 @@ pub struct Backoff {
     pub max: Duration,
 }
 
-/// Run `attempt` until it ends in anything but a conflict, at most `backoff.attempts` times.
+/// How many times an attempt that found the storage unavailable is run again.
+pub const UNAVAILABLE_RETRIES: u32 = 3;
+
+/// Run `attempt` until it ends in anything but a conflict, at most `backoff.attempts` times;
+/// an unavailable storage is tried again `UNAVAILABLE_RETRIES` times among them.
 /// After the last lost race: `Error::Unavailable`, naming `what` (a transient failure: Lambda
 /// retries the event, a person runs the command again).
 pub async fn on_conflict<T, F, Fut>(backoff: Backoff, what: &str, mut attempt: F) -> Result<T, Error>
@@ -27,10 +32,19 @@ where
     Fut: Future<Output = Result<T, Error>>,
 {
     let mut wait = backoff.first;
+    let mut unavailable_left = UNAVAILABLE_RETRIES;
     for n in 1..=backoff.attempts {
         match attempt(n).await {
             Err(Error::Conflict(why)) => {
                 tracing::debug!(what, attempt = n, why, "lost a race; reading again");
+                tokio::time::sleep(jitter(wait)).await;
+                wait = (wait * 2).min(backoff.max);
+            }
+            // Throttled (S3's SlowDown once the SDK's own retries or its retry quota are
+            // spent): back off and read again, a few times; a store that stays down fails.
+            Err(Error::Unavailable(why)) if unavailable_left > 0 => {
+                unavailable_left -= 1;
+                tracing::debug!(what, attempt = n, why, "storage unavailable; backing off");
                 tokio::time::sleep(jitter(wait)).await;
                 wait = (wait * 2).min(backoff.max);
             }
@@ -75,6 +89,16 @@ mod tests {
         })
         .await;
         assert_eq!((failed, calls.get()), (Err(Error::NotFound("gone".into())), 1));
+
+        // Unavailable (throttled): tried again a few times, then its error stands.
+        let many = Backoff { attempts: 10, ..QUICK };
+        let calls = std::cell::Cell::new(0);
+        let down = on_conflict(many, "x", |n| {
+            calls.set(n);
+            async { Err::<(), _>(Error::Unavailable("SlowDown".into())) }
+        })
+        .await;
+        assert_eq!((down, calls.get()), (Err(Error::Unavailable("SlowDown".into())), 1 + UNAVAILABLE_RETRIES));
     }
 
     #[test]

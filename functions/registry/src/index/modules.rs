@@ -11,6 +11,7 @@ use crate::archive;
 use crate::error::Error;
 use crate::layout::{self, ObjectKind};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, to_json};
+use crate::module_docs::{self, ModuleDocs};
 use crate::publish_log::{Action, Change};
 use crate::storage::{ObjectInfo, Precondition, Storage};
 
@@ -58,7 +59,8 @@ impl<S: Storage> Indexer<'_, S> {
         let mut versions = Vec::with_capacity(chosen.len());
         for (version, (object, extension)) in chosen {
             let previous = existing.as_ref().and_then(|m| m.find(&version));
-            let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty());
+            // Reused only with its docs: a manifest from before docs were read is read again.
+            let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs);
             let reusable = match same_archive {
                 Some(e) if self.listed_etag(&object).await? == e.etag => Some(e),
                 _ => None,
@@ -71,17 +73,24 @@ impl<S: Storage> Indexer<'_, S> {
             match (self.index_module_archive(&object, extension, &mut rejections).await?, previous) {
                 // The same bytes again (a re-upload, a copy): still the object first published,
                 // which a versioned bucket keeps serving by its version id.
-                (Some(entry), Some(published)) if entry.sha256 == published.sha256 => {
-                    versions.push(ModuleVersion { etag: entry.etag, ..published.clone() });
+                (Some((entry, docs)), Some(published)) if entry.sha256 == published.sha256 => {
+                    if !published.docs {
+                        self.put_docs(module, &version, &docs).await?;
+                    }
+                    versions.push(ModuleVersion { etag: entry.etag, docs: true, ..published.clone() });
                 }
-                (Some(entry), Some(published)) if !self.limits.overwrite_published => {
+                (Some((entry, _)), Some(published)) if !self.limits.overwrite_published => {
                     let what = format!("version {version} of module {module}");
                     let reason = super::immutable(&what, &published.sha256, &entry.sha256);
                     let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&entry.etag), ..object.clone() };
                     rejections.reject(self.storage, &uploaded, reason).await?;
                     versions.push(published.clone());
                 }
-                (Some(entry), _) => versions.push(entry),
+                // Docs first, so the manifest never names a version whose docs are not there.
+                (Some((entry, docs)), _) => {
+                    self.put_docs(module, &version, &docs).await?;
+                    versions.push(entry);
+                }
                 // Rejected: what was published for this version stays as it was.
                 (None, previous) => versions.extend(previous.cloned()),
             }
@@ -103,13 +112,25 @@ impl<S: Storage> Indexer<'_, S> {
         Ok(Outcome::Written { versions: count })
     }
 
-    /// Validate and hash a module archive; `None` (with a rejection record) if it is bad.
+    /// Store the docs of one version (`layout::module_docs`), read from its archive.
+    async fn put_docs(
+        &self,
+        module: &ModuleAddress,
+        version: &semver::Version,
+        docs: &ModuleDocs,
+    ) -> Result<(), Error> {
+        let key = layout::module_docs(module, version);
+        self.storage.put(&key, to_json(docs)?, CONTENT_TYPE_JSON, Precondition::None).await
+    }
+
+    /// Validate and hash a module archive, reading its docs in the same pass; `None` (with a
+    /// rejection record) if it is bad.
     async fn index_module_archive(
         &self,
         object: &ObjectInfo,
         extension: &'static str,
         rejections: &mut Rejections,
-    ) -> Result<Option<ModuleVersion>, Error> {
+    ) -> Result<Option<(ModuleVersion, ModuleDocs)>, Error> {
         let limit = (self.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
         let Some(Spooled { mut file, sha256, size, etag, version_id }) =
             self.spool_or_reject(object, limit, rejections).await?
@@ -119,7 +140,7 @@ impl<S: Storage> Indexer<'_, S> {
         let bounds = self.limits.bounds();
         let verdict = blocking(move || {
             file.rewind().map_err(|e| e.to_string())?;
-            archive::check_module_archive(file, extension, &bounds)
+            archive::read_module_archive(file, extension, &bounds, &module_docs::wanted)
         })
         .await?;
         let version = match layout::classify(&object.key) {
@@ -127,9 +148,12 @@ impl<S: Storage> Indexer<'_, S> {
             _ => return Ok(None),
         };
         match verdict {
-            Ok(()) => {
+            Ok(kept) => {
                 rejections.clear(self.storage, &object.key).await?;
-                Ok(Some(ModuleVersion { version, archive: object.key.clone(), size, sha256, etag, version_id }))
+                let docs = module_docs::extract(&kept, &sha256);
+                let entry =
+                    ModuleVersion { version, archive: object.key.clone(), size, sha256, etag, version_id, docs: true };
+                Ok(Some((entry, docs)))
             }
             Err(reason) => {
                 rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
@@ -323,5 +347,49 @@ mod tests {
         overwriting.on_object_changed(key).await.unwrap();
         assert_eq!(manifest(&s).versions[0].sha256, hex::encode(Sha256::digest(tf("third"))));
         assert!(rejection(&s, key).is_none());
+    }
+
+    #[tokio::test]
+    async fn each_version_gets_its_docs_and_a_published_version_keeps_them() {
+        use crate::module_docs::ModuleDocs;
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        let docs_key = "indexed/modules/acme/vpc/aws/docs/1.0.0.json";
+        let docs = |s: &MemoryStorage| -> ModuleDocs { serde_json::from_slice(&s.peek(docs_key).unwrap()).unwrap() };
+        let archive = tar_gz_of(&[
+            ("README.md", b"# VPC\n".as_slice()),
+            ("variables.tf", b"variable \"name\" { type = string }\n"),
+            ("modules/subnet/main.tf", b"output \"id\" { value = 1 }\n"),
+            ("broken.tf", b"resource {"),
+        ]);
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", archive.clone());
+        indexer.reindex(&module()).await.unwrap();
+        let entry = &manifest(&s).versions[0];
+        assert!(entry.docs);
+        let first = docs(&s);
+        assert_eq!(first.sha256, entry.sha256, "the docs name the archive they were read from");
+        assert_eq!(first.root.readme.as_deref(), Some("# VPC\n"));
+        assert_eq!(first.root.inputs[0].name, "name");
+        assert_eq!(first.submodules[0].outputs[0].name, "id");
+        assert!(first.warnings[0].starts_with("broken.tf:1:"), "{:?}", first.warnings);
+
+        // Other bytes for the published version: refused, and its docs stay the published ones.
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tar_gz_of(&[("main.tf", b"variable \"evil\" {}\n".as_slice())]));
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(docs(&s), first);
+
+        // A manifest written before docs existed: the next pass reads the archive once more.
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", archive);
+        indexer.reindex(&module()).await.unwrap();
+        let mut old = manifest(&s);
+        old.versions[0].docs = false;
+        s.insert(MANIFEST, serde_json::to_vec(&old).unwrap());
+        s.delete(docs_key).await.unwrap();
+        indexer.reindex(&module()).await.unwrap();
+        assert!(manifest(&s).versions[0].docs);
+        assert_eq!(docs(&s), first);
+        let before = s.request_count();
+        assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
+        assert!(s.request_count() - before <= 4, "then reused without reading the archive");
     }
 }
