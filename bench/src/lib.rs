@@ -24,6 +24,28 @@ pub async fn registry(data_dir: &Path, settings: &[(&str, &str)]) -> Running {
     .unwrap()
 }
 
+/// `terraform init` in `work` (its `main.tf`, its CLI config `cli.tfrc`, trusting `ca`), in a
+/// clean environment so nothing of the caller's leaks in; how long it took and its stdout.
+/// A failed init ends the run.
+pub fn terraform_init(tf: &Path, work: &Path, ca: &Path) -> (Duration, String) {
+    let started = std::time::Instant::now();
+    let out = Command::new(tf)
+        .args(["init", "-input=false", "-no-color"])
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", work.join(".home"))
+        .env("TF_CLI_CONFIG_FILE", work.join("cli.tfrc"))
+        .env("SSL_CERT_FILE", ca)
+        .env("TF_IN_AUTOMATION", "1")
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), e2e::text(&out));
+    (elapsed, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Latency percentiles and throughput of one wrk run.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Run {

@@ -1,8 +1,9 @@
 //! The real client, side by side: `terraform init` of one configuration with 10 modules and 4
 //! providers, through the registry (module protocol + network mirror, archives from S3 by
 //! presigned URL), and through nginx serving the same bucket directory as static files (the
-//! mirror as files, modules by direct archive URL). Fresh working directory and no plugin
-//! cache for every run; the two alternate, so noise hits both alike.
+//! mirror as files: the indexer's documents under `indexed/providers/` and the zips under
+//! `providers/`, joined at `/mirror/`; modules by direct archive URL). Fresh working directory
+//! and no plugin cache for every run; the two alternate, so noise hits both alike.
 //!
 //! usage: init [ROUNDS] [PROVIDER_ZIP_MB]
 
@@ -10,7 +11,7 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use registry_bench::{percentile, registry};
 
@@ -63,10 +64,12 @@ async fn main() {
              fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
              types {{ application/json json; application/zip zip; application/gzip gz; }}\n  sendfile on;\n\
              server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
-             root {};\n  }}\n}}\n",
+             root {root};\n\
+             location ~ ^/mirror/(.+\\.json)$ {{ alias {root}/indexed/providers/$1; }}\n\
+             location ~ ^/mirror/(.+\\.zip)$ {{ alias {root}/providers/$1; }}\n  }}\n}}\n",
             cert.display(),
             key.display(),
-            root.display()
+            root = root.display()
         ),
     )
     .unwrap();
@@ -111,7 +114,7 @@ async fn main() {
         local.dev_token
     );
     let nginx_rc = format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1:{port}/providers/\"\n  }}\n}}\n"
+        "provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1:{port}/mirror/\"\n  }}\n}}\n"
     );
 
     let mut times: [Vec<Duration>; 2] = [vec![], vec![]];
@@ -155,23 +158,8 @@ async fn main() {
 }
 
 fn init(tf: &Path, work: &Path, ca: &Path) -> Duration {
-    let started = Instant::now();
-    let out = Command::new(tf)
-        .args(["init", "-input=false", "-no-color"])
-        .current_dir(work)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", work.join(".home"))
-        .env("TF_CLI_CONFIG_FILE", work.join("cli.tfrc"))
-        .env("SSL_CERT_FILE", ca)
-        .env("TF_IN_AUTOMATION", "1")
-        .env("CHECKPOINT_DISABLE", "1")
-        .output()
-        .unwrap();
-    let elapsed = started.elapsed();
-    assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), e2e::text(&out));
+    let (elapsed, stdout) = registry_bench::terraform_init(tf, work, ca);
     // The work really happened: every module and provider installed.
-    let stdout = String::from_utf8_lossy(&out.stdout);
     let installed = stdout.matches("- Installed example.com/acme/").count();
     let modules = std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap_or_default();
     assert!(installed == PROVIDERS && modules.matches("\"Key\":\"m").count() == MODULES, "{stdout}\n{modules}");

@@ -17,8 +17,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use registry::testing::signing::{TestKey, release_of};
 use registry_bench::{percentile, registry};
@@ -175,22 +174,7 @@ async fn main() {
 /// One `terraform init`, checked: every provider installed, locked with the `h1:` of the
 /// upstream's bytes for this platform.
 fn init(tf: &Path, work: &Path, ca: &Path, installed_h1: &[String]) -> Duration {
-    let started = Instant::now();
-    let out = Command::new(tf)
-        .args(["init", "-input=false", "-no-color"])
-        .current_dir(work)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", work.join(".home"))
-        .env("TF_CLI_CONFIG_FILE", work.join("cli.tfrc"))
-        .env("SSL_CERT_FILE", ca)
-        .env("TF_IN_AUTOMATION", "1")
-        .env("CHECKPOINT_DISABLE", "1")
-        .output()
-        .unwrap();
-    let elapsed = started.elapsed();
-    assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), e2e::text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (elapsed, stdout) = registry_bench::terraform_init(tf, work, ca);
     assert_eq!(stdout.matches(&format!("- Installed {UPSTREAM}/acme/")).count(), PROVIDERS, "{stdout}");
     let lock = std::fs::read_to_string(work.join(".terraform.lock.hcl")).unwrap();
     for h1 in installed_h1 {
