@@ -14,7 +14,7 @@ CARGO     ?= cargo
 TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda
-LAMBDAS   := discovery modules mirror providers indexer puller
+LAMBDAS   := discovery modules mirror providers web indexer puller
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)

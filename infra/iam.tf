@@ -40,6 +40,8 @@ locals {
       "providers/${local.hostname}/*.zip", "providers/${local.hostname}/*_SHA256SUMS",
       "providers/${local.hostname}/*_SHA256SUMS.sig",
     ]
+    # The catalog, module manifests and docs; no archive (it presigns nothing).
+    web = ["indexed/catalog.json", "indexed/modules/*", "access/tokens.json"]
   }
   # Of those, the archives whose download URLs name the object version the indexer hashed
   # (`versionId`, so an overwrite never changes what is served): GetObjectVersion on exactly

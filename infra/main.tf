@@ -12,7 +12,9 @@ locals {
     modules   = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     mirror    = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     providers = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
-    indexer   = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
+    # For people and tools: the module list, search and details API.
+    web     = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    indexer = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
     # The pull-through mirror's copier: invoked by pull records, never by API Gateway.
     puller = { memory = var.puller_memory_mb, timeout = var.puller_timeout_seconds, storage = var.puller_ephemeral_storage_mb }
   }
@@ -26,6 +28,11 @@ locals {
     "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"                 = "mirror"
     "GET /v1/providers/{namespace}/{type}/versions"                       = "providers"
     "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}" = "providers"
+    # API Gateway prefers the literal `versions` and `search` over a {version} or {namespace}.
+    "GET /v1/modules"                                       = "web"
+    "GET /v1/modules/search"                                = "web"
+    "GET /v1/modules/{namespace}/{name}/{system}"           = "web"
+    "GET /v1/modules/{namespace}/{name}/{system}/{version}" = "web"
   }
 
   # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):
@@ -82,6 +89,7 @@ locals {
     modules   = local.common_environment
     mirror    = local.common_environment
     providers = local.common_environment
+    web       = local.common_environment
     indexer = merge(local.common_environment, {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)

@@ -1,8 +1,9 @@
 //! No lost updates: many publishers upload versions of one module and one provider at the
 //! same time through the embedded S3. Every upload runs its own indexing pass, all of them
 //! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed,
-//! every platform of a provider release uploaded at once, and the publish log must hold one
-//! unbroken chain with one publish entry per archive.
+//! every platform of a provider release uploaded at once, the publish log must hold one
+//! unbroken chain with one publish entry per archive, and the catalog (one document every
+//! pass of every owner writes) must list every module and provider with all its versions.
 
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
@@ -68,6 +69,26 @@ async fn concurrent_publishes_lose_no_version() {
     }
     let publishing = started.elapsed().as_secs_f64();
 
+    // The catalog, as the list and search API answers from it: every round's module and
+    // provider, each with every version, none lost to the other owners' concurrent writes.
+    let (status, list) = h.get_json("/v1/modules/search?q=race&limit=100").await;
+    assert_eq!(status, 200, "{list}");
+    let listed = list["modules"].as_array().unwrap();
+    assert_eq!(listed.len(), rounds(), "one catalog entry per module: {list}");
+    assert!(listed.iter().all(|m| m["version"] == format!("1.{}.0", VERSIONS - 1)), "latest of each: {list}");
+    let stored = registry::storage::Storage::get(&h.running.storage, registry::layout::CATALOG).await.unwrap();
+    let catalog = registry::catalog::Catalog::parse(&stored.unwrap().bytes).unwrap();
+    for round in 0..rounds() {
+        let module = &catalog.modules[&format!("acme/race{round}/aws")];
+        let provider = &catalog.providers[&format!("example.com/acme/race{round}")];
+        assert_eq!(
+            (module.versions, provider.versions),
+            (VERSIONS, VERSIONS),
+            "round {round}: a catalog entry is behind"
+        );
+        assert_eq!(provider.latest, format!("1.{}.0", VERSIONS - 1));
+    }
+
     // The publish log, appended to by every one of those passes at once: one unbroken
     // chain, one publish entry per archive, and every served archive explained.
     let report = registry::publish_log::audit::audit(&h.running.storage).await.unwrap();
@@ -76,7 +97,7 @@ async fn concurrent_publishes_lose_no_version() {
     assert_eq!(report.entries, archives as u64, "one publish entry per archive, none lost, none twice");
     eprintln!(
         "concurrent publish: {} rounds x {VERSIONS} module + {VERSIONS} provider versions, {lost} lost, {publishing:.1} s; \
-         publish log: {} entries, audit clean",
+         catalog: every entry complete; publish log: {} entries, audit clean",
         rounds(),
         report.entries
     );

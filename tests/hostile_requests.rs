@@ -119,7 +119,9 @@ fn authorization(case: &Case, dev_token: &str) -> Option<String> {
 fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), String> {
     for r in requests {
         let allowed_key = match r.key.as_deref() {
-            Some(layout::TOKENS) => true,
+            Some(layout::TOKENS | layout::CATALOG) => true,
+            // A module version's docs (the details routes).
+            Some(key) if key.starts_with("indexed/modules/") && key.contains("/docs/") => true,
             Some(key) => matches!(
                 layout::classify(key),
                 Some(ObjectKind::ModuleManifest(_) | ObjectKind::ProviderIndex(_) | ObjectKind::ProviderVersion { .. })

@@ -1,13 +1,21 @@
-//! Any bytes as a request path (and as the tail of each route prefix): the router must never
-//! panic, and whatever it accepts must lead to a clean key of its own owner
-//! (`registry::invariants`). Also feeds the same bytes to the Authorization parser.
+//! Any bytes as a request target, path and `?query` (and as the tail of each route prefix, and
+//! as the query of the list and search routes): the router must never panic, only the list and
+//! search routes may take a query, and whatever it accepts must lead to a clean key of its own
+//! owner (`registry::invariants`). Also feeds the same bytes to the Authorization parser.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for path in [text.to_string(), format!("/v1/modules/{text}"), format!("/v1/mirror/{text}"), format!("/v1/providers/{text}")] {
+    for path in [
+        text.to_string(),
+        format!("/v1/modules/{text}"),
+        format!("/v1/mirror/{text}"),
+        format!("/v1/providers/{text}"),
+        format!("/v1/modules?{text}"),
+        format!("/v1/modules/search?{text}"),
+    ] {
         if let Err(broken) = registry::invariants::check_request_path(&path) {
             panic!("{broken}");
         }

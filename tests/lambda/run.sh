@@ -3,7 +3,7 @@
 # (`cargo lambda watch`), fed real event JSON, against the embedded S3 of registry-local:
 #   1. archives are placed in the bucket, no manifest exists;
 #   2. the indexer function gets an S3 notification batch and writes the manifests;
-#   3. discovery, modules, mirror and providers answer API Gateway HTTP API v2 events from them.
+#   3. discovery, modules, mirror, providers and web answer API Gateway HTTP API v2 events from them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v cargo-lambda >/dev/null || { echo "cargo-lambda not found: run make setup" >&2; exit 1; }
@@ -14,7 +14,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-cargo build -q -p registry-local -p discovery -p modules -p mirror -p providers -p indexer -p puller -p e2e --bin signed-release
+cargo build -q -p registry-local -p discovery -p modules -p mirror -p providers -p web -p indexer -p puller -p e2e --bin signed-release
 
 # 1. Archives in the bucket (written as files: the embedded S3 serves its directory).
 bucket="$work/data/s3/registry"
@@ -72,6 +72,7 @@ if sys.argv[3]:
 else:
     e["headers"].pop("authorization", None)
 e["rawPath"] = e["requestContext"]["http"]["path"] = sys.argv[2]
+e["rawQueryString"] = os.environ.get("QUERY", "")
 e["routeKey"] = e["requestContext"]["routeKey"] = "$default"
 e.pop("pathParameters", None)
 name, _, value = os.environ.get("EXTRA_HEADER", "").partition("=")
@@ -165,6 +166,12 @@ SEND_TOKEN="" check "modules: no token is 401 with a Bearer challenge" modules "
 SEND_TOKEN="tfr_not-a-real-token" check "mirror: unknown token is 401" mirror "/v1/mirror/example.com/acme/widget/index.json" 401 '\"errors\"'
 check "mirror: index.json" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
 check "mirror: VERSION.json with h1" mirror "/v1/mirror/example.com/acme/widget/0.1.0.json" 200 'h1:'
+check "web: the module list from the catalog" web "/v1/modules" 200 '\"id\":\"acme/network/aws/1.0.0\"'
+QUERY="q=network&limit=5" check "web: search" web "/v1/modules/search" 200 '\"name\":\"network\"'
+check "web: details with the docs read at publish time" web "/v1/modules/acme/network/aws" 200 '\"outputs\":[{\"description\":\"\",\"name\":\"name\"'
+QUERY="limit=1000" check "web: a limit over 100 is 400" web "/v1/modules" 400 'limit must be a whole number'
+QUERY="x=1" check "modules: a query string is 400" modules "/v1/modules/acme/network/aws/versions" 400 'query strings are not part of this API'
+check "modules: the list route is not the modules function's" modules "/v1/modules" 404 'this function does not serve module_list'
 # lambda_http built a URL from this header and panicked on it; the functions ignore it.
 EXTRA_HEADER="x-forwarded-proto=a b" check "modules: an odd X-Forwarded-Proto is ignored" modules "/v1/modules/acme/network/aws/versions" 200 '{\"version\":\"1.0.0\"}'
 EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'

@@ -43,6 +43,11 @@ const VERSION: &str = "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.jso
 /// providers.v1 routes (the fixture publishes no signed release: these answer 404 when allowed).
 const PROVIDER_VERSIONS: &str = "/v1/providers/acme/widget/versions";
 const PROVIDER_DOWNLOAD: &str = "/v1/providers/acme/widget/1.0.0/download/linux/amd64";
+/// The list, search and details API (the web function).
+const LIST: &str = "/v1/modules";
+const SEARCH: &str = "/v1/modules/search";
+const DETAILS: &str = "/v1/modules/acme/vpc/aws";
+const DETAILS_VERSION: &str = "/v1/modules/acme/vpc/aws/1.0.0";
 
 fn case(status: u16, target: impl Into<String>) -> Case {
     Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status }
@@ -185,7 +190,40 @@ pub fn corpus() -> Vec<Case> {
         method(405, "PROPFIND", INDEX),
         method(405, "POST", "/.well-known/terraform.json"),
         method(405, "DELETE", "/.well-known/terraform.json"),
-        // Query strings: no route takes one.
+        method(405, "POST", LIST),
+        method(405, "POST", &format!("{SEARCH}?q=vpc")),
+        method(405, "PUT", DETAILS),
+        method(405, "DELETE", DETAILS_VERSION),
+        // Query strings: only list and search take one, with their parameters only.
+        case(400, format!("{LIST}?limit=0")),
+        case(400, format!("{LIST}?limit=101")),
+        case(400, format!("{LIST}?offset=-1")),
+        case(400, format!("{LIST}?offset=1e9")),
+        case(400, format!("{LIST}?offset=99999999999999999999999")),
+        case(400, format!("{LIST}?limit=1&limit=2")),
+        case(400, format!("{LIST}?q=vpc")),
+        case(400, format!("{LIST}?verified=true")),
+        case(400, format!("{LIST}?namespace=..%2faccess")),
+        case(400, format!("{LIST}?namespace=acme%00")),
+        case(400, format!("{LIST}?provider=aws%0d%0aSet-Cookie:%20x")),
+        case(400, format!("{LIST}?limit=1%00")),
+        case(400, format!("{LIST}?{}", "a=1&".repeat(2000))),
+        case(400, format!("{LIST}?offset={}", "9".repeat(600))),
+        case(400, SEARCH),
+        case(400, format!("{SEARCH}?q=")),
+        case(400, format!("{SEARCH}?q=+++")),
+        case(400, format!("{SEARCH}?q=%zz")),
+        case(400, format!("{SEARCH}?q=%+1")),
+        case(400, format!("{SEARCH}?q=%00")),
+        case(400, format!("{SEARCH}?q=vpc%0d%0aSet-Cookie:%20x")),
+        case(400, format!("{SEARCH}?q=%ff%fe")),
+        case(400, format!("{SEARCH}?q=%c0%ae%c0%ae")),
+        case(400, format!("{SEARCH}?q={}", long(200))),
+        case(400, format!("{SEARCH}?q=vpc&q=dns")),
+        case(400, format!("{SEARCH}?q=vpc&callback=alert")),
+        case(400, format!("{DETAILS}?x=1")),
+        case(400, format!("{DETAILS_VERSION}?versionId=null")),
+        // Query strings: no other route takes one.
         case(400, format!("{VERSIONS}?x=1")),
         case(400, format!("{DOWNLOAD}?X-Amz-Signature=00&X-Amz-Expires=604800")),
         case(400, format!("{INDEX}?prefix=access/")),
@@ -218,6 +256,16 @@ pub fn corpus() -> Vec<Case> {
         case(404, "/v1/providers/signing-keys/acme/versions"),
         case(404, PROVIDER_VERSIONS),
         case(404, PROVIDER_DOWNLOAD),
+        // Details: versions as for downloads; absent modules and versions are 404.
+        case(400, "/v1/modules/acme/vpc/aws/latest"),
+        case(400, "/v1/modules/acme/vpc/aws/1.0"),
+        case(400, "/v1/modules/acme/vpc/aws/v1.0.0"),
+        case(400, "/v1/modules/acme/vpc"),
+        case(400, "/v1/modules/search/x"),
+        case(404, "/v1/modules/acme/vpc/aws/9.9.9"),
+        case(404, "/v1/modules/ghost/vpc/aws"),
+        case(404, "/v1/modules/access/tokens/json"),
+        case(404, "/v1/modules/indexed/catalog/json"),
         // providers.v1 grammar: no hostname segment, OS and ARCH apart and lower-case.
         case(400, "/v1/providers/registry.terraform.io/hashicorp/null/versions"),
         case(400, "/v1/providers/acme/widget/1.0.0/download/linux_amd64"),
@@ -245,6 +293,18 @@ pub fn corpus() -> Vec<Case> {
         auth(404, "/v1/modules/other/vpc/aws/versions", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, INDEX, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, VERSION, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(401, LIST, Auth::None),
+        auth(401, &format!("{SEARCH}?q=vpc"), Auth::None),
+        auth(401, LIST, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
+        auth(
+            401,
+            &format!("{SEARCH}?q=vpc"),
+            Auth::Header("Bearer trg_0000000000000000000000000000000000000000000".into()),
+        ),
+        auth(401, DETAILS, Auth::None),
+        auth(401, DETAILS_VERSION, Auth::Header("Basic dXNlcjpwYXNz".into())),
+        auth(404, "/v1/modules/other/vpc/aws", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, "/v1/modules/other/vpc/aws/1.0.0", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(401, PROVIDER_VERSIONS, Auth::None),
         auth(401, PROVIDER_DOWNLOAD, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
         auth(404, PROVIDER_VERSIONS, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
@@ -272,6 +332,10 @@ pub fn corpus() -> Vec<Case> {
         "/v1/providers/acme/widget/{}/download/linux/amd64",
         "/v1/providers/acme/widget/1.0.0/download/{}/amd64",
         "/v1/providers/acme/widget/1.0.0/download/linux/{}",
+        "/v1/modules/{}/vpc/aws",
+        "/v1/modules/acme/{}/aws",
+        "/v1/modules/acme/vpc/{}",
+        "/v1/modules/acme/vpc/aws/{}",
     ] {
         for segment in ["..", "%2e%2e", "%00", "%2f"] {
             cases.push(case(400, template.replace("{}", segment)));

@@ -55,9 +55,14 @@ impl Harness {
         self.running.data_dir.join("s3").join(registry_local::BUCKET).join(key)
     }
 
-    pub async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
+    pub async fn get_json(&self, target: &str) -> (u16, serde_json::Value) {
         let token = format!("Bearer {}", self.running.dev_token);
-        let reply = self.running.app.handle(&registry::app::Request::get(path).authorization(Some(&token))).await;
+        let (path, query) = match target.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (target, None),
+        };
+        let request = registry::app::Request::get(path).query(query).authorization(Some(&token));
+        let reply = self.running.app.handle(&request).await;
         (reply.status.as_u16(), serde_json::from_slice(&reply.body).unwrap_or(serde_json::Value::Null))
     }
 }

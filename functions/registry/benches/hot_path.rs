@@ -26,6 +26,7 @@ fn module_manifest(versions: usize) -> Vec<u8> {
             etag: "\"0123456789abcdef0123456789abcdef\"".into(),
             version_id: None,
             docs: true,
+            published_at: None,
         })
         .collect();
     serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()
@@ -56,7 +57,7 @@ fn routing(c: &mut Criterion) {
         ("mirror_version", "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json"),
         ("hostile_rejected", "/v1/modules/%2e%2e/%2e%2e/access/tokens.json"),
     ] {
-        g.bench_function(name, |b| b.iter(|| router::route(&Method::GET, black_box(path), &paths)));
+        g.bench_function(name, |b| b.iter(|| router::route(&Method::GET, black_box(path), None, &paths)));
     }
     g.finish();
 }

@@ -146,6 +146,43 @@ impl TokenRecord {
     }
 }
 
+/// Who is asking: what an answer that lists many things (the catalog, a search) filters
+/// each item by, with the same rules as `decide` for one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Viewer {
+    /// No token: what the anonymous policy allows.
+    Anonymous,
+    /// A valid, unexpired token: its scopes, and what the anonymous policy allows.
+    Token(TokenRecord),
+}
+
+impl Viewer {
+    /// Whether this viewer may read `resource` under `policy`.
+    pub fn may_read(&self, policy: &Policy, resource: Resource<'_>) -> bool {
+        let token = match self {
+            Viewer::Anonymous => false,
+            Viewer::Token(record) => record.may_read(resource),
+        };
+        token || policy.anonymous(resource)
+    }
+}
+
+/// Who presents `authorization`: `Err` (why) for a header that is not a usable token (401).
+/// `store` is `None` when no token store exists yet (nobody has a token).
+pub fn viewer(store: Option<&TokenStore>, authorization: Option<&str>, now_unix: i64) -> Result<Viewer, &'static str> {
+    let Some(header) = authorization else { return Ok(Viewer::Anonymous) };
+    let Some(token) = bearer(header) else {
+        return Err("the Authorization header must be \"Bearer TOKEN\"");
+    };
+    let Some(record) = store.and_then(|s| s.find(token)) else {
+        return Err("unknown or revoked token");
+    };
+    if record.expired(now_unix) {
+        return Err("expired token");
+    }
+    Ok(Viewer::Token(record.clone()))
+}
+
 /// Decide one request. `store` is `None` when no token store exists yet (nobody has a token).
 pub fn decide(
     policy: &Policy,
@@ -157,23 +194,12 @@ pub fn decide(
     if matches!(resource, Resource::Discovery) {
         return Decision::Allow;
     }
-    let Some(header) = authorization else {
-        return if policy.anonymous(resource) {
-            Decision::Allow
-        } else {
-            Decision::Unauthenticated("a bearer token is required")
-        };
-    };
-    let Some(token) = bearer(header) else {
-        return Decision::Unauthenticated("the Authorization header must be \"Bearer TOKEN\"");
-    };
-    let Some(record) = store.and_then(|s| s.find(token)) else {
-        return Decision::Unauthenticated("unknown or revoked token");
-    };
-    if record.expired(now_unix) {
-        return Decision::Unauthenticated("expired token");
+    match viewer(store, authorization, now_unix) {
+        Err(why) => Decision::Unauthenticated(why),
+        Ok(viewer) if viewer.may_read(policy, resource) => Decision::Allow,
+        Ok(Viewer::Anonymous) => Decision::Unauthenticated("a bearer token is required"),
+        Ok(Viewer::Token(_)) => Decision::Hidden,
     }
-    if record.may_read(resource) || policy.anonymous(resource) { Decision::Allow } else { Decision::Hidden }
 }
 
 /// The token of a `Bearer` authorization header (scheme case-insensitive, RFC 6750).

@@ -50,14 +50,19 @@ fn with_checksum(url: String, sha256: &str) -> Result<String, Error> {
 /// token cannot tell hidden from absent.
 fn absent(route: &Route) -> Error {
     Error::NotFound(match route {
-        Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => format!("module {m} not found"),
+        Route::ModuleVersions(m)
+        | Route::ModuleDownload(m, _)
+        | Route::ModuleLatest(m)
+        | Route::ModuleDetails(m, _) => {
+            format!("module {m} not found")
+        }
         Route::MirrorIndex(p) => format!("provider {p} not found"),
         Route::MirrorVersion(p, v) => format!("provider {p} has no version {v}"),
         Route::ProviderVersions(p) => format!("provider {p} not found"),
         Route::ProviderDownload(p, v, platform) => {
             format!("provider {p} has no version {v} for {}", platform.key())
         }
-        Route::Discovery => "not found".into(),
+        Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) => "not found".into(),
     })
 }
 
@@ -278,15 +283,7 @@ impl<S: Storage> App<S> {
     pub async fn handle(&self, request: &Request<'_>) -> Reply {
         let Request { method, raw_path, query, authorization, if_none_match } = *request;
         let started = Instant::now();
-        let routed = router::route(method, raw_path, &self.config.paths).and_then(|route| {
-            // No route of the protocols takes a query string, and the terraform CLI sends none.
-            // Refusing them (rather than ignoring them) keeps one URL per answer, so a cache in
-            // front can never be keyed by, or poisoned through, parameters we do not read.
-            match query {
-                Some(q) if !q.is_empty() => Err(Error::BadRequest("query strings are not part of this API".into())),
-                _ => Ok(route),
-            }
-        });
+        let routed = router::route(method, raw_path, query, &self.config.paths);
         let (route_name, result) = match routed {
             Ok(route) => {
                 let (name, budget) = (route.name(), self.config.request_budget);
@@ -347,6 +344,10 @@ impl<S: Storage> App<S> {
             },
             _ => None,
         };
+        if let Route::ModuleList(listing) | Route::ModuleSearch(listing) = &route {
+            let viewer = self.viewer(authorization).await?;
+            return self.module_listing(listing, &viewer, deadline).await;
+        }
         self.authorize(&route, own.as_ref(), authorization).await?;
         let absent = || absent(&route);
         match &route {
@@ -422,6 +423,10 @@ impl<S: Storage> App<S> {
                 let provider = own.as_ref().ok_or_else(absent)?;
                 self.provider_download(provider, version, platform, deadline, absent).await
             }
+            Route::ModuleLatest(module) => self.module_details(module, None, absent, deadline).await,
+            Route::ModuleDetails(module, version) => self.module_details(module, Some(version), absent, deadline).await,
+            // Answered above, by what the viewer may read.
+            Route::ModuleList(_) | Route::ModuleSearch(_) => Err(absent()),
         }
     }
 
@@ -510,7 +515,15 @@ impl<S: Storage> App<S> {
     ) -> Result<(), Error> {
         let resource = match (route, own) {
             (Route::Discovery, _) => Resource::Discovery,
-            (Route::ModuleVersions(m) | Route::ModuleDownload(m, _), _) => Resource::Module(m),
+            (
+                Route::ModuleVersions(m)
+                | Route::ModuleDownload(m, _)
+                | Route::ModuleLatest(m)
+                | Route::ModuleDetails(m, _),
+                _,
+            ) => Resource::Module(m),
+            // A listing is filtered item by item (`viewer`), not allowed or refused whole.
+            (Route::ModuleList(_) | Route::ModuleSearch(_), _) => return Err(absent(route)),
             (Route::MirrorIndex(p) | Route::MirrorVersion(p, _), _) => Resource::Provider(p),
             // The scope of a providers.v1 provider is its full address, as for the mirror.
             (Route::ProviderVersions(_) | Route::ProviderDownload(..), Some(p)) => Resource::Provider(p),
@@ -526,6 +539,22 @@ impl<S: Storage> App<S> {
             Decision::Allow => Ok(()),
             Decision::Unauthenticated(why) => Err(Error::Unauthorized(why.into())),
             Decision::Hidden => Err(absent(route)),
+        }
+    }
+
+    /// Who presents `authorization`, for an answer that lists many things: 401 for a header
+    /// that is no usable token, and for no token where nothing may be read without one.
+    async fn viewer(&self, authorization: Option<&str>) -> Result<access::Viewer, Error> {
+        let store = match authorization.and_then(access::bearer) {
+            Some(_) => self.tokens().await?,
+            None => None,
+        };
+        match access::viewer(store.as_deref(), authorization, crate::clock::now_unix()) {
+            Err(why) => Err(Error::Unauthorized(why.into())),
+            Ok(access::Viewer::Anonymous) if self.config.access.anonymous_modules.is_empty() => {
+                Err(Error::Unauthorized("a bearer token is required".into()))
+            }
+            Ok(viewer) => Ok(viewer),
         }
     }
 
@@ -655,6 +684,7 @@ mod tests {
                 etag: "\"x\"".into(),
                 version_id: None,
                 docs: true,
+                published_at: None,
             }]))
             .unwrap(),
         );
@@ -729,6 +759,7 @@ mod tests {
             etag: "\"x\"".into(),
             version_id: None,
             docs: true,
+            published_at: None,
         }]);
         // Planted by a publisher of `acme` beside its archives: not where manifests live.
         app.storage.insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());

@@ -18,13 +18,19 @@ pub fn key_is_clean(key: &str) -> bool {
         && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX].iter().any(|p| key.starts_with(p))
 }
 
-/// Route `raw_path` (any string): if it is accepted, the path had nothing encoded or
-/// dot-segmented in it, and the manifest key it leads to is clean and classifies back to the
-/// same module or provider. `Err` says which invariant broke.
-pub fn check_request_path(raw_path: &str) -> Result<(), String> {
+/// Route `target` (any string: a raw path, and after the first `?` a raw query): if it is
+/// accepted, the path had nothing encoded or dot-segmented in it, only the list and search
+/// routes took a query (and a listing that reads back the same from the `next_url` it would
+/// give), and the keys it leads to are clean and classify back to the same module or
+/// provider. `Err` says which invariant broke.
+pub fn check_request_path(target: &str) -> Result<(), String> {
     let paths = BasePaths::default();
+    let (raw_path, query) = match target.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (target, None),
+    };
     for method in [Method::GET, Method::HEAD, Method::POST] {
-        let Ok(route) = router::route(&method, raw_path, &paths) else { continue };
+        let Ok(route) = router::route(&method, raw_path, query, &paths) else { continue };
         if method == Method::POST {
             return Err(format!("{raw_path:?}: POST accepted"));
         }
@@ -34,8 +40,27 @@ pub fn check_request_path(raw_path: &str) -> Result<(), String> {
         if raw_path.split('/').any(|s| s == ".." || s == ".") {
             return Err(format!("{raw_path:?}: accepted with a dot segment"));
         }
+        if query.is_some_and(|q| !q.is_empty()) && !matches!(route, Route::ModuleList(_) | Route::ModuleSearch(_)) {
+            return Err(format!("{target:?}: a query string accepted by {}", route.name()));
+        }
         let (key, expected) = match &route {
             Route::Discovery => continue,
+            Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
+                let search = matches!(route, Route::ModuleSearch(_));
+                let next = crate::query::Listing::parse(Some(&listing.query_at(listing.offset)), search);
+                if next.as_ref() != Ok(listing) {
+                    return Err(format!("{target:?}: {listing:?} reads back from its own query as {next:?}"));
+                }
+                continue;
+            }
+            Route::ModuleLatest(m) => (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone())),
+            Route::ModuleDetails(m, v) => {
+                let docs = layout::module_docs(m, v);
+                if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
+                    return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
+                }
+                (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
+            }
             Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => {
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }

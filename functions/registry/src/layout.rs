@@ -140,6 +140,10 @@ pub fn module_docs(m: &ModuleAddress, version: &semver::Version) -> String {
     format!("{INDEXED_PREFIX}{}{MODULE_DOCS_DIR}{version}.json", module_prefix(m))
 }
 
+/// The catalog (`catalog`): every module and provider served, in one document the indexer
+/// keeps and the web function lists and searches.
+pub const CATALOG: &str = "indexed/catalog.json";
+
 /// Where a provider's zips are uploaded.
 pub fn provider_prefix(p: &ProviderAddress) -> String {
     format!("{PROVIDERS_PREFIX}{}/{}/{}/", p.hostname, p.namespace, p.r#type)

@@ -8,6 +8,7 @@
 //! - [`manifest`]: manifest formats, their protocol transforms, and how documents are stored.
 //! - [`storage`]: the narrow storage interface (S3, in-memory, none).
 //! - `retry`: the conflict-retry loop behind every conditional write.
+//! - [`catalog`]: every module and provider served, for listing and search.
 //! - `archive`: validation of uploaded archives and the `h1:` hash.
 //! - [`signing`]: OpenPGP signing keys, release signatures and `SHA256SUMS` files.
 //! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
@@ -17,7 +18,9 @@
 //! - `cache`: the warm container's manifest cache.
 //! - [`upstream`]: upstream registries for the pull-through mirror (records; the client and
 //!   the puller with feature `aws`).
+//! - [`query`]: the bounded query string grammar of the list and search routes.
 //! - [`app`]: the handler every deployment runs; one storage read per request.
+//! - `browse`: the module list, search and details API (the public registry's v1 shape).
 //! - `pull_through` (feature `aws`): the mirror routes' answers for upstream providers.
 //! - `events` (feature `aws`): S3 notifications and the indexer function's processing of them.
 //! - `lambda` (feature `aws`): what the Lambda `main`s call.
@@ -29,12 +32,14 @@
 pub mod access;
 pub mod address;
 pub mod app;
+mod browse;
 // The fuzz targets reach the archive checks directly; nothing else outside the crate does.
 #[cfg(feature = "test-support")]
 pub mod archive;
 #[cfg(not(feature = "test-support"))]
 mod archive;
 mod cache;
+pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -51,6 +56,7 @@ pub mod module_docs;
 pub mod publish_log;
 #[cfg(feature = "aws")]
 mod pull_through;
+pub mod query;
 mod retry;
 pub mod router;
 pub mod signing;

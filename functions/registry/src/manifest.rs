@@ -59,6 +59,10 @@ pub struct ModuleVersion {
     /// in manifests written before docs existed: the next pass reads the archive once more.
     #[serde(default)]
     pub docs: bool,
+    /// When the indexer first published it (`2026-11-23T10:00:00Z`); absent in manifests
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<String>,
 }
 
 impl ModuleManifest {
@@ -287,6 +291,7 @@ mod tests {
             etag: "\"e\"".into(),
             version_id: None,
             docs: true,
+            published_at: None,
         }
     }
 

@@ -8,6 +8,7 @@ use http::Method;
 use crate::address::{ModuleAddress, ProviderAddress, ProviderName, parse_version, printable};
 use crate::error::Error;
 use crate::layout::Platform;
+use crate::query::Listing;
 
 /// Where the CLI looks for the services a host offers.
 pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
@@ -61,6 +62,14 @@ pub enum Route {
     ProviderVersions(ProviderName),
     /// `GET …/NAMESPACE/TYPE/VERSION/download/OS/ARCH` (providers.v1)
     ProviderDownload(ProviderName, semver::Version, Platform),
+    /// `GET /v1/modules?offset=&limit=…`: the catalog's modules, a page at a time.
+    ModuleList(Listing),
+    /// `GET /v1/modules/search?q=…`
+    ModuleSearch(Listing),
+    /// `GET …/NAMESPACE/NAME/SYSTEM`: the latest version's details (docs, versions).
+    ModuleLatest(ModuleAddress),
+    /// `GET …/NAMESPACE/NAME/SYSTEM/VERSION`: one version's details.
+    ModuleDetails(ModuleAddress, semver::Version),
 }
 
 /// The Lambda function that serves a route.
@@ -74,11 +83,15 @@ pub enum Service {
     Mirror,
     /// The provider registry protocol (providers.v1).
     Providers,
+    /// For people and tools: the module list, search and details API (the public registry's
+    /// v1 shape), and the web pages.
+    Web,
 }
 
 impl Service {
     /// Every service: what the local registry serves in one process.
-    pub const ALL: [Service; 4] = [Service::Discovery, Service::Modules, Service::Mirror, Service::Providers];
+    pub const ALL: [Service; 5] =
+        [Service::Discovery, Service::Modules, Service::Mirror, Service::Providers, Service::Web];
 
     /// The Lambda binary (and infra function key) that serves it.
     pub fn function_name(&self) -> &'static str {
@@ -87,6 +100,7 @@ impl Service {
             Service::Modules => "modules",
             Service::Mirror => "mirror",
             Service::Providers => "providers",
+            Service::Web => "web",
         }
     }
 }
@@ -99,6 +113,9 @@ impl Route {
             Route::ModuleVersions(_) | Route::ModuleDownload(..) => Service::Modules,
             Route::MirrorIndex(_) | Route::MirrorVersion(..) => Service::Mirror,
             Route::ProviderVersions(_) | Route::ProviderDownload(..) => Service::Providers,
+            Route::ModuleList(_) | Route::ModuleSearch(_) | Route::ModuleLatest(_) | Route::ModuleDetails(..) => {
+                Service::Web
+            }
         }
     }
 
@@ -112,6 +129,10 @@ impl Route {
             Route::MirrorVersion(..) => "mirror_version",
             Route::ProviderVersions(_) => "provider_versions",
             Route::ProviderDownload(..) => "provider_download",
+            Route::ModuleList(_) => "module_list",
+            Route::ModuleSearch(_) => "module_search",
+            Route::ModuleLatest(_) => "module_latest",
+            Route::ModuleDetails(..) => "module_details",
         }
     }
 }
@@ -126,36 +147,60 @@ pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
         (Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
         (Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
         (Service::Providers, format!("{}{{namespace}}/{{type}}/{{version}}/download/{{os}}/{{arch}}", paths.providers)),
+        (Service::Web, paths.modules.trim_end_matches('/').to_string()),
+        (Service::Web, format!("{}search", paths.modules)),
+        (Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}", paths.modules)),
+        (Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}", paths.modules)),
     ]
 }
 
-/// Route a request by its method and raw path: 404 for a path that is not ours, 400 for one
-/// that breaks the grammar under a base path, 405 for another method than GET or HEAD.
-pub fn route(method: &Method, raw_path: &str, paths: &BasePaths) -> Result<Route, Error> {
-    let route = match_path(raw_path, paths)?;
+/// Route a request by its method, raw path and raw query: 404 for a path that is not ours, 400
+/// for one that breaks the grammar under a base path or a query string where the route takes
+/// none (or not that one, `query`), 405 for another method than GET or HEAD.
+pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
+    let route = match_path(raw_path, query, paths)?;
     if method != Method::GET && method != Method::HEAD {
         return Err(Error::MethodNotAllowed);
     }
     Ok(route)
 }
 
-fn match_path(path: &str, paths: &BasePaths) -> Result<Route, Error> {
+fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
     if path.len() > PATH_MAX_LEN {
         return Err(Error::BadRequest(format!("path longer than {PATH_MAX_LEN} bytes")));
+    }
+    // Only the list and search routes read a query string. The others refuse one rather than
+    // ignore it: one URL per answer, so a cache in front can never be keyed by, or poisoned
+    // through, parameters we do not read (and the terraform CLI sends none).
+    if path == paths.modules.trim_end_matches('/') {
+        return Ok(Route::ModuleList(Listing::parse(query, false)?));
+    }
+    if path.strip_prefix(paths.modules.as_str()) == Some("search") {
+        return Ok(Route::ModuleSearch(Listing::parse(query, true)?));
+    }
+    if query.is_some_and(|q| !q.is_empty()) {
+        // Still 404 for a path that is not ours.
+        match_path(path, None, paths)?;
+        return Err(Error::BadRequest("query strings are not part of this API".into()));
     }
     if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
     }
     if let Some(rest) = path.strip_prefix(paths.modules.as_str()) {
         return match segments(rest)?.as_slice() {
+            [namespace, name, system] => Ok(Route::ModuleLatest(ModuleAddress::parse(namespace, name, system)?)),
             [namespace, name, system, "versions"] => {
                 Ok(Route::ModuleVersions(ModuleAddress::parse(namespace, name, system)?))
             }
             [namespace, name, system, version, "download"] => {
                 Ok(Route::ModuleDownload(ModuleAddress::parse(namespace, name, system)?, parse_version(version)?))
             }
+            [namespace, name, system, version] => {
+                Ok(Route::ModuleDetails(ModuleAddress::parse(namespace, name, system)?, parse_version(version)?))
+            }
             _ => Err(Error::BadRequest(
-                "module routes are :namespace/:name/:system/versions and :namespace/:name/:system/:version/download"
+                "module routes are :namespace/:name/:system/versions, :namespace/:name/:system/:version/download, \
+                 :namespace/:name/:system[/:version] and search"
                     .into(),
             )),
         };
@@ -210,7 +255,7 @@ mod tests {
     use super::*;
 
     fn r(method: Method, path: &str) -> Result<Route, u16> {
-        route(&method, path, &BasePaths::default()).map_err(|e| e.status().as_u16())
+        route(&method, path, None, &BasePaths::default()).map_err(|e| e.status().as_u16())
     }
     fn m(ns: &str, n: &str, s: &str) -> ModuleAddress {
         ModuleAddress::parse(ns, n, s).unwrap()
@@ -249,8 +294,19 @@ mod tests {
                 "/v1/mirror/example.com:8443/acme/thing/1.0.0.json",
                 Ok(Route::MirrorVersion(p("example.com:8443", "acme", "thing"), v("1.0.0"))),
             ),
+            // The list, search and details API (the web function).
+            (M::GET, "/v1/modules", Ok(Route::ModuleList(Listing::default()))),
+            (M::GET, "/v1/modules/acme/vpc/aws", Ok(Route::ModuleLatest(m("acme", "vpc", "aws")))),
+            (M::GET, "/v1/modules/acme/vpc/aws/1.2.3", Ok(Route::ModuleDetails(m("acme", "vpc", "aws"), v("1.2.3")))),
+            // A module may be called "versions" (a valid system): its details, not a version list.
+            (M::GET, "/v1/modules/acme/vpc/versions", Ok(Route::ModuleLatest(m("acme", "vpc", "versions")))),
+            (M::GET, "/v1/modules/search", Err(400)),
+            (M::GET, "/v1/modules/", Err(400)),
+            (M::GET, "/v1/modules/acme", Err(400)),
+            (M::GET, "/v1/modules/acme/vpc", Err(400)),
+            (M::GET, "/v1/modules/acme/vpc/aws/1.0", Err(400)),
+            (M::POST, "/v1/modules", Err(405)),
             // Grammar breaks: 400.
-            (M::GET, "/v1/modules/acme/vpc/versions", Err(400)),
             (M::GET, "/v1/modules/acme/vpc/aws/versions/", Err(400)),
             (M::GET, "/v1/modules/acme//aws/versions", Err(400)),
             (M::GET, "/v1/modules/../vpc/aws/versions", Err(400)),
@@ -309,13 +365,40 @@ mod tests {
         assert_eq!(r(Method::GET, &long), Err(400));
     }
 
+    /// Only the list and search routes read a query string, and only their parameters.
+    #[test]
+    fn query_strings_only_where_read() {
+        let q = |path: &str, query: &str| {
+            route(&Method::GET, path, Some(query), &BasePaths::default()).map_err(|e| e.status().as_u16())
+        };
+        let listing = Listing { offset: 15, limit: 5, ..Listing::default() };
+        assert_eq!(q("/v1/modules", "offset=15&limit=5"), Ok(Route::ModuleList(listing)));
+        let search = Listing { q: Some("vpc".into()), ..Listing::default() };
+        assert_eq!(q("/v1/modules/search", "q=vpc"), Ok(Route::ModuleSearch(search)));
+        assert_eq!(q("/v1/modules", "q=vpc"), Err(400));
+        assert_eq!(q("/v1/modules/acme/vpc/aws", ""), Ok(Route::ModuleLatest(m("acme", "vpc", "aws"))));
+        for path in [
+            "/.well-known/terraform.json",
+            "/v1/modules/acme/vpc/aws/versions",
+            "/v1/modules/acme/vpc/aws",
+            "/v1/modules/acme/vpc/aws/1.0.0",
+            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+            "/v1/providers/acme/widget/versions",
+        ] {
+            assert_eq!(q(path, "offset=1"), Err(400), "{path}");
+        }
+        assert_eq!(q("/elsewhere", "a=1"), Err(404), "not ours stays 404");
+    }
+
     #[test]
     fn custom_base_paths() {
         let paths = BasePaths { modules: "/m/".into(), mirror: "/providers/".into(), providers: "/p/".into() };
-        assert_eq!(route(&Method::GET, "/m/a/b/c/versions", &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
-        assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", &paths).unwrap_err().status().as_u16(), 404);
+        assert_eq!(route(&Method::GET, "/m/a/b/c/versions", None, &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
+        assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
-        assert_eq!(templates.len(), 6);
+        assert_eq!(templates.len(), 10);
+        assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "/m"));
+        assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
         assert!(
             templates
                 .iter()

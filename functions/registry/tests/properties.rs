@@ -147,13 +147,13 @@ proptest! {
     ) {
         let version = semver::Version::new(major, minor, patch);
         let path = format!("/v1/modules/{namespace}/{name}/{system}/{version}/download");
-        let route = router::route(&Method::GET, &path, &BasePaths::default());
+        let route = router::route(&Method::GET, &path, None, &BasePaths::default());
         prop_assert!(
             matches!(&route, Ok(Route::ModuleDownload(m, v)) if m.namespace == namespace && m.name == name && m.system == system && *v == version),
             "{path}: {route:?}"
         );
         let path = format!("/v1/mirror/example.{namespace}/{name}/{system}/{version}.json");
-        prop_assert!(matches!(router::route(&Method::GET, &path, &BasePaths::default()), Ok(Route::MirrorVersion(..))), "{path}");
+        prop_assert!(matches!(router::route(&Method::GET, &path, None, &BasePaths::default()), Ok(Route::MirrorVersion(..))), "{path}");
         check(&path)?;
     }
 }

@@ -32,6 +32,7 @@ use crate::publish_log::Change;
 use crate::retry::{self, Backoff};
 use crate::storage::{Object, ObjectInfo, Storage};
 
+mod catalog;
 mod modules;
 mod providers;
 mod rejections;
@@ -78,6 +79,16 @@ impl Pass {
                 Pass::ProviderVersion(provider.clone(), version.clone())
             }
             other => Pass::Owner(other.owner()),
+        }
+    }
+}
+
+impl Pass {
+    /// Whose manifests it rebuilds.
+    pub fn owner(&self) -> Owner {
+        match self {
+            Pass::Owner(owner) => owner.clone(),
+            Pass::ProviderVersion(p, _) => Owner::Provider(p.clone()),
         }
     }
 }
@@ -221,8 +232,17 @@ impl<'a, S: Storage> Indexer<'a, S> {
         self.run(&Pass::Owner(owner.clone())).await
     }
 
-    /// One pass, retried while it loses races.
+    /// One pass, retried while it loses races, then its owner's catalog entry brought in line
+    /// (also when the pass changed nothing: a pass that wrote its manifest but failed before
+    /// the catalog is retried as an event, and finds its manifest unchanged).
     pub async fn run(&self, pass: &Pass) -> Result<Outcome, Error> {
+        let outcome = self.run_pass(pass).await?;
+        self.update_catalog(&pass.owner()).await?;
+        Ok(outcome)
+    }
+
+    /// One pass, retried while it loses races; the catalog left as it is.
+    async fn run_pass(&self, pass: &Pass) -> Result<Outcome, Error> {
         let outcome = retry::on_conflict(PASS_RETRY, &pass.to_string(), |_| async {
             match pass {
                 Pass::Owner(Owner::Module(m)) => self.module_pass(m).await,
@@ -235,7 +255,8 @@ impl<'a, S: Storage> Indexer<'a, S> {
         Ok(outcome)
     }
 
-    /// Rebuild every manifest from the archives present (repair, migration). Idempotent.
+    /// Rebuild every manifest from the archives present (repair, migration), then the catalog.
+    /// Idempotent.
     /// Owners are found from the uploads and from the manifests already written (so a module
     /// whose archives all went while nothing indexed them is emptied too). A failing owner is
     /// logged and answered with its error, and the rest are indexed all the same: one
@@ -251,12 +272,14 @@ impl<'a, S: Storage> Indexer<'a, S> {
         }
         let mut results = Vec::with_capacity(owners.len());
         for owner in owners {
-            let outcome = self.reindex(&owner).await;
+            let outcome = self.run_pass(&Pass::Owner(owner.clone())).await;
             if let Err(e) = &outcome {
                 tracing::error!(%owner, error = %e, "reindex failed for this owner; going on with the others");
             }
             results.push((owner, outcome));
         }
+        // Once for all owners, not once per owner: each update reads and writes the whole catalog.
+        self.rebuild_catalog().await?;
         Ok(results)
     }
 

@@ -151,8 +151,16 @@ impl<S: Storage> Indexer<'_, S> {
             Ok(kept) => {
                 rejections.clear(self.storage, &object.key).await?;
                 let docs = module_docs::extract(&kept, &sha256);
-                let entry =
-                    ModuleVersion { version, archive: object.key.clone(), size, sha256, etag, version_id, docs: true };
+                let entry = ModuleVersion {
+                    version,
+                    archive: object.key.clone(),
+                    size,
+                    sha256,
+                    etag,
+                    version_id,
+                    docs: true,
+                    published_at: Some(crate::clock::rfc3339_now()),
+                };
                 Ok(Some((entry, docs)))
             }
             Err(reason) => {
@@ -226,10 +234,11 @@ mod tests {
         );
 
         // Nothing changed: no write, and unchanged archives are not read again (manifest,
-        // archive listing, rejection listing, the one rejection record).
+        // archive listing, rejection listing, the one rejection record; then the catalog and
+        // the manifest its entry is checked against).
         let before = s.request_count();
         assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
-        assert_eq!(s.request_count() - before, 4);
+        assert_eq!(s.request_count() - before, 4 + 2);
 
         // A second format of a published version is other bytes for it: refused, and the
         // published archive stays served.
@@ -280,7 +289,11 @@ mod tests {
         let before = s.request_count();
         indexer.reindex(&module()).await.unwrap();
         let reads = s.request_count() - before;
-        assert_eq!(reads, 3 + 3, "manifest, listing, rejection listing and one read per record; no archive read");
+        assert_eq!(
+            reads,
+            3 + 3 + 2,
+            "manifest, listing, rejection listing, one read per record, catalog and manifest; no archive read"
+        );
 
         // Overwriting a published version with a bad archive keeps what was published.
         s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", b"corrupt".to_vec());
@@ -328,7 +341,7 @@ mod tests {
         // The refused bytes are not read again while they stay.
         let before = s.request_count();
         indexer.on_object_changed(key).await.unwrap();
-        assert_eq!(s.request_count() - before, 4, "manifest, listing, rejection listing, the record");
+        assert_eq!(s.request_count() - before, 4 + 2, "manifest, listing, rejection listing, the record; catalog");
 
         // Yank stays a delete: the version goes, its record too; a new upload then publishes.
         s.delete(key).await.unwrap();
@@ -390,6 +403,6 @@ mod tests {
         assert_eq!(docs(&s), first);
         let before = s.request_count();
         assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
-        assert!(s.request_count() - before <= 4, "then reused without reading the archive");
+        assert!(s.request_count() - before <= 4 + 2, "then reused without reading the archive");
     }
 }
