@@ -67,13 +67,13 @@ impl<S: Storage> App<S> {
             || self.manifest(&manifest_key, ModuleManifest::parse, |m| m.versions.is_empty(), &absent, deadline);
         let docs_key = |v: &semver::Version| layout::module_docs(module, v);
         let no_docs = || Error::NotFound(String::new());
-        let (manifest, docs) = match version {
+        let (manifest, docs, wanted) = match version {
             // Both keys are known: read them at once.
             Some(v) => {
                 let key = docs_key(v);
                 let (manifest, docs) =
                     tokio::join!(manifest(), self.manifest(&key, parse_docs, |_| false, no_docs, deadline));
-                (manifest?, docs)
+                (manifest?, docs, v.clone())
             }
             None => {
                 let manifest = manifest().await?;
@@ -81,20 +81,12 @@ impl<S: Storage> App<S> {
                     .and_then(|v| crate::address::parse_version(v).ok())
                     .ok_or_else(&absent)?;
                 let docs = self.manifest(&docs_key(&latest), parse_docs, |_| false, no_docs, deadline).await;
-                (manifest, docs)
+                (manifest, docs, latest)
             }
-        };
-        let wanted = match version {
-            Some(v) => v.to_string(),
-            None => catalog::latest(manifest.value.versions.iter().map(|v| v.version.as_str()))
-                .unwrap_or_default()
-                .to_string(),
         };
         let entry = manifest
             .value
-            .versions
-            .iter()
-            .find(|v| v.version == wanted)
+            .find(&wanted)
             .ok_or_else(|| Error::NotFound(format!("module {module} has no version {wanted}")))?;
         let docs = match docs {
             Ok(read) => Some(read.value),

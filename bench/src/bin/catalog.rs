@@ -1,0 +1,169 @@
+//! Catalog: list, search and details answers with 5,000 modules in the catalog (wrk, one
+//! connection, cold and warm), and what keeping docs and the catalog adds to a publish, as
+//! ratios measured side by side in this run:
+//! - the catalog: one module version published by the indexer with its catalog upkeep and
+//!   without it (`Indexer::with_catalog(false)`, the publish as it was before the catalog),
+//!   alternating, at 5,000 modules;
+//! - the docs: a module of real-world size (README, 30 inputs, outputs, a submodule, an
+//!   example) published against a one-file module, both with the catalog.
+//!
+//! usage: catalog [MODULES] [SECONDS_PER_RUN] [PUBLISH_ROUNDS]
+//!
+//! Not yet in `bench/run.sh`: its set-up (5,000 archives indexed through the embedded S3) did
+//! not finish in 14 minutes on 2 cores (mostly system time in s3s-fs); it must write the
+//! manifests, docs and catalog directly before it joins `make bench`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use registry::index::Indexer;
+use registry_bench::{median, registry, wrk};
+
+/// A README, variables, outputs, a submodule and an example: the size of a typical module.
+fn real_world_module(i: usize) -> Vec<u8> {
+    let readme = format!(
+        "# Network {i}\n\nCreates a VPC with public and private subnets, NAT gateways and flow logs for team {i}.\n\n\
+         ## Usage\n\n```hcl\nmodule \"network\" {{\n  source = \"registry.example.com/acme/network{i}/aws\"\n}}\n```\n\n{}",
+        "| name | description |\n|---|---|\n| cidr | The CIDR block. |\n".repeat(20)
+    );
+    let variables: String = (0..30)
+        .map(|v| {
+            format!(
+                "variable \"input_{v}\" {{\n  description = \"Input number {v} of the module.\"\n  \
+                 type = list(object({{ name = string, size = number }}))\n  default = []\n}}\n\n"
+            )
+        })
+        .collect();
+    let outputs: String = (0..10)
+        .map(|o| format!("output \"out_{o}\" {{\n  value = {o}\n  description = \"Output {o}.\"\n}}\n"))
+        .collect();
+    let versions = "terraform {\n  required_version = \">= 1.5\"\n  required_providers {\n    \
+                    aws = { source = \"hashicorp/aws\", version = \">= 5.0\" }\n  }\n}\n";
+    e2e::module_tar_gz(&[
+        ("README.md", &readme),
+        ("variables.tf", &variables),
+        ("outputs.tf", &outputs),
+        ("versions.tf", versions),
+        ("main.tf", "resource \"aws_vpc\" \"this\" {}\n"),
+        ("modules/subnet/main.tf", "variable \"az\" {}\noutput \"id\" { value = 1 }\n"),
+        ("examples/complete/main.tf", "module \"network\" { source = \"../..\" }\n"),
+    ])
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let modules: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5000);
+    let seconds: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(9);
+    let dir = e2e::TempDir::new("bench-catalog");
+    let data = dir.path().join("data");
+    let bucket = data.join("s3").join(registry_local::BUCKET);
+
+    // 5,000 modules in 50 namespaces, one version each, written straight into the embedded
+    // S3's directory; one repair pass indexes them and builds the catalog.
+    for i in 0..modules {
+        let path = bucket.join(format!("modules/team{}/network{i}/aws", i % 50));
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join("1.0.0.tar.gz"), real_world_module(i)).unwrap();
+    }
+    let warm = registry(&data, &[]).await;
+    let limits = warm.app.config.limits.clone();
+    let started = Instant::now();
+    Indexer::new(&warm.storage, limits.clone()).reindex_all().await.unwrap();
+    let full = started.elapsed();
+    let catalog_bytes = std::fs::metadata(bucket.join(registry::layout::CATALOG)).unwrap().len();
+    println!(
+        "{modules} modules indexed (docs and catalog) in {:.1} s; catalog {:.0} KB\n",
+        full.as_secs_f64(),
+        catalog_bytes as f64 / 1e3
+    );
+
+    // Answers, cold (no manifest cache) and warm, as the wrk of the scale benchmark measures.
+    let cold = registry(&data, &[("REGISTRY_MANIFEST_CACHE_BYTES", "0")]).await;
+    let auth = vec![format!("Authorization: Bearer {}", warm.dev_token)];
+    let last_page = format!("/v1/modules?offset={}&limit=15", modules.saturating_sub(15));
+    let routes = [
+        ("list, first page", "/v1/modules?limit=15".to_string()),
+        ("list, last page", last_page),
+        ("list, one namespace", "/v1/modules?namespace=team7&limit=100".to_string()),
+        ("search, one word, 1,111 hits", "/v1/modules/search?q=network1".to_string()),
+        ("search, two words, 1 hit", "/v1/modules/search?q=network4242+team42".to_string()),
+        ("search, no hit", "/v1/modules/search?q=zzzz".to_string()),
+        ("details (latest)", "/v1/modules/team7/network2507/aws".to_string()),
+        ("details (1.0.0)", "/v1/modules/team7/network2507/aws/1.0.0".to_string()),
+    ];
+    println!("| answer at {modules} modules | response | cold p50 / p99 | warm p50 / p99 |");
+    println!("| --- | --- | --- | --- |");
+    for (name, target) in &routes {
+        let (path, query) = target.split_once('?').map_or((target.as_str(), None), |(p, q)| (p, Some(q)));
+        let request = registry::app::Request::get(path).query(query).authorization(Some(&auth[0][15..]));
+        let reply = warm.app.handle(&request).await;
+        assert_eq!(reply.status, 200, "{name}: {}", String::from_utf8_lossy(&reply.body));
+        let mut figures = vec![];
+        for running in [&cold, &warm] {
+            let url = format!("http://{}{target}", running.http_addr.unwrap());
+            let runs: Vec<_> = (0..3).map(|_| wrk(&url, &auth, 1, seconds)).collect();
+            assert!(runs.iter().all(|r| r.non_2xx == 0), "{name}: {runs:?}");
+            figures.push((
+                median(runs.iter().map(|r| r.p50_us).collect()),
+                median(runs.iter().map(|r| r.p99_us).collect()),
+            ));
+        }
+        println!(
+            "| {name} | {:.1} KB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
+            reply.body.len() as f64 / 1e3,
+            figures[0].0 / 1e3,
+            figures[0].1 / 1e3,
+            figures[1].0 / 1e3,
+            figures[1].1 / 1e3
+        );
+    }
+    cold.stop().await;
+
+    // The indexer's extra cost per publish. Each round publishes new versions by calling the
+    // indexer as an S3 event would (the archive is written to the bucket directory first, so
+    // no notification runs a pass of its own), alternating the variants.
+    let publish = |key: String, archive: Vec<u8>, catalog: bool| {
+        let (warm, limits, bucket) = (&warm, limits.clone(), bucket.clone());
+        async move {
+            let path = bucket.join(&key);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, archive).unwrap();
+            let indexer = Indexer::new(&warm.storage, limits).with_catalog(catalog);
+            let started = Instant::now();
+            indexer.on_object_changed(&key).await.unwrap();
+            started.elapsed()
+        }
+    };
+    let (mut with, mut without, mut small) = (vec![], vec![], vec![]);
+    for round in 0..rounds {
+        let archive = real_world_module(round);
+        with.push(publish(format!("modules/team1/network1/aws/2.{round}.0.tar.gz"), archive.clone(), true).await);
+        without.push(publish(format!("modules/team2/network2/aws/2.{round}.0.tar.gz"), archive, false).await);
+        let one_file = e2e::module_tar_gz(&[("main.tf", "# one file\n")]);
+        small.push(publish(format!("modules/team3/network3/aws/2.{round}.0.tar.gz"), one_file, true).await);
+    }
+    let p50 = |v: &[Duration]| median(v.iter().map(|d| ms(*d)).collect());
+    let (with, without, small) = (p50(&with), p50(&without), p50(&small));
+    println!();
+    println!("| publish one module version at {modules} modules ({rounds} rounds, p50) | time | ratio |");
+    println!("| --- | --- | --- |");
+    println!("| without the catalog (the publish as it was before it) | {without:.1} ms | 1.00× |");
+    println!("| with the catalog kept | {with:.1} ms | {:.2}× |", with / without);
+    println!(
+        "| a one-file module, with the catalog (docs of nearly nothing) | {small:.1} ms | {:.2}× |",
+        small / without
+    );
+    println!(
+        "\nDocs of a real-world module (README, 30 inputs, 10 outputs, a submodule, an example) against a \
+         one-file module, both with the catalog: {:.2}×",
+        with / small
+    );
+    warm.stop().await;
+}
