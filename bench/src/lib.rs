@@ -99,6 +99,23 @@ fn micros(v: &str) -> f64 {
     }
 }
 
+/// p50 and p99 in ms of `target` (path and query) on each of `servers` (plain HTTP), each the
+/// median of three wrk runs with one connection; every answer must be 2xx.
+pub fn p50_p99_ms(servers: &[&Running], target: &str, headers: &[String], seconds: u32) -> Vec<(f64, f64)> {
+    servers
+        .iter()
+        .map(|running| {
+            let url = format!("http://{}{target}", running.http_addr.expect("started with http_listen"));
+            let runs: Vec<_> = (0..3).map(|_| wrk(&url, headers, 1, seconds)).collect();
+            assert!(runs.iter().all(|r| r.non_2xx == 0), "{target}: {runs:?}");
+            (
+                median(runs.iter().map(|r| r.p50_us).collect()) / 1e3,
+                median(runs.iter().map(|r| r.p99_us).collect()) / 1e3,
+            )
+        })
+        .collect()
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }

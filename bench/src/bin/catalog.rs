@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use registry::index::Indexer;
-use registry_bench::{median, registry, wrk};
+use registry_bench::{median, p50_p99_ms, registry};
 
 /// A README, variables, outputs, a submodule and an example: the size of a typical module.
 fn real_world_module(i: usize) -> Vec<u8> {
@@ -105,23 +105,14 @@ async fn main() {
         let request = registry::app::Request::get(path).query(query).authorization(Some(&auth[0][15..]));
         let reply = warm.app.handle(&request).await;
         assert_eq!(reply.status, 200, "{name}: {}", String::from_utf8_lossy(&reply.body));
-        let mut figures = vec![];
-        for running in [&cold, &warm] {
-            let url = format!("http://{}{target}", running.http_addr.unwrap());
-            let runs: Vec<_> = (0..3).map(|_| wrk(&url, &auth, 1, seconds)).collect();
-            assert!(runs.iter().all(|r| r.non_2xx == 0), "{name}: {runs:?}");
-            figures.push((
-                median(runs.iter().map(|r| r.p50_us).collect()),
-                median(runs.iter().map(|r| r.p99_us).collect()),
-            ));
-        }
+        let figures = p50_p99_ms(&[&cold, &warm], target, &auth, seconds);
         println!(
             "| {name} | {:.1} KB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
             reply.body.len() as f64 / 1e3,
-            figures[0].0 / 1e3,
-            figures[0].1 / 1e3,
-            figures[1].0 / 1e3,
-            figures[1].1 / 1e3
+            figures[0].0,
+            figures[0].1,
+            figures[1].0,
+            figures[1].1
         );
     }
     cold.stop().await;

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use registry::index::Indexer;
 use registry::storage::Storage;
-use registry_bench::{median, registry, wrk};
+use registry_bench::{p50_p99_ms, registry};
 
 const PLATFORMS: [&str; 12] = [
     "linux_amd64",
@@ -155,24 +155,15 @@ async fn main() {
     for (name, path, key) in routes {
         let reply = warm.app.handle(&registry::app::Request::get(path).authorization(Some(&auth[0][15..]))).await;
         assert_eq!(reply.status, 200, "{name}");
-        let mut figures = vec![];
-        for running in [&cold, &warm] {
-            let url = format!("http://{}{path}", running.http_addr.unwrap());
-            let runs: Vec<_> = (0..3).map(|_| wrk(&url, &auth, 1, seconds)).collect();
-            assert!(runs.iter().all(|r| r.non_2xx == 0), "{name}: {runs:?}");
-            figures.push((
-                median(runs.iter().map(|r| r.p50_us).collect()),
-                median(runs.iter().map(|r| r.p99_us).collect()),
-            ));
-        }
+        let figures = p50_p99_ms(&[&cold, &warm], path, &auth, seconds);
         println!(
             "| {name} | {:.1} KB | {:.1} KB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
             size(key) as f64 / 1e3,
             reply.body.len() as f64 / 1e3,
-            figures[0].0 / 1e3,
-            figures[0].1 / 1e3,
-            figures[1].0 / 1e3,
-            figures[1].1 / 1e3
+            figures[0].0,
+            figures[0].1,
+            figures[1].0,
+            figures[1].1
         );
     }
     cold.stop().await;
