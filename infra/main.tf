@@ -33,6 +33,16 @@ locals {
     "GET /v1/modules/search"                                = "web"
     "GET /v1/modules/{namespace}/{name}/{system}"           = "web"
     "GET /v1/modules/{namespace}/{name}/{system}/{version}" = "web"
+    # The web pages: the catalog at /, the rest under /ui/ (router::UI_PATH).
+    "GET /"                                                     = "web"
+    "GET /ui/modules/{namespace}/{name}/{system}"               = "web"
+    "GET /ui/modules/{namespace}/{name}/{system}/{version}"     = "web"
+    "GET /ui/providers/{hostname}/{namespace}/{type}"           = "web"
+    "GET /ui/providers/{hostname}/{namespace}/{type}/{version}" = "web"
+    "GET /ui/sign-in"                                           = "web"
+    "POST /ui/sign-in"                                          = "web"
+    "POST /ui/sign-out"                                         = "web"
+    "GET /ui/assets/{file}"                                     = "web"
   }
 
   # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):

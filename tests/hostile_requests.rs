@@ -142,16 +142,34 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
     Ok(())
 }
 
-fn check_json_4xx(
+/// The answer a case must get: its status, and a JSON `errors` body, or for a web page's path
+/// an HTML page that says the status, under the pages' Content-Security-Policy.
+fn check_4xx(
     what: &str,
-    expected: u16,
+    case: &Case,
     status: u16,
-    content_type: Option<&str>,
+    header: impl Fn(&str) -> Option<String>,
     body: &[u8],
 ) -> Result<(), String> {
+    let expected = case.status;
+    let content_type = header("content-type");
+    let content_type = content_type.as_deref();
     let shown = String::from_utf8_lossy(&body[..body.len().min(300)]).to_string();
     if status != expected {
         return Err(format!("{what}: expected {expected}, got {status}: {shown}"));
+    }
+    if hostile::is_page(&case.target) {
+        if content_type != Some("text/html; charset=utf-8") {
+            return Err(format!("{what}: a page's error with content-type {content_type:?}"));
+        }
+        if header("content-security-policy").as_deref() != Some(registry::web::CONTENT_SECURITY_POLICY) {
+            return Err(format!("{what}: a page without the Content-Security-Policy"));
+        }
+        let text = String::from_utf8_lossy(body);
+        return match text.contains(&format!("<h1>{status}</h1>")) {
+            true => Ok(()),
+            false => Err(format!("{what}: the page does not say {status}: {shown}")),
+        };
     }
     if content_type != Some("application/json") {
         return Err(format!("{what}: content-type {content_type:?}"));
@@ -229,15 +247,17 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
             request.push_str(&format!("Authorization: {value}\r\n"));
         }
         for (name, value) in &case.headers {
-            request.push_str(&format!("{name}: {value}\r\n"));
+            request.push_str(&format!("{name}: {}\r\n", value.replace("{host}", &h.host())));
         }
         request.push_str("Connection: close\r\n\r\n");
         let (status, headers, body) =
             send_raw(&h, &tls, request.as_bytes()).await.unwrap_or_else(|| panic!("{what}: no answer"));
-        let content_type = headers.iter().find(|(n, _)| n == "content-type").map(|(_, v)| v.as_str());
-        let mut checked = check_json_4xx(&what, case.status, status, content_type, &body)
+        let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        let mut checked = check_4xx(&what, case, status, header, &body)
             .and_then(|()| check_reads(&what, status, &h.running.take_s3_requests()));
-        if status == 401 && !headers.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with("Bearer")) {
+        // The protocols' 401 says how to authenticate; a page says so in words (and a link).
+        let challenged = headers.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with("Bearer"));
+        if status == 401 && !hostile::is_page(&case.target) && !challenged {
             checked = Err(format!("{what}: 401 without a Bearer challenge"));
         }
         failures.extend(checked.err());
@@ -259,7 +279,7 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
 
 /// The recorded API Gateway v2 event with this case's method, raw path, query and headers, as
 /// the Lambda runtime hands it to the function.
-fn event(case: &Case, dev_token: &str) -> serde_json::Value {
+fn event(case: &Case, dev_token: &str, host: &str) -> serde_json::Value {
     let mut e: serde_json::Value = serde_json::from_str(EVENT).unwrap();
     let (path, query) = match case.target.split_once('?') {
         Some((p, q)) => (p, q),
@@ -278,7 +298,12 @@ fn event(case: &Case, dev_token: &str) -> serde_json::Value {
         headers.insert("authorization".into(), value.into());
     }
     for (name, value) in &case.headers {
-        headers.insert(name.clone(), value.as_str().into());
+        headers.insert(name.clone(), value.replace("{host}", host).into());
+    }
+    // Payload 2.0 carries cookies in `cookies`, not as a header.
+    if let Some(cookie) = headers.remove("cookie") {
+        let cookies: Vec<&str> = cookie.as_str().unwrap_or_default().split("; ").collect();
+        e["cookies"] = serde_json::json!(cookies);
     }
     e
 }
@@ -304,15 +329,16 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
     let mut failures = Vec::new();
     for (i, case) in corpus.iter().enumerate() {
         let what = format!("event {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
-        let response = registry::lambda::answer::<S3Storage>(&app, event(case, &h.running.dev_token)).await;
+        let host = "abc123def4.execute-api.eu-west-1.amazonaws.com";
+        let response = registry::lambda::answer::<S3Storage>(&app, event(case, &h.running.dev_token, host)).await;
         let status = response.status_code as u16;
-        let content_type = response.headers.get("content-type").and_then(|v| v.to_str().ok());
+        let header = |name: &str| response.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let body: Vec<u8> = match &response.body {
             Some(aws_lambda_events::encodings::Body::Text(t)) => t.clone().into_bytes(),
             Some(aws_lambda_events::encodings::Body::Binary(b)) => b.clone(),
             _ => vec![],
         };
-        let checked = check_json_4xx(&what, case.status, status, content_type, &body)
+        let checked = check_4xx(&what, case, status, header, &body)
             .and_then(|()| check_reads(&what, status, &h.running.take_s3_requests()));
         failures.extend(checked.err());
     }

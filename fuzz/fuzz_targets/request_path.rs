@@ -1,5 +1,5 @@
-//! Any bytes as a request target, path and `?query` (and as the tail of each route prefix, and
-//! as the query of the list and search routes): the router must never panic, only the list and
+//! Any bytes as a request target, path and `?query` (and as the tail of each route prefix and
+//! of the web pages', and as the query of the list, search and catalog page routes): the router must never panic, only the list and
 //! search routes may take a query, and whatever it accepts must lead to a clean key of its own
 //! owner (`registry::invariants`). Also feeds the same bytes to the Authorization parser.
 #![no_main]
@@ -15,6 +15,8 @@ fuzz_target!(|data: &[u8]| {
         format!("/v1/providers/{text}"),
         format!("/v1/modules?{text}"),
         format!("/v1/modules/search?{text}"),
+        format!("/ui/{text}"),
+        format!("/?{text}"),
     ] {
         if let Err(broken) = registry::invariants::check_request_path(&path) {
             panic!("{broken}");

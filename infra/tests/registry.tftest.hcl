@@ -30,7 +30,7 @@ run "defaults" {
   command = plan
 
   assert {
-    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["GET /.well-known/terraform.json", "GET /v1/modules/{namespace}/{name}/{system}/versions", "GET /v1/modules/{namespace}/{name}/{system}/{version}/download", "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}", "GET /v1/providers/{namespace}/{type}/versions", "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "GET /v1/modules", "GET /v1/modules/search", "GET /v1/modules/{namespace}/{name}/{system}", "GET /v1/modules/{namespace}/{name}/{system}/{version}"])
+    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["GET /.well-known/terraform.json", "GET /v1/modules/{namespace}/{name}/{system}/versions", "GET /v1/modules/{namespace}/{name}/{system}/{version}/download", "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}", "GET /v1/providers/{namespace}/{type}/versions", "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "GET /v1/modules", "GET /v1/modules/search", "GET /v1/modules/{namespace}/{name}/{system}", "GET /v1/modules/{namespace}/{name}/{system}/{version}", "GET /", "GET /ui/modules/{namespace}/{name}/{system}", "GET /ui/modules/{namespace}/{name}/{system}/{version}", "GET /ui/providers/{hostname}/{namespace}/{type}", "GET /ui/providers/{hostname}/{namespace}/{type}/{version}", "GET /ui/sign-in", "POST /ui/sign-in", "POST /ui/sign-out", "GET /ui/assets/{file}"])
     error_message = "the API must have exactly the router's routes"
   }
   assert {
@@ -144,8 +144,8 @@ run "least_privilege" {
     error_message = "mirror reads only its documents, provider zips, the token store and what it keeps of upstreams"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog.json", "indexed/modules/*", "access/tokens.json"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
-    error_message = "web only reads the catalog, module manifests and docs, and the token store: no archive, no publish log, no write"
+    condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog.json", "indexed/modules/*", "indexed/providers/*", "access/tokens.json"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "web only reads the catalog, module and provider manifests, module docs, and the token store: no archive, no publish log, no write"
   }
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/*"])

@@ -170,6 +170,9 @@ check "web: the module list from the catalog" web "/v1/modules" 200 '\"id\":\"ac
 QUERY="q=network&limit=5" check "web: search" web "/v1/modules/search" 200 '\"name\":\"network\"'
 check "web: details with the docs read at publish time" web "/v1/modules/acme/network/aws" 200 '\"outputs\":[{\"description\":\"\",\"name\":\"name\"'
 QUERY="limit=1000" check "web: a limit over 100 is 400" web "/v1/modules" 400 'limit must be a whole number'
+check "web: the module page, under its Content-Security-Policy" web "/ui/modules/acme/network/aws" 200 "default-src 'none'"
+check "web: the module page's usage snippet" web "/ui/modules/acme/network/aws" 200 'acme/network/aws&quot;'
+SEND_TOKEN="" check "web: a page without sign-in is a 401 page" web "/ui/modules/acme/network/aws" 401 'Sign in'
 QUERY="x=1" check "modules: a query string is 400" modules "/v1/modules/acme/network/aws/versions" 400 'query strings are not part of this API'
 check "modules: the list route is not the modules function's" modules "/v1/modules" 404 'this function does not serve module_list'
 # lambda_http built a URL from this header and panicked on it; the functions ignore it.

@@ -1,6 +1,7 @@
 //! The hostile-request corpus: requests a scanner or an attacker can craft, each with the
 //! status the registry must answer. Every case is answered by the registry's own handler with a
-//! 4xx JSON body, whichever transport carries it (HTTPS to the local registry, or an API Gateway
+//! 4xx JSON body (a 4xx HTML page with the Content-Security-Policy for the web pages' paths),
+//! whichever transport carries it (HTTPS to the local registry, or an API Gateway
 //! event to a Lambda). `transport_cases` are byte sequences that are not valid HTTP at all: the
 //! HTTP server (hyper here, API Gateway in AWS) refuses them before any handler runs.
 //!
@@ -26,7 +27,7 @@ pub struct Case {
     /// The request target exactly as sent: path and optional `?query`, not normalised.
     pub target: String,
     pub auth: Auth,
-    /// Extra headers (name, value).
+    /// Extra headers (name, value); `{host}` in a value is the registry's own address.
     pub headers: Vec<(String, String)>,
     pub status: u16,
 }
@@ -48,6 +49,21 @@ const LIST: &str = "/v1/modules";
 const SEARCH: &str = "/v1/modules/search";
 const DETAILS: &str = "/v1/modules/acme/vpc/aws";
 const DETAILS_VERSION: &str = "/v1/modules/acme/vpc/aws/1.0.0";
+/// The web pages (the web function): their errors are HTML pages, not JSON.
+const PAGE_MODULE: &str = "/ui/modules/acme/vpc/aws";
+const PAGE_PROVIDER: &str = "/ui/providers/registry.terraform.io/hashicorp/null";
+const SIGN_IN: &str = "/ui/sign-in";
+const SIGN_OUT: &str = "/ui/sign-out";
+
+/// Whether `target` is a web page's, whose errors are pages (`text/html`) rather than JSON.
+pub fn is_page(target: &str) -> bool {
+    let path = target.split('?').next().unwrap_or_default();
+    registry::router::is_page_path(path)
+}
+
+fn cookie(token: &str) -> String {
+    format!("{}={token}", registry::web::session::COOKIE)
+}
 
 fn case(status: u16, target: impl Into<String>) -> Case {
     Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status }
@@ -233,7 +249,6 @@ pub fn corpus() -> Vec<Case> {
         case(400, format!("{VERSIONS}?../../access/tokens.json")),
         case(400, format!("{VERSIONS}?{}", "a=1&".repeat(2000))),
         // Endpoints we do not have, and bucket keys asked for directly.
-        case(404, "/"),
         case(404, "/v1/"),
         case(404, "/v2/providers/hashicorp/null/versions"),
         case(404, "/.well-known/terraform.json.bak"),
@@ -316,6 +331,45 @@ pub fn corpus() -> Vec<Case> {
         with_header(404, "/admin", Auth::Dev, "x-original-url", VERSIONS.into()),
         with_header(404, "/admin", Auth::Dev, "x-rewrite-url", "/access/tokens.json".into()),
         with_header(400, "/v1/modules/%2e%2e/vpc/aws/versions", Auth::Dev, "x-forwarded-prefix", "/v1/modules/".into()),
+        // The web pages: the catalog's query grammar, no query elsewhere, forms only by POST
+        // from this registry's own pages, and the same scopes through the cookie.
+        case(400, "/?q=%zz"),
+        case(400, "/?q=a&q=b"),
+        case(400, "/?sort=name"),
+        case(400, "/?limit=1000"),
+        case(400, "/?offset=-1"),
+        case(400, format!("/?q={}", long(200))),
+        case(400, format!("{PAGE_MODULE}?ref=main")),
+        case(400, format!("{SIGN_IN}?next=https://evil.example")),
+        case(404, "/ui/admin"),
+        case(404, "/ui/assets/..%2f..%2faccess%2ftokens.json"),
+        case(404, "/ui/assets/style.css.map"),
+        case(404, "/index.html"),
+        case(400, "/ui/"),
+        case(400, "/ui//modules/acme/vpc/aws"),
+        method(405, "POST", "/"),
+        method(405, "PUT", SIGN_IN),
+        method(405, "DELETE", SIGN_OUT),
+        method(405, "GET", SIGN_OUT),
+        method(405, "POST", PAGE_MODULE),
+        method(403, "POST", SIGN_IN),
+        method(403, "POST", SIGN_OUT),
+        Case { headers: vec![("origin".into(), "https://evil.example".into())], ..method(403, "POST", SIGN_IN) },
+        Case { headers: vec![("origin".into(), "null".into())], ..method(403, "POST", SIGN_OUT) },
+        Case { headers: vec![("origin".into(), "http://{host}".into())], ..method(403, "POST", SIGN_IN) },
+        // From the registry's own origin but no token in the form: 400, nothing read.
+        Case { headers: vec![("origin".into(), "https://{host}".into())], ..method(400, "POST", SIGN_IN) },
+        auth(401, PAGE_MODULE, Auth::None),
+        auth(401, PAGE_PROVIDER, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
+        auth(404, "/ui/modules/other/vpc/aws", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, PAGE_PROVIDER, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, "/ui/modules/acme/vpc/aws/9.9.9", Auth::Dev),
+        auth(404, "/ui/providers/registry.terraform.io/hashicorp/null/9.9.9", Auth::Dev),
+        with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(EXPIRED_TOKEN)),
+        with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie("trg_0000000000000000000000000000000000000000000")),
+        with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(&long(4096))),
+        with_header(404, "/ui/modules/other/vpc/aws", Auth::None, "cookie", cookie(SCOPED_TOKEN)),
+        with_header(404, PAGE_PROVIDER, Auth::None, "cookie", cookie(SCOPED_TOKEN)),
     ];
     // The same traversal attempts against every route's variable segments.
     for template in [
@@ -336,6 +390,14 @@ pub fn corpus() -> Vec<Case> {
         "/v1/modules/acme/{}/aws",
         "/v1/modules/acme/vpc/{}",
         "/v1/modules/acme/vpc/aws/{}",
+        "/ui/modules/{}/vpc/aws",
+        "/ui/modules/acme/{}/aws",
+        "/ui/modules/acme/vpc/{}",
+        "/ui/modules/acme/vpc/aws/{}",
+        "/ui/providers/{}/hashicorp/null",
+        "/ui/providers/registry.terraform.io/{}/null",
+        "/ui/providers/registry.terraform.io/hashicorp/{}",
+        "/ui/providers/registry.terraform.io/hashicorp/null/{}",
     ] {
         for segment in ["..", "%2e%2e", "%00", "%2f"] {
             cases.push(case(400, template.replace("{}", segment)));

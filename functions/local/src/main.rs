@@ -258,6 +258,7 @@ async fn serve(command: &Command) -> Result<(), String> {
     println!(
         "\nregistry-local is serving\n\
          \x20 registry (HTTPS):  {base}   modules: {host}/NAMESPACE/NAME/SYSTEM\n\
+         \x20 web pages:         {base}/   (sign in with the token in {dir}/dev-token)\n\
          \x20 provider mirror:   {base}{mirror}\n\
          \x20 embedded S3:       {s3}   bucket: {bucket}\n\n\
          Use it from terraform (terraform.rc holds the local-dev token; `make token-create` makes scoped ones):\n\

@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -17,6 +17,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::embedded_s3::IndexingS3;
+
+/// Most body bytes read from a request (the sign-in form's; the handler refuses longer forms
+/// with a clearer message than this bound's).
+const FORM_BODY_MAX: usize = 16 * 1024;
 
 pub(crate) async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Receiver<bool>) {
     loop {
@@ -91,9 +95,20 @@ where
     let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
         let app = app.clone();
         async move {
-            // `uri().path()` is the path exactly as sent: hyper neither decodes nor normalises it.
-            let (method, uri, headers) = (request.method(), request.uri(), request.headers());
-            let reply = app.handle(&registry::app::Request::from_parts(method, uri.path(), uri.query(), headers)).await;
+            let (parts, body) = request.into_parts();
+            // `uri.path()` is the path exactly as sent: hyper neither decodes nor normalises it.
+            let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
+            let request = registry::app::Request::from_parts(method, uri.path(), uri.query(), headers);
+            // Only the sign-in form has a body to read; none is read for anything else, and
+            // never more than a form can be.
+            let reply = if *method == http::Method::POST {
+                match Limited::new(body, FORM_BODY_MAX).collect().await {
+                    Ok(collected) => app.handle(&request.body(&collected.to_bytes())).await,
+                    Err(_) => app.refuse(&registry::Error::BadRequest("request body too large".into()), &request),
+                }
+            } else {
+                app.handle(&request).await
+            };
             Ok::<_, Infallible>(reply.into_http().map(Full::new))
         }
     });

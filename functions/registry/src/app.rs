@@ -62,7 +62,9 @@ fn absent(route: &Route) -> Error {
         Route::ProviderDownload(p, v, platform) => {
             format!("provider {p} has no version {v} for {}", platform.key())
         }
-        Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) => "not found".into(),
+        Route::Page(crate::router::Page::Module(m, _)) => format!("module {m} not found"),
+        Route::Page(crate::router::Page::Provider(p, _)) => format!("provider {p} not found"),
+        Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) => "not found".into(),
     })
 }
 
@@ -185,12 +187,31 @@ pub struct Request<'a> {
     pub authorization: Option<&'a str>,
     /// The `If-None-Match` header: a client or proxy revalidating an answer it kept.
     pub if_none_match: Option<&'a str>,
+    /// The `Cookie` header (the web pages' sign-in); never logged.
+    pub cookie: Option<&'a str>,
+    /// The `Host` header: the address the pages' snippets name when `REGISTRY_HOSTNAME` is not
+    /// set, and what a form's `Origin` must match.
+    pub host: Option<&'a str>,
+    /// The `Origin` header of a form post.
+    pub origin: Option<&'a str>,
+    /// The body (read only from the sign-in form's POST); never logged.
+    pub body: &'a [u8],
 }
 
 impl<'a> Request<'a> {
     /// A request with this method and raw path, no query and no headers.
     pub fn new(method: &'a Method, raw_path: &'a str) -> Self {
-        Request { method, raw_path, query: None, authorization: None, if_none_match: None }
+        Request {
+            method,
+            raw_path,
+            query: None,
+            authorization: None,
+            if_none_match: None,
+            cookie: None,
+            host: None,
+            origin: None,
+            body: &[],
+        }
     }
 
     /// A `GET` of `raw_path`.
@@ -200,7 +221,8 @@ impl<'a> Request<'a> {
 
     /// The request as every transport has it: the method, the path exactly as sent (not
     /// decoded, not normalised), the raw query, and the headers, of which only
-    /// `Authorization` and `If-None-Match` are read.
+    /// `Authorization`, `If-None-Match`, and for the web pages `Cookie`, `Host` and `Origin`
+    /// are read. The body is added with `body` where there is one.
     pub fn from_parts(
         method: &'a Method,
         raw_path: &'a str,
@@ -212,6 +234,33 @@ impl<'a> Request<'a> {
             .query(query)
             .authorization(header(http::header::AUTHORIZATION))
             .if_none_match(header(http::header::IF_NONE_MATCH))
+            .cookie(header(http::header::COOKIE))
+            .host(header(http::header::HOST))
+            .origin(header(http::header::ORIGIN))
+    }
+
+    /// With this `Cookie` header.
+    pub fn cookie(mut self, cookie: Option<&'a str>) -> Self {
+        self.cookie = cookie;
+        self
+    }
+
+    /// With this `Host` header.
+    pub fn host(mut self, host: Option<&'a str>) -> Self {
+        self.host = host;
+        self
+    }
+
+    /// With this `Origin` header.
+    pub fn origin(mut self, origin: Option<&'a str>) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// With this body.
+    pub fn body(mut self, body: &'a [u8]) -> Self {
+        self.body = body;
+        self
     }
 
     /// With this raw query string.
@@ -281,14 +330,14 @@ impl<S: Storage> App<S> {
 
     /// Answer one request. Its `Authorization` header and query string are never logged.
     pub async fn handle(&self, request: &Request<'_>) -> Reply {
-        let Request { method, raw_path, query, authorization, if_none_match } = *request;
+        let Request { method, raw_path, query, if_none_match, .. } = *request;
         let started = Instant::now();
         let routed = router::route(method, raw_path, query, &self.config.paths);
         let (route_name, result) = match routed {
             Ok(route) => {
                 let (name, budget) = (route.name(), self.config.request_budget);
                 let deadline = tokio::time::Instant::now() + budget;
-                let answered = tokio::time::timeout_at(deadline, self.dispatch(route, authorization, deadline)).await;
+                let answered = tokio::time::timeout_at(deadline, self.dispatch(route, request, deadline)).await;
                 let result =
                     answered.unwrap_or_else(|_| Err(Error::Unavailable(format!("no answer within {budget:?}"))));
                 (name, result)
@@ -297,7 +346,7 @@ impl<S: Storage> App<S> {
         };
         let mut reply = match &result {
             Ok(reply) => reply.clone(),
-            Err(e) => Reply::error(e),
+            Err(e) => self.refuse(e, request),
         };
         if reply.status == StatusCode::OK
             && let (Some(etag), Some(condition)) = (reply.header_value("etag"), if_none_match)
@@ -323,15 +372,26 @@ impl<S: Storage> App<S> {
         reply
     }
 
+    /// The answer to a request that fails with `error`: JSON (`{"errors": [...]}`), or for a
+    /// web page's path a page that says what went wrong, with the same status. Transports use
+    /// it for what they refuse before the handler (a body too large, say).
+    pub fn refuse(&self, error: &Error, request: &Request<'_>) -> Reply {
+        if router::is_page_path(request.raw_path) { self.error_page(error, request) } else { Reply::error(error) }
+    }
+
     async fn dispatch(
         &self,
         route: Route,
-        authorization: Option<&str>,
+        request: &Request<'_>,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, Error> {
         if !self.services.contains(&route.service()) {
             return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
+        if let Route::Page(page) = &route {
+            return self.page(page, request, deadline).await;
+        }
+        let authorization = request.authorization;
         // providers.v1 names providers of this registry's own host.
         let own = match &route {
             Route::ProviderVersions(name) | Route::ProviderDownload(name, ..) => match &self.config.hostname {
@@ -425,8 +485,8 @@ impl<S: Storage> App<S> {
             }
             Route::ModuleLatest(module) => self.module_details(module, None, absent, deadline).await,
             Route::ModuleDetails(module, version) => self.module_details(module, Some(version), absent, deadline).await,
-            // Answered above, by what the viewer may read.
-            Route::ModuleList(_) | Route::ModuleSearch(_) => Err(absent()),
+            // Answered above: by what the viewer may read, and by the web module.
+            Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) => Err(absent()),
         }
     }
 
@@ -507,7 +567,7 @@ impl<S: Storage> App<S> {
     }
 
     /// The one access check, for Lambdas and the local registry alike (see `access`).
-    async fn authorize(
+    pub(crate) async fn authorize(
         &self,
         route: &Route,
         own: Option<&ProviderAddress>,
@@ -522,8 +582,11 @@ impl<S: Storage> App<S> {
                 | Route::ModuleDetails(m, _),
                 _,
             ) => Resource::Module(m),
-            // A listing is filtered item by item (`viewer`), not allowed or refused whole.
-            (Route::ModuleList(_) | Route::ModuleSearch(_), _) => return Err(absent(route)),
+            (Route::Page(crate::router::Page::Module(m, _)), _) => Resource::Module(m),
+            (Route::Page(crate::router::Page::Provider(p, _)), _) => Resource::Provider(p),
+            // A listing is filtered item by item (`viewer`), not allowed or refused whole; the
+            // other pages name nothing to read.
+            (Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_), _) => return Err(absent(route)),
             (Route::MirrorIndex(p) | Route::MirrorVersion(p, _), _) => Resource::Provider(p),
             // The scope of a providers.v1 provider is its full address, as for the mirror.
             (Route::ProviderVersions(_) | Route::ProviderDownload(..), Some(p)) => Resource::Provider(p),
@@ -545,17 +608,22 @@ impl<S: Storage> App<S> {
     /// Who presents `authorization`, for an answer that lists many things: 401 for a header
     /// that is no usable token, and for no token where nothing may be read without one.
     async fn viewer(&self, authorization: Option<&str>) -> Result<access::Viewer, Error> {
+        match self.presenter(authorization).await? {
+            access::Viewer::Anonymous if self.config.access.anonymous_modules.is_empty() => {
+                Err(Error::Unauthorized("a bearer token is required".into()))
+            }
+            viewer => Ok(viewer),
+        }
+    }
+
+    /// Who presents `authorization`: anonymous without one, 401 for one that is no usable token.
+    pub(crate) async fn presenter(&self, authorization: Option<&str>) -> Result<access::Viewer, Error> {
         let store = match authorization.and_then(access::bearer) {
             Some(_) => self.tokens().await?,
             None => None,
         };
-        match access::viewer(store.as_deref(), authorization, crate::clock::now_unix()) {
-            Err(why) => Err(Error::Unauthorized(why.into())),
-            Ok(access::Viewer::Anonymous) if self.config.access.anonymous_modules.is_empty() => {
-                Err(Error::Unauthorized("a bearer token is required".into()))
-            }
-            Ok(viewer) => Ok(viewer),
-        }
+        access::viewer(store.as_deref(), authorization, crate::clock::now_unix())
+            .map_err(|why| Error::Unauthorized(why.into()))
     }
 
     /// The one way a read route hands out an archive URL: only for a key that

@@ -9,6 +9,8 @@
 //! `source`, `downloads`, `verified`: docs/API.md says why), so decoders of the public
 //! registry's answers still find them.
 
+use std::sync::Arc;
+
 use http::StatusCode;
 use serde_json::{Value, json};
 
@@ -35,22 +37,24 @@ impl<S: Storage> App<S> {
         viewer: &Viewer,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, Error> {
-        let missing = || Error::NotFound(String::new());
-        let (catalog, stale) = match self.manifest(layout::CATALOG, Catalog::parse, |_| false, missing, deadline).await
-        {
-            Ok(read) => (Some(read.value), read.stale),
-            // Nothing published yet.
-            Err(Error::NotFound(_)) => (None, false),
-            Err(e) => return Err(e),
-        };
-        let empty = Catalog::default();
-        let catalog = catalog.as_deref().unwrap_or(&empty);
+        let (catalog, stale) = self.catalog(deadline).await?;
         let policy = &self.config.access;
         let visible = |m: &ModuleAddress| viewer.may_read(policy, Resource::Module(m));
         let base = self.config.paths.modules.trim_end_matches('/');
         let path = if listing.q.is_some() { format!("{base}/search") } else { base.to_string() };
-        let body = page(catalog, listing, visible, &path);
+        let body = page(&catalog, listing, visible, &path);
         Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(stale))
+    }
+
+    /// The catalog (empty before anything is published), and whether it is a copy served
+    /// through a storage fault.
+    pub(crate) async fn catalog(&self, deadline: tokio::time::Instant) -> Result<(Arc<Catalog>, bool), Error> {
+        let missing = || Error::NotFound(String::new());
+        match self.manifest(layout::CATALOG, Catalog::parse, |_| false, missing, deadline).await {
+            Ok(read) => Ok((read.value, read.stale)),
+            Err(Error::NotFound(_)) => Ok((Arc::new(Catalog::default()), false)),
+            Err(e) => Err(e),
+        }
     }
 
     /// `GET /v1/modules/:namespace/:name/:system[/:version]`: the version's details (the latest
@@ -62,6 +66,21 @@ impl<S: Storage> App<S> {
         absent: impl Fn() -> Error,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, Error> {
+        let view = self.module_version(module, version, absent, deadline).await?;
+        let body = details(module, view.entry(), &view.manifest, view.docs.as_deref());
+        Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
+    }
+
+    /// A module version as the API and the web page show it: the manifest, the version (the
+    /// latest when none is named), and its docs when they were read from the served archive.
+    /// Two reads, at once when the version is named.
+    pub(crate) async fn module_version(
+        &self,
+        module: &ModuleAddress,
+        version: Option<&semver::Version>,
+        absent: impl Fn() -> Error,
+        deadline: tokio::time::Instant,
+    ) -> Result<ModuleView, Error> {
         let manifest_key = layout::module_manifest(module);
         let manifest =
             || self.manifest(&manifest_key, ModuleManifest::parse, |m| m.versions.is_empty(), &absent, deadline);
@@ -84,9 +103,12 @@ impl<S: Storage> App<S> {
                 (manifest, docs, latest)
             }
         };
-        let entry = manifest
+        let wanted_text = wanted.to_string();
+        let index = manifest
             .value
-            .find(&wanted)
+            .versions
+            .iter()
+            .position(|v| v.version == wanted_text)
             .ok_or_else(|| Error::NotFound(format!("module {module} has no version {wanted}")))?;
         let docs = match docs {
             Ok(read) => Some(read.value),
@@ -94,9 +116,28 @@ impl<S: Storage> App<S> {
             Err(e) => return Err(e),
         };
         // Docs read from other bytes than those served are not these docs.
-        let docs = docs.filter(|d| d.sha256 == entry.sha256);
-        let body = details(module, entry, &manifest.value, docs.as_deref());
-        Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(manifest.stale))
+        let sha256 = &manifest.value.versions[index].sha256;
+        let docs = docs.filter(|d| d.sha256 == *sha256);
+        Ok(ModuleView { manifest: manifest.value, index, docs, stale: manifest.stale })
+    }
+}
+
+/// What `module_version` read.
+pub(crate) struct ModuleView {
+    /// Every version.
+    pub(crate) manifest: Arc<ModuleManifest>,
+    /// The shown version's place in `manifest.versions`.
+    index: usize,
+    /// Its docs, when read from the bytes served.
+    pub(crate) docs: Option<Arc<ModuleDocs>>,
+    /// Made from a copy kept through a storage fault.
+    pub(crate) stale: bool,
+}
+
+impl ModuleView {
+    /// The shown version.
+    pub(crate) fn entry(&self) -> &ModuleVersion {
+        &self.manifest.versions[self.index]
     }
 }
 
@@ -108,6 +149,29 @@ fn parse_docs(bytes: &[u8]) -> Result<ModuleDocs, Error> {
 /// / `next_url`, `prev_offset` / `prev_url` where there is such a page) and `modules`. Modules
 /// in address order, or for a search by relevance; only those `visible` says may be read.
 pub fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddress) -> bool, path: &str) -> Value {
+    let (total, found) = select(catalog, listing, visible);
+    let modules: Vec<Value> = found.iter().skip(listing.offset).take(listing.limit).map(|e| summary(e)).collect();
+    let mut meta = json!({"limit": listing.limit, "current_offset": listing.offset});
+    let next = listing.offset + listing.limit;
+    if next < total {
+        meta["next_offset"] = json!(next);
+        meta["next_url"] = json!(format!("{path}?{}", listing.query_at(next)));
+    }
+    if listing.offset > 0 {
+        let prev = listing.offset.saturating_sub(listing.limit);
+        meta["prev_offset"] = json!(prev);
+        meta["prev_url"] = json!(format!("{path}?{}", listing.query_at(prev)));
+    }
+    json!({"meta": meta, "modules": modules})
+}
+
+/// Every module of `listing` (its filters and search words, not its page) that `visible` says
+/// may be read: in address order, or for a search by relevance. Also the count.
+pub fn select<'a>(
+    catalog: &'a Catalog,
+    listing: &Listing,
+    visible: impl Fn(&ModuleAddress) -> bool,
+) -> (usize, Vec<&'a ModuleEntry>) {
     let terms: Vec<String> = listing
         .q
         .as_deref()
@@ -123,20 +187,7 @@ pub fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddres
         .collect();
     // Stable: equal relevance keeps address order.
     found.sort_by_key(|(relevance, _)| std::cmp::Reverse(*relevance));
-    let total = found.len();
-    let modules: Vec<Value> = found.iter().skip(listing.offset).take(listing.limit).map(|(_, e)| summary(e)).collect();
-    let mut meta = json!({"limit": listing.limit, "current_offset": listing.offset});
-    let next = listing.offset + listing.limit;
-    if next < total {
-        meta["next_offset"] = json!(next);
-        meta["next_url"] = json!(format!("{path}?{}", listing.query_at(next)));
-    }
-    if listing.offset > 0 {
-        let prev = listing.offset.saturating_sub(listing.limit);
-        meta["prev_offset"] = json!(prev);
-        meta["prev_url"] = json!(format!("{path}?{}", listing.query_at(prev)));
-    }
-    json!({"meta": meta, "modules": modules})
+    (found.len(), found.into_iter().map(|(_, e)| e).collect())
 }
 
 /// How well a module matches every search word (case-insensitive); `None`: a word is missing.

@@ -20,6 +20,8 @@ pub enum Error {
     Unauthorized(String),
     /// The route exists but not for this method.
     MethodNotAllowed,
+    /// A form posted from another site (its `Origin` is not this registry's): 403.
+    CrossSite(String),
     /// A conditional write lost a race (S3 412/409): re-read and try again.
     Conflict(String),
     /// S3 (or another dependency) could not be reached or answered with a server error.
@@ -47,6 +49,7 @@ impl Error {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::CrossSite(_) => StatusCode::FORBIDDEN,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::BadGateway(_) => StatusCode::BAD_GATEWAY,
@@ -57,9 +60,16 @@ impl Error {
     /// The text a client sees. Server-side details stay in the log.
     pub fn public_message(&self) -> String {
         match self {
-            Error::BadRequest(m) | Error::NotFound(m) | Error::Unauthorized(m) | Error::BadGateway(m) => m.clone(),
+            Error::BadRequest(m)
+            | Error::NotFound(m)
+            | Error::Unauthorized(m)
+            | Error::BadGateway(m)
+            | Error::CrossSite(m) => m.clone(),
             Error::Conflict(_) => "conflicting update, try again".into(),
-            Error::MethodNotAllowed => "method not allowed: this registry answers GET and HEAD".into(),
+            Error::MethodNotAllowed => {
+                "method not allowed: the registry's routes answer GET and HEAD, its sign-in and sign-out forms POST"
+                    .into()
+            }
             Error::Unavailable(_) => "storage is unavailable, try again".into(),
             Error::Internal(_) | Error::Corrupt(_) | Error::Forbidden(_) => "internal error".into(),
         }
@@ -85,6 +95,7 @@ impl fmt::Display for Error {
             Error::NotFound(m) => write!(f, "not found: {m}"),
             Error::Unauthorized(m) => write!(f, "unauthorized: {m}"),
             Error::MethodNotAllowed => write!(f, "method not allowed"),
+            Error::CrossSite(m) => write!(f, "cross-site request refused: {m}"),
             Error::Conflict(m) => write!(f, "conflict: {m}"),
             Error::Unavailable(m) => write!(f, "unavailable: {m}"),
             Error::Internal(m) => write!(f, "internal: {m}"),
@@ -107,7 +118,12 @@ mod tests {
             (Error::BadRequest("bad version".into()), 400, "bad version"),
             (Error::NotFound("module not found".into()), 404, "module not found"),
             (Error::Unauthorized("a bearer token is required".into()), 401, "a bearer token is required"),
-            (Error::MethodNotAllowed, 405, "method not allowed: this registry answers GET and HEAD"),
+            (
+                Error::MethodNotAllowed,
+                405,
+                "method not allowed: the registry's routes answer GET and HEAD, its sign-in and sign-out forms POST",
+            ),
+            (Error::CrossSite("form from another site".into()), 403, "form from another site"),
             (Error::Unavailable("s3 timeout on bucket x".into()), 503, "storage is unavailable, try again"),
             (Error::Internal("manifest at modules/a/b/c parse error".into()), 500, "internal error"),
             (Error::Corrupt("checksum mismatch".into()), 500, "internal error"),

@@ -6,7 +6,7 @@ use http::Method;
 
 use crate::layout::{self, ObjectKind};
 use crate::router::BasePaths;
-use crate::router::{self, Route};
+use crate::router::{self, Page, Route};
 
 /// A key the layout may hand to S3: ASCII, printable, no traversal, no empty segment, no
 /// encoding left to interpret, under a prefix the registry owns.
@@ -19,10 +19,11 @@ pub fn key_is_clean(key: &str) -> bool {
 }
 
 /// Route `target` (any string: a raw path, and after the first `?` a raw query): if it is
-/// accepted, the path had nothing encoded or dot-segmented in it, only the list and search
-/// routes took a query (and a listing that reads back the same from the `next_url` it would
-/// give), and the keys it leads to are clean and classify back to the same module or
-/// provider. `Err` says which invariant broke.
+/// accepted, the path had nothing encoded or dot-segmented in it, only the list, search and
+/// catalog page routes took a query (and a listing that reads back the same from the
+/// `next_url` it would give), only the sign-in and sign-out forms a POST, and the keys it
+/// leads to are clean and classify back to the same module or provider. `Err` says which
+/// invariant broke.
 pub fn check_request_path(target: &str) -> Result<(), String> {
     let paths = BasePaths::default();
     let (raw_path, query) = match target.split_once('?') {
@@ -31,8 +32,9 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
     };
     for method in [Method::GET, Method::HEAD, Method::POST] {
         let Ok(route) = router::route(&method, raw_path, query, &paths) else { continue };
-        if method == Method::POST {
-            return Err(format!("{raw_path:?}: POST accepted"));
+        let form = matches!(route, Route::Page(Page::SignInSubmit | Page::SignOut));
+        if (method == Method::POST) != form {
+            return Err(format!("{raw_path:?}: {method} accepted as {}", route.name()));
         }
         if raw_path.contains('%') || raw_path.contains('\\') {
             return Err(format!("{raw_path:?}: accepted with an encoding or a backslash"));
@@ -40,11 +42,32 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
         if raw_path.split('/').any(|s| s == ".." || s == ".") {
             return Err(format!("{raw_path:?}: accepted with a dot segment"));
         }
-        if query.is_some_and(|q| !q.is_empty()) && !matches!(route, Route::ModuleList(_) | Route::ModuleSearch(_)) {
+        let reads_query =
+            matches!(route, Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(Page::Catalog(_)));
+        if query.is_some_and(|q| !q.is_empty()) && !reads_query {
             return Err(format!("{target:?}: a query string accepted by {}", route.name()));
         }
         let (key, expected) = match &route {
-            Route::Discovery => continue,
+            Route::Discovery | Route::Page(Page::SignIn | Page::SignInSubmit | Page::SignOut | Page::Asset(_)) => {
+                continue;
+            }
+            Route::Page(Page::Catalog(listing)) => {
+                let next = crate::query::Listing::parse_page(Some(&listing.query_at(listing.offset)));
+                if next.as_ref() != Ok(listing) {
+                    return Err(format!("{target:?}: {listing:?} reads back from its own query as {next:?}"));
+                }
+                continue;
+            }
+            Route::Page(Page::Module(m, v)) => {
+                if let Some(v) = v {
+                    let docs = layout::module_docs(m, v);
+                    if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
+                        return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
+                    }
+                }
+                (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
+            }
+            Route::Page(Page::Provider(p, _)) => (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone())),
             Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
                 let search = matches!(route, Route::ModuleSearch(_));
                 let next = crate::query::Listing::parse(Some(&listing.query_at(listing.offset)), search);
@@ -113,4 +136,120 @@ pub fn check_bucket_key(key: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// HTML the pages write is inert: every `<` opens a tag (text has them escaped), no tag is one
+/// that runs or embeds anything beyond the page's own (`allowed`: the frame's one script and
+/// its forms, by name and count), no attribute is an event handler or a style, and every URL
+/// is http(s), mailto, or this registry's own (`/…`, `#…`).
+pub fn check_inert_html(html: &str, allowed: &[(&str, usize)]) -> Result<(), String> {
+    const BANNED: [&str; 12] =
+        ["script", "iframe", "frame", "object", "embed", "form", "input", "style", "svg", "math", "base", "meta"];
+    let mut seen: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        let tag_text = &rest[at + 1..];
+        let end =
+            tag_text.find('>').ok_or_else(|| format!("unclosed tag at {:?}", &tag_text[..tag_text.len().min(80)]))?;
+        let tag = &tag_text[..end];
+        rest = &tag_text[end + 1..];
+        if tag.starts_with('/') || tag.starts_with('!') {
+            if tag.starts_with("!--") {
+                return Err(format!("a comment in the output: <{tag}>"));
+            }
+            continue;
+        }
+        let name: String =
+            tag.chars().take_while(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+        if BANNED.contains(&name.as_str()) {
+            *seen.entry(name.clone()).or_default() += 1;
+        }
+        // Attributes as the serialiser writes them: ` name="value"` (quotes in values escaped).
+        let mut attributes = &tag[name.len()..];
+        loop {
+            attributes = attributes.trim_start_matches([' ', '/']);
+            if attributes.is_empty() {
+                break;
+            }
+            let (attribute, after) = match attributes.find(['=', ' ']) {
+                Some(i) if attributes.as_bytes()[i] == b'=' => (&attributes[..i], &attributes[i + 1..]),
+                Some(i) => (&attributes[..i], &attributes[i..]),
+                None => (attributes, ""),
+            };
+            let attribute = attribute.to_ascii_lowercase();
+            if attribute.starts_with("on") || attribute == "style" || attribute == "srcdoc" || attribute == "formaction"
+            {
+                return Err(format!("attribute {attribute:?} in <{tag}>"));
+            }
+            let (value, after) = match after.strip_prefix('"') {
+                Some(v) => {
+                    let close = v.find('"').ok_or_else(|| format!("unclosed attribute in <{tag}>"))?;
+                    (&v[..close], &v[close + 1..])
+                }
+                None if after.starts_with(' ') || after.is_empty() => ("", after),
+                None => return Err(format!("unquoted attribute {attribute:?} in <{tag}>")),
+            };
+            if matches!(attribute.as_str(), "href" | "src" | "action" | "xlink:href" | "cite" | "poster") {
+                let v = value.trim().to_ascii_lowercase();
+                let safe = ["http://", "https://", "mailto:", "/", "#"].iter().any(|p| v.starts_with(p))
+                    && !v.starts_with("//");
+                if !safe {
+                    return Err(format!("URL {value:?} in <{tag}>"));
+                }
+            }
+            attributes = after;
+        }
+    }
+    for (name, count) in &seen {
+        let most = allowed.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c);
+        if *count > most {
+            return Err(format!("{count} <{name}> tags (at most {most})"));
+        }
+    }
+    Ok(())
+}
+
+/// What a page of the frame may hold besides inert HTML: its one script (`copy.js`), the
+/// search and sign-out forms, the search box and the `<meta>` lines.
+pub const FRAME_TAGS: [(&str, usize); 4] = [("script", 1), ("form", 2), ("input", 1), ("meta", 2)];
+
+/// Any text as a README, an input's description, type and default, and an output's
+/// description: the README renders inert, and so does the whole module page.
+pub fn check_page_text(text: &str) -> Result<(), String> {
+    check_inert_html(&crate::web::markdown::render(text), &[])?;
+    let input = crate::module_docs::Input {
+        name: "x".into(),
+        r#type: Some(text.into()),
+        description: Some(text.into()),
+        default: Some(text.into()),
+        required: true,
+        sensitive: false,
+    };
+    let output = crate::module_docs::Output { name: "y".into(), description: Some(text.into()), sensitive: true };
+    let root = crate::module_docs::ModuleDir {
+        readme: Some(text.into()),
+        inputs: vec![input],
+        outputs: vec![output],
+        ..Default::default()
+    };
+    let docs = crate::module_docs::ModuleDocs { root, warnings: vec![text.into()], ..Default::default() };
+    let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").map_err(|e| e.to_string())?;
+    let entry = crate::manifest::ModuleVersion {
+        version: "1.0.0".into(),
+        archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
+        size: 1,
+        sha256: String::new(),
+        etag: String::new(),
+        version_id: None,
+        docs: true,
+        published_at: None,
+    };
+    let manifest = crate::manifest::ModuleManifest::new(vec![entry.clone()]);
+    let place = crate::web::pages::Place {
+        host: "registry.example.com",
+        mirror_path: "/v1/mirror/",
+        modules_path: "/v1/modules/",
+    };
+    let page = crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), true);
+    check_inert_html(&page, &FRAME_TAGS)
 }

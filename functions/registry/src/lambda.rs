@@ -72,10 +72,21 @@ pub async fn answer<S: Storage>(app: &App<S>, event: Value) -> ApiGatewayV2httpR
             // normalised, so `%2e%2e` reaches the router as it was sent.
             let raw_path = event.raw_path.as_deref().unwrap_or_default();
             let method = &event.request_context.http.method;
-            let request = Request::from_parts(method, raw_path, event.raw_query_string.as_deref(), &event.headers);
-            // Boxed: the runtime's service layers on top of the handler's own future make a type
-            // deeper than the compiler's default recursion limit.
-            Box::pin(app.handle(&request)).await
+            // Payload 2.0 moves the Cookie header into `cookies`, one entry per cookie.
+            let cookie = event.cookies.as_ref().map(|c| c.join("; "));
+            let body = match (&event.body, event.is_base64_encoded) {
+                (None, _) => Ok(Vec::new()),
+                (Some(text), false) => Ok(text.as_bytes().to_vec()),
+                (Some(text), true) => base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text),
+            };
+            let request = Request::from_parts(method, raw_path, event.raw_query_string.as_deref(), &event.headers)
+                .cookie(cookie.as_deref());
+            match &body {
+                // Boxed: the runtime's service layers on top of the handler's own future make a
+                // type deeper than the compiler's default recursion limit.
+                Ok(body) => Box::pin(app.handle(&request.body(body))).await,
+                Err(_) => app.refuse(&Error::BadRequest("the body is not valid base64".into()), &request),
+            }
         }
         Err(e) => {
             tracing::warn!(error = %e, "not an API Gateway HTTP API (payload 2.0) event");
@@ -86,9 +97,16 @@ pub async fn answer<S: Storage>(app: &App<S>, event: Value) -> ApiGatewayV2httpR
 }
 
 fn to_response(response: http::Response<bytes::Bytes>) -> ApiGatewayV2httpResponse {
-    let (parts, body) = response.into_parts();
+    let (mut parts, body) = response.into_parts();
     let mut answer = ApiGatewayV2httpResponse::default();
     answer.status_code = i64::from(parts.status.as_u16());
+    // Payload 2.0 sets cookies from `cookies`, one entry per Set-Cookie.
+    answer.cookies = parts
+        .headers
+        .remove(http::header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok().map(str::to_string))
+        .into_iter()
+        .collect();
     answer.headers = parts.headers;
     if !body.is_empty() {
         answer.body = Some(match String::from_utf8(body.to_vec()) {

@@ -64,6 +64,7 @@ pub mod storage;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 pub mod upstream;
+pub mod web;
 
 pub use app::{App, Reply};
 pub use config::Config;

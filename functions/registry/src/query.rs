@@ -42,6 +42,17 @@ impl Default for Listing {
 impl Listing {
     /// Parse the raw query of a list (`search: false`) or search (`search: true`) request.
     pub fn parse(raw: Option<&str>, search: bool) -> Result<Listing, Error> {
+        Listing::parse_as(raw, if search { Text::Required } else { Text::Refused })
+    }
+
+    /// Parse the raw query of the web catalog page: a search when `q` has text, the plain list
+    /// when it is absent or blank (what a search box submitted empty sends).
+    pub fn parse_page(raw: Option<&str>) -> Result<Listing, Error> {
+        Listing::parse_as(raw, Text::Optional)
+    }
+
+    fn parse_as(raw: Option<&str>, text: Text) -> Result<Listing, Error> {
+        let search = text != Text::Refused;
         let raw = raw.unwrap_or_default();
         if raw.len() > QUERY_MAX_LEN {
             return Err(Error::BadRequest(format!("query string longer than {QUERY_MAX_LEN} bytes")));
@@ -57,12 +68,12 @@ impl Listing {
             }
             match name {
                 "q" if search => {
-                    let text = decode(value)?;
-                    let text = text.trim();
-                    if text.is_empty() {
+                    let decoded = decode(value)?;
+                    let decoded = decoded.trim();
+                    if decoded.is_empty() && text == Text::Required {
                         return Err(Error::BadRequest("q must not be empty".into()));
                     }
-                    listing.q = Some(text.to_string());
+                    listing.q = Some(decoded.to_string()).filter(|q| !q.is_empty());
                 }
                 "namespace" => listing.namespace = Some(segment(name, value)?),
                 "provider" => listing.provider = Some(segment(name, value)?),
@@ -82,7 +93,7 @@ impl Listing {
             }
             seen.push(name);
         }
-        if search && listing.q.is_none() {
+        if text == Text::Required && listing.q.is_none() {
             return Err(Error::BadRequest("search needs q, the text to look for".into()));
         }
         Ok(listing)
@@ -105,6 +116,14 @@ impl Listing {
         pairs.push(format!("offset={offset}"));
         pairs.join("&")
     }
+}
+
+/// What a route does with `q`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Text {
+    Refused,
+    Required,
+    Optional,
 }
 
 /// A namespace or system filter: the address grammar's characters only (so nothing to decode).
@@ -236,6 +255,18 @@ mod tests {
         let long_q = format!("q={}", "a".repeat(SEARCH_MAX_LEN + 1));
         assert!(bad(&long_q, true).contains("longer than"));
         assert!(bad(&"a=1&".repeat(200), false).contains("longer than 512"));
+    }
+
+    #[test]
+    fn the_catalog_page_searches_only_when_there_is_text() {
+        let page = |raw: &str| Listing::parse_page(Some(raw)).unwrap_or_else(|e| panic!("{raw}: {e}"));
+        assert_eq!(page(""), Listing::default());
+        assert_eq!(page("q="), Listing::default());
+        assert_eq!(page("q=+%20+&offset=15"), Listing { offset: 15, ..Listing::default() });
+        assert_eq!(page("q=vpc").q.as_deref(), Some("vpc"));
+        assert!(Listing::parse_page(Some("q=%zz")).is_err());
+        assert!(Listing::parse_page(Some("q=a&q=b")).is_err());
+        assert!(Listing::parse_page(Some("x=1")).is_err());
     }
 
     #[test]

@@ -42,6 +42,10 @@ impl Default for BasePaths {
     }
 }
 
+/// The web pages other than the catalog (which is at `/`). Fixed, not configurable: the pages
+/// link to each other by these paths.
+pub const UI_PATH: &str = "/ui/";
+
 /// Longer than any valid route (base path + hostname + 2 segments + version + file name).
 pub const PATH_MAX_LEN: usize = 1024;
 
@@ -70,6 +74,47 @@ pub enum Route {
     ModuleLatest(ModuleAddress),
     /// `GET …/NAMESPACE/NAME/SYSTEM/VERSION`: one version's details.
     ModuleDetails(ModuleAddress, semver::Version),
+    /// A web page, for people in a browser.
+    Page(Page),
+}
+
+/// The web pages (`web`): HTML, with the viewer from the `Authorization` header or the
+/// sign-in cookie.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Page {
+    /// `GET /?q=&offset=…`: the catalog, or a search of it.
+    Catalog(Listing),
+    /// `GET /ui/modules/NAMESPACE/NAME/SYSTEM[/VERSION]`
+    Module(ModuleAddress, Option<semver::Version>),
+    /// `GET /ui/providers/HOSTNAME/NAMESPACE/TYPE[/VERSION]`
+    Provider(ProviderAddress, Option<semver::Version>),
+    /// `GET /ui/sign-in`: the form.
+    SignIn,
+    /// `POST /ui/sign-in`: a token pasted into the form.
+    SignInSubmit,
+    /// `POST /ui/sign-out`
+    SignOut,
+    /// `GET /ui/assets/FILE`: the stylesheet and the script, compiled in.
+    Asset(Asset),
+}
+
+/// The files the pages load (the CSP allows no inline style or script).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asset {
+    /// `style.css`
+    Style,
+    /// `copy.js`: the copy buttons (the pages work without it).
+    Script,
+}
+
+impl Asset {
+    /// Its file name under `/ui/assets/`.
+    pub fn file_name(&self) -> &'static str {
+        match self {
+            Asset::Style => "style.css",
+            Asset::Script => "copy.js",
+        }
+    }
 }
 
 /// The Lambda function that serves a route.
@@ -113,9 +158,11 @@ impl Route {
             Route::ModuleVersions(_) | Route::ModuleDownload(..) => Service::Modules,
             Route::MirrorIndex(_) | Route::MirrorVersion(..) => Service::Mirror,
             Route::ProviderVersions(_) | Route::ProviderDownload(..) => Service::Providers,
-            Route::ModuleList(_) | Route::ModuleSearch(_) | Route::ModuleLatest(_) | Route::ModuleDetails(..) => {
-                Service::Web
-            }
+            Route::ModuleList(_)
+            | Route::ModuleSearch(_)
+            | Route::ModuleLatest(_)
+            | Route::ModuleDetails(..)
+            | Route::Page(_) => Service::Web,
         }
     }
 
@@ -133,25 +180,50 @@ impl Route {
             Route::ModuleSearch(_) => "module_search",
             Route::ModuleLatest(_) => "module_latest",
             Route::ModuleDetails(..) => "module_details",
+            Route::Page(Page::Catalog(_)) => "page_catalog",
+            Route::Page(Page::Module(..)) => "page_module",
+            Route::Page(Page::Provider(..)) => "page_provider",
+            Route::Page(Page::SignIn) => "page_sign_in",
+            Route::Page(Page::SignInSubmit) => "sign_in",
+            Route::Page(Page::SignOut) => "sign_out",
+            Route::Page(Page::Asset(_)) => "asset",
         }
     }
 }
 
-/// Route templates, as API Gateway spells them; the infra consistency test compares these
-/// with the deployed routes.
+/// Route keys (`METHOD /template`), as API Gateway spells them; the infra consistency test
+/// compares these with the deployed routes.
 pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
+    let get = |service, path: String| (service, format!("GET {path}"));
     vec![
-        (Service::Discovery, DISCOVERY_PATH.to_string()),
-        (Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
-        (Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
-        (Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
-        (Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
-        (Service::Providers, format!("{}{{namespace}}/{{type}}/{{version}}/download/{{os}}/{{arch}}", paths.providers)),
-        (Service::Web, paths.modules.trim_end_matches('/').to_string()),
-        (Service::Web, format!("{}search", paths.modules)),
-        (Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}", paths.modules)),
-        (Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}", paths.modules)),
+        get(Service::Discovery, DISCOVERY_PATH.to_string()),
+        get(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
+        get(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
+        get(Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
+        get(Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
+        get(
+            Service::Providers,
+            format!("{}{{namespace}}/{{type}}/{{version}}/download/{{os}}/{{arch}}", paths.providers),
+        ),
+        get(Service::Web, paths.modules.trim_end_matches('/').to_string()),
+        get(Service::Web, format!("{}search", paths.modules)),
+        get(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}", paths.modules)),
+        get(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}", paths.modules)),
+        get(Service::Web, "/".to_string()),
+        get(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}")),
+        get(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}")),
+        get(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}")),
+        get(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}/{{version}}")),
+        get(Service::Web, format!("{UI_PATH}sign-in")),
+        (Service::Web, format!("POST {UI_PATH}sign-in")),
+        (Service::Web, format!("POST {UI_PATH}sign-out")),
+        get(Service::Web, format!("{UI_PATH}assets/{{file}}")),
     ]
+}
+
+/// Whether `raw_path` is a web page's (so its errors are pages too, not JSON).
+pub fn is_page_path(raw_path: &str) -> bool {
+    raw_path == "/" || raw_path.starts_with(UI_PATH)
 }
 
 /// Route a request by its method, raw path and raw query: 404 for a path that is not ours, 400
@@ -159,10 +231,16 @@ pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
 /// none (or not that one, `query`), 405 for another method than GET or HEAD.
 pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
     let route = match_path(raw_path, query, paths)?;
-    if method != Method::GET && method != Method::HEAD {
-        return Err(Error::MethodNotAllowed);
+    let read = method == Method::GET || method == Method::HEAD;
+    match route {
+        // The forms: sign-in is a page to GET and a form to POST; sign-out only a POST, so a
+        // link or an image elsewhere cannot sign anyone out.
+        Route::Page(Page::SignIn) if method == Method::POST => Ok(Route::Page(Page::SignInSubmit)),
+        Route::Page(Page::SignOut) if method == Method::POST => Ok(route),
+        Route::Page(Page::SignOut) => Err(Error::MethodNotAllowed),
+        _ if read => Ok(route),
+        _ => Err(Error::MethodNotAllowed),
     }
-    Ok(route)
 }
 
 fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
@@ -178,6 +256,9 @@ fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Rout
     if path.strip_prefix(paths.modules.as_str()) == Some("search") {
         return Ok(Route::ModuleSearch(Listing::parse(query, true)?));
     }
+    if path == "/" {
+        return Ok(Route::Page(Page::Catalog(Listing::parse_page(query)?)));
+    }
     if query.is_some_and(|q| !q.is_empty()) {
         // Still 404 for a path that is not ours.
         match_path(path, None, paths)?;
@@ -185,6 +266,9 @@ fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Rout
     }
     if path == DISCOVERY_PATH {
         return Ok(Route::Discovery);
+    }
+    if let Some(rest) = path.strip_prefix(UI_PATH) {
+        return page(rest).map(Route::Page);
     }
     if let Some(rest) = path.strip_prefix(paths.modules.as_str()) {
         return match segments(rest)?.as_slice() {
@@ -239,6 +323,28 @@ fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Rout
         };
     }
     Err(Error::NotFound(format!("no endpoint at {:?}", printable(path))))
+}
+
+/// A web page's path under `UI_PATH`, by the same address grammar as the protocol routes.
+fn page(rest: &str) -> Result<Page, Error> {
+    let version = |v: &str| parse_version(v);
+    match segments(rest)?.as_slice() {
+        ["modules", namespace, name, system] => Ok(Page::Module(ModuleAddress::parse(namespace, name, system)?, None)),
+        ["modules", namespace, name, system, v] => {
+            Ok(Page::Module(ModuleAddress::parse(namespace, name, system)?, Some(version(v)?)))
+        }
+        ["providers", hostname, namespace, r#type] => {
+            Ok(Page::Provider(ProviderAddress::parse(hostname, namespace, r#type)?, None))
+        }
+        ["providers", hostname, namespace, r#type, v] => {
+            Ok(Page::Provider(ProviderAddress::parse(hostname, namespace, r#type)?, Some(version(v)?)))
+        }
+        ["sign-in"] => Ok(Page::SignIn),
+        ["sign-out"] => Ok(Page::SignOut),
+        ["assets", "style.css"] => Ok(Page::Asset(Asset::Style)),
+        ["assets", "copy.js"] => Ok(Page::Asset(Asset::Script)),
+        _ => Err(Error::NotFound(format!("no page at {UI_PATH}{:?}", printable(rest)))),
+    }
 }
 
 /// Split a route's tail into segments; empty segments (`//`, a trailing `/`) break the grammar.
@@ -348,8 +454,34 @@ mod tests {
             (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux_x/amd64", Err(400)),
             (M::GET, "/v1/providers/%2e%2e/widget/versions", Err(400)),
             (M::POST, "/v1/providers/acme/widget/versions", Err(405)),
+            // The web pages.
+            (M::GET, "/", Ok(Route::Page(Page::Catalog(Listing::default())))),
+            (M::POST, "/", Err(405)),
+            (M::GET, "/ui/modules/acme/vpc/aws", Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), None)))),
+            (
+                M::GET,
+                "/ui/modules/acme/vpc/aws/1.2.3",
+                Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), Some(v("1.2.3"))))),
+            ),
+            (
+                M::GET,
+                "/ui/providers/example.com:8443/acme/thing",
+                Ok(Route::Page(Page::Provider(p("example.com:8443", "acme", "thing"), None))),
+            ),
+            (M::GET, "/ui/sign-in", Ok(Route::Page(Page::SignIn))),
+            (M::POST, "/ui/sign-in", Ok(Route::Page(Page::SignInSubmit))),
+            (M::PUT, "/ui/sign-in", Err(405)),
+            (M::POST, "/ui/sign-out", Ok(Route::Page(Page::SignOut))),
+            (M::GET, "/ui/sign-out", Err(405)),
+            (M::GET, "/ui/assets/style.css", Ok(Route::Page(Page::Asset(Asset::Style)))),
+            (M::GET, "/ui/assets/../../etc/passwd", Err(404)),
+            (M::GET, "/ui/assets/other.js", Err(404)),
+            (M::GET, "/ui/modules/acme/vpc", Err(404)),
+            (M::GET, "/ui/modules/acme/vpc/aws/x", Err(400)),
+            (M::GET, "/ui/modules/%2e%2e/vpc/aws", Err(400)),
+            (M::GET, "/ui/", Err(400)),
             // Not ours: 404.
-            (M::GET, "/", Err(404)),
+            (M::GET, "/index.html", Err(404)),
             (M::GET, "/v2/providers/hashicorp/null/versions", Err(404)),
             (M::GET, "/.well-known/terraform.json/", Err(404)),
             (M::GET, "/V1/modules/acme/vpc/aws/versions", Err(404)),
@@ -396,13 +528,13 @@ mod tests {
         assert_eq!(route(&Method::GET, "/m/a/b/c/versions", None, &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
         assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
-        assert_eq!(templates.len(), 10);
-        assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "/m"));
+        assert_eq!(templates.len(), 19);
+        assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "GET /m"));
         assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
         assert!(
             templates
                 .iter()
-                .any(|(s, t)| *s == Service::Mirror && t == "/providers/{hostname}/{namespace}/{type}/{file}")
+                .any(|(s, t)| *s == Service::Mirror && t == "GET /providers/{hostname}/{namespace}/{type}/{file}")
         );
     }
 }

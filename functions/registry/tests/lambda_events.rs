@@ -184,3 +184,43 @@ async fn no_header_value_can_panic_the_adapter() {
         assert!(body_json(&response)["errors"][0].is_string(), "{junk}");
     }
 }
+
+/// The web function's pages through payload 2.0's own shapes: cookies arrive in `cookies`, not
+/// a header; a form body may be base64; `Set-Cookie` leaves in `cookies`.
+#[tokio::test]
+async fn web_pages_read_cookies_and_form_bodies_as_api_gateway_sends_them() {
+    let app = App::new(Config::new("bucket"), storage(), &[Service::Web]);
+    let text = |r: &ApiGatewayV2httpResponse| match &r.body {
+        Some(Body::Text(t)) => t.clone(),
+        other => panic!("pages are text bodies, not {other:?}"),
+    };
+    let host = "abc123def4.execute-api.eu-west-1.amazonaws.com";
+    let mut sign_in = event("POST", "/ui/sign-in");
+    sign_in["headers"].as_object_mut().unwrap().remove("authorization");
+    sign_in["headers"]["origin"] = json!(format!("https://{host}"));
+    sign_in["headers"]["content-type"] = json!("application/x-www-form-urlencoded");
+    sign_in["body"] =
+        json!(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "token=example-token-not-logged"));
+    sign_in["isBase64Encoded"] = json!(true);
+    let response = registry::lambda::answer(&app, sign_in.clone()).await;
+    assert_eq!(response.status_code, 303);
+    assert_eq!(response.cookies.len(), 1, "{response:?}");
+    assert!(response.cookies[0].starts_with("__Host-registry-token=example-token-not-logged;"));
+    assert!(response.headers.get("set-cookie").is_none(), "cookies leave in `cookies` only");
+
+    sign_in["headers"]["origin"] = json!("https://evil.example");
+    let refused = registry::lambda::answer(&app, sign_in.clone()).await;
+    assert_eq!((refused.status_code, refused.cookies.len()), (403, 0));
+    sign_in["body"] = json!("not base64!");
+    assert_eq!(registry::lambda::answer(&app, sign_in).await.status_code, 400);
+
+    let mut page = event("GET", "/ui/modules/acme/vpc/aws");
+    page["headers"].as_object_mut().unwrap().remove("authorization");
+    page["cookies"] = json!(["theme=dark", "__Host-registry-token=example-token-not-logged"]);
+    let response = registry::lambda::answer(&app, page.clone()).await;
+    assert_eq!(response.status_code, 200, "{}", text(&response));
+    assert!(text(&response).contains("abc123def4.execute-api.eu-west-1.amazonaws.com/acme/vpc/aws"));
+    assert!(response.headers.get("content-security-policy").is_some());
+    page["cookies"] = json!([]);
+    assert_eq!(registry::lambda::answer(&app, page).await.status_code, 401);
+}
