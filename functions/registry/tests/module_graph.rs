@@ -24,7 +24,9 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
     for path in files {
         let relative = path.strip_prefix(&src).expect("under src/");
         let module = relative.iter().next().and_then(|c| c.to_str()).unwrap_or_default().trim_end_matches(".rs");
-        if module == "lib" || path.extension().is_none_or(|e| e != "rs") {
+        // A module folder's `tests.rs` is its test code, like a file's `#[cfg(test)]` tail.
+        let test_file = path.file_name().is_some_and(|n| n == "tests.rs");
+        if module == "lib" || test_file || path.extension().is_none_or(|e| e != "rs") {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("readable source");
