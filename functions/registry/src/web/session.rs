@@ -85,24 +85,9 @@ pub fn form_token(body: &[u8]) -> Result<String, Error> {
     token.ok_or_else(|| bad("paste a token into the field"))
 }
 
-/// Form decoding: `+` is a space, `%XX` a byte; `None` for a bad escape or bytes not UTF-8.
+/// A form value as text; `None` for a bad escape or bytes that are not UTF-8.
 fn decode(value: &str) -> Option<String> {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
-                out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
+    String::from_utf8(crate::query::form_decode(value)?).ok()
 }
 
 #[cfg(test)]
