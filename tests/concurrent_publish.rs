@@ -24,6 +24,11 @@ fn rounds() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_publishes_lose_no_version() {
+    // A pass that fails for good says why (shown when the test fails).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_test_writer()
+        .try_init();
     let h = Harness::start().await;
     let started = Instant::now();
     let mut lost = 0;

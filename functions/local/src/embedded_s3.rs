@@ -127,9 +127,13 @@ impl KeyLocks {
 }
 
 /// After a failed pass, how long to wait before each retry. Lambda retries a failed
-/// asynchronous invocation (an S3 notification) twice, after about 1 and 2 minutes; locally the
-/// upload waits for its indexing, so the same two retries come sooner.
-const INDEXING_RETRIES: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(500)];
+/// asynchronous invocation (an S3 notification) twice, after about 1 and 2 minutes, when the
+/// burst of publishes that made the pass fail (contention, a slow store) is usually over;
+/// locally the upload waits for its indexing, so the same two retries come sooner, but late
+/// enough for a burst to end (with retries 0.1 s and 0.5 s later, the concurrency proof once
+/// lost 2 of 50 versions on a machine loaded by a compile), and well inside the publisher
+/// client's 120 s read timeout.
+const INDEXING_RETRIES: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(10)];
 
 /// Index one notified key as the indexer Lambda would: a failed pass (storage unavailable, a
 /// manifest still contended) is retried as Lambda retries the event; what still fails is
