@@ -130,8 +130,8 @@ audit:
 	$(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
-## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale, criterion
-## micro-benchmarks; then bench-index.
+## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale,
+## the catalog at 5,000 modules and what docs and the catalog add to a publish, criterion micro-benchmarks; then bench-index.
 bench:
 	bash bench/run.sh
 	$(MAKE) --no-print-directory bench-index

@@ -46,11 +46,10 @@ use spool::{Spooled, spool};
 /// How a pass that loses a race is retried before giving up (the caller then reports an
 /// error; in Lambda the event is retried). Under n passes racing on one manifest the last
 /// winner loses about n times, so the bound is well above the releases' usual burst (a dozen
-/// platforms at once; the concurrency proof runs 60): at most about 75 s of waiting, inside the
+/// platforms at once; the concurrency proof runs 60): at most about 40 s of waiting, inside the
 /// indexer's 300 s timeout. Each lost race is another pass's progress, so a high bound costs
 /// nothing when there is no contention.
-const PASS_RETRY: Backoff =
-    Backoff { attempts: 80, first: Duration::from_millis(10), max: Duration::from_millis(1000) };
+const PASS_RETRY: Backoff = Backoff { attempts: 80, first: Duration::from_millis(10), max: Duration::from_millis(500) };
 
 /// What a pass did.
 #[derive(Debug, Clone, PartialEq, Eq)]
