@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: every side-by-side benchmark on this machine, printed as markdown tables (the
-# figures in docs/PERFORMANCE.md come from here). Bounded: about 18 minutes on 2 cores, plus
+# figures in docs/PERFORMANCE.md come from here). Bounded: about 23 minutes on 2 cores, plus
 # the optimised builds the first time. Plain HTTP on loopback only; servers stop by themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
