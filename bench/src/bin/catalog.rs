@@ -140,7 +140,8 @@ async fn main() {
         std::fs::write(&path, archive).unwrap();
     };
     let disk = publish_costs(&warm.storage, &limits, rounds, to_disk, || 0).await;
-    let in_memory = publish_costs(&memory, &limits, rounds, |k, a| memory.insert(k, a), || memory.request_count()).await;
+    let in_memory =
+        publish_costs(&memory, &limits, rounds, |k, a| memory.insert(k, a), || memory.request_count()).await;
     println!();
     println!(
         "| publish one module version at {modules} modules ({rounds} rounds, p50) | embedded S3 | ratio | in memory | ratio | storage requests |"
