@@ -14,6 +14,7 @@
 //! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
 //! - [`router`]: (method, raw path) to a validated [`router::Route`], pure.
 //! - [`access`]: tokens, scopes and the access decision.
+//! - [`oidc`] (feature `aws`): JWTs from OpenID Connect issuers, verified and mapped to scopes.
 //! - [`config`]: typed configuration, loaded once from the environment.
 //! - `cache`: the warm container's manifest cache.
 //! - [`upstream`]: upstream registries for the pull-through mirror (records; the client and
@@ -53,6 +54,8 @@ pub mod lambda;
 pub mod layout;
 pub mod manifest;
 pub mod module_docs;
+#[cfg(feature = "aws")]
+pub mod oidc;
 pub mod publish_log;
 #[cfg(feature = "aws")]
 mod pull_through;

@@ -8,6 +8,9 @@
 
 use std::io::{Cursor, Write};
 
+#[cfg(feature = "aws")]
+pub mod oidc;
+
 /// One entry of an archive to build.
 #[derive(Debug, Clone, Copy)]
 pub enum Item<'a> {
