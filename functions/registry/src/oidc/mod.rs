@@ -19,7 +19,7 @@
 //! access check yet: fetching and keeping the issuers' key sets, the configuration variable and
 //! `login.v1` come next (issue 14), and until then a JWT is an unknown token (401).
 
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -79,7 +79,8 @@ pub enum Refusal {
     },
 }
 
-/// Read `REGISTRY_OIDC_ISSUERS`: a JSON array of issuers. Every issuer must be an `https` URL
+/// The issuers' configuration, a JSON array (to be read from `REGISTRY_OIDC_ISSUERS` once the
+/// access check uses it; nothing reads that variable yet). Every issuer must be an `https` URL
 /// without query or fragment, named once, with an audience and at least one rule granting
 /// something.
 pub fn parse_issuers(raw: &str) -> Result<Vec<Issuer>, String> {
@@ -175,15 +176,18 @@ pub fn verify(token: &str, issuer: &Issuer, keys: &JwkSet) -> Result<TokenRecord
 /// Whether `jwk` is a key for `alg` (an RSA key for RS256, a P-256 key for ES256), and, where
 /// the key set names the key's algorithm, that it is `alg`.
 fn fits(jwk: &Jwk, alg: Algorithm) -> bool {
-    let named = jwk.common.key_algorithm.map(|a| format!("{a:?}"));
-    if named.is_some_and(|n| n != format!("{alg:?}")) {
-        return false;
-    }
-    match (&jwk.algorithm, alg) {
-        (AlgorithmParameters::RSA(_), Algorithm::RS256) => true,
-        (AlgorithmParameters::EllipticCurve(ec), Algorithm::ES256) => ec.curve == EllipticCurve::P256,
-        _ => false,
-    }
+    let named_fits = match jwk.common.key_algorithm {
+        None => true,
+        Some(KeyAlgorithm::RS256) => alg == Algorithm::RS256,
+        Some(KeyAlgorithm::ES256) => alg == Algorithm::ES256,
+        Some(_) => false,
+    };
+    named_fits
+        && match (&jwk.algorithm, alg) {
+            (AlgorithmParameters::RSA(_), Algorithm::RS256) => true,
+            (AlgorithmParameters::EllipticCurve(ec), Algorithm::ES256) => ec.curve == EllipticCurve::P256,
+            _ => false,
+        }
 }
 
 /// The scopes `claims` earn under `issuer`'s rules, as a token record named after the issuer
@@ -314,6 +318,15 @@ mod tests {
         // An ES256 header over the RSA key set's kid.
         let ec = TestIssuer::ec("https://issuer.test");
         assert_eq!(refused(ec.sign_as(&good(), &test.kid)), format!("key {} does not fit ES256", test.kid));
+        // A P-256 key its key set names as an RS256 key is not used for ES256 either.
+        let mut misnamed = ec.jwk();
+        misnamed["alg"] = "RS256".into();
+        let keys: JwkSet = serde_json::from_value(serde_json::json!({"keys": [misnamed]})).unwrap();
+        assert_eq!(
+            verify(&ec.sign(&good()), &i, &keys),
+            Err(Refusal::Invalid(format!("key {} does not fit ES256", ec.kid)))
+        );
+        assert!(verify(&ec.sign(&good()), &i, &ec.jwks()).is_ok());
 
         assert_eq!(refused("a.b.c".into()), "not a JSON Web Token");
         assert_eq!(refused("x".repeat(TOKEN_BYTES_MAX + 1)), "token too long");
