@@ -50,11 +50,12 @@ test: browser-deps
 	else echo "=== SKIPPED: fuzz smoke run (needs the nightly toolchain and cargo-fuzz; .ci/run installs cargo-fuzz) ==="; fi
 
 ## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys,
-## uploaded archives, module docs, signed releases and upstream answers: $(FUZZ_SECONDS) s per
+## uploaded archives, module docs, signed releases, upstream answers, web pages and OIDC
+## claims: $(FUZZ_SECONDS) s per
 ## target; a crash leaves its input under fuzz/artifacts/ and fails. Archives get longer
 ## inputs (a tar block is 512 bytes).
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := request_path bucket_key archive module_docs signing upstream web_page
+FUZZ_TARGETS := request_path bucket_key archive module_docs signing upstream web_page oidc_claims
 fuzz:
 	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && len=4096 && \
 	  if [ $$t = archive ]; then len=65536; fi && \

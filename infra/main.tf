@@ -93,6 +93,9 @@ locals {
     # The host the CLI knows the registry by: providers under it are served by providers.v1,
     # as signed releases only.
     REGISTRY_HOSTNAME = local.hostname
+    # OpenID Connect sign-in: every read function checks JWTs of these issuers (fetching their
+    # keys over HTTPS); discovery offers login.v1 from the issuer that has a login client.
+    REGISTRY_OIDC_ISSUERS = jsonencode(var.oidc_issuers)
   }
   environment = {
     discovery = local.common_environment

@@ -116,6 +116,40 @@ variable "upstream_timeout_seconds" {
   }
 }
 
+variable "oidc_issuers" {
+  description = "OpenID Connect issuers whose JWTs are accepted as bearer tokens next to the registry's own (REGISTRY_OIDC_ISSUERS): each with its URL exactly as tokens carry it in iss, the audience they must carry in aud (or, without aud, in client_id), and rules mapping a claim's value (a glob) to module namespaces and providers ({value}: the matched value, when it is a plain name). One issuer may carry the OAuth client terraform login uses (discovery then offers login.v1). Empty: static tokens only. See docs/DEPLOY.md."
+  type = list(object({
+    issuer   = string
+    audience = string
+    rules = list(object({
+      claim     = string
+      equals    = string
+      modules   = optional(list(string), [])
+      providers = optional(list(string), [])
+    }))
+    login = optional(object({
+      client = string
+      authz  = string
+      token  = string
+      ports  = optional(list(number), [10000, 10010])
+      scopes = optional(list(string), [])
+    }))
+  }))
+  default = []
+  validation {
+    condition     = alltrue([for i in var.oidc_issuers : can(regex("^https://[^?#]+$", i.issuer)) && length(i.rules) > 0])
+    error_message = "Each issuer is an https:// URL without query or fragment, with at least one rule."
+  }
+  validation {
+    condition     = length([for i in var.oidc_issuers : i if i.login != null]) <= 1
+    error_message = "Only one issuer may carry the terraform login client."
+  }
+  validation {
+    condition     = alltrue([for i in var.oidc_issuers : i.login == null || try(length(i.login.ports) == 2 && i.login.ports[0] >= 1024 && i.login.ports[0] <= i.login.ports[1], false)])
+    error_message = "login.ports is [FIRST, LAST], from 1024 up, FIRST not above LAST."
+  }
+}
+
 variable "max_module_archive_bytes" {
   description = "Largest module archive the indexer accepts."
   type        = number

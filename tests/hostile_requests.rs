@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use e2e::Harness;
 use e2e::hostile::{self, Auth, Case};
+use e2e::oidc::OidcIssuer;
 use registry::layout::{self, ObjectKind};
 use registry::router::Service;
 use registry::{App, storage::S3Storage};
@@ -49,12 +50,15 @@ impl std::io::Write for LogWriter {
 
 /// The logs hold the requests (so they were captured) and none of the secrets: no bearer
 /// token, good or bad, and no presigned URL signature.
-fn check_logs_hold_no_secrets(dev_token: &str) {
+fn check_logs_hold_no_secrets(secrets: &Secrets) {
     let logs = String::from_utf8_lossy(&captured_logs().lock().unwrap()).to_string();
     assert!(logs.contains("/v1/modules/acme/vpc/aws/1.0.0/download"), "requests are logged");
-    for secret in
-        [dev_token, hostile::SCOPED_TOKEN, hostile::EXPIRED_TOKEN, "Bearer ", "X-Amz-Signature", "x-amz-signature"]
-    {
+    let tokens = [secrets.dev.as_str(), hostile::SCOPED_TOKEN, hostile::EXPIRED_TOKEN];
+    let jwts = secrets.jwts.values().map(|jwt| {
+        // A JWT's signature part: the payload alone is not secret, but the whole token is.
+        jwt.rsplit('.').next().filter(|s| s.len() > 20).unwrap_or(jwt.as_str())
+    });
+    for secret in tokens.into_iter().chain(jwts).chain(["Bearer ", "X-Amz-Signature", "x-amz-signature"]) {
         if let Some(at) = logs.find(secret) {
             let line = logs[..at].rfind('\n').map_or(0, |i| i + 1);
             let end = logs[at..].find('\n').map_or(logs.len(), |i| at + i);
@@ -65,11 +69,14 @@ fn check_logs_hold_no_secrets(dev_token: &str) {
 
 /// Legitimate traffic that handles every secret: downloads (presigned URLs in the answer) and
 /// reads with each token.
-async fn normal_traffic<S: registry::storage::Storage>(app: &App<S>, dev_token: &str) {
+async fn normal_traffic<S: registry::storage::Storage>(app: &App<S>, secrets: &Secrets) {
+    let (dev, jwt) = (secrets.dev.as_str(), secrets.jwts["valid"].as_str());
     for (path, token) in [
-        ("/v1/modules/acme/vpc/aws/1.0.0/download", dev_token),
-        ("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", dev_token),
+        ("/v1/modules/acme/vpc/aws/1.0.0/download", dev),
+        ("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", dev),
         ("/v1/modules/acme/vpc/aws/1.0.0/download", hostile::SCOPED_TOKEN),
+        ("/v1/modules/acme/vpc/aws/1.0.0/download", jwt),
+        ("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", jwt),
     ] {
         let header = format!("Bearer {token}");
         let reply = app.handle(&registry::app::Request::get(path).authorization(Some(&header))).await;
@@ -80,10 +87,71 @@ async fn normal_traffic<S: registry::storage::Storage>(app: &App<S>, dev_token: 
 
 const EVENT: &str = include_str!("../functions/registry/tests/events/apigw_v2_module_versions.json");
 
+/// The tokens the corpus sends: the dev token, and the JWTs by name (`hostile::JWTS`).
+struct Secrets {
+    dev: String,
+    jwts: std::collections::BTreeMap<String, String>,
+}
+
+/// Every JWT `hostile::JWTS` names, from `issuer` (and, for `issuer_unreachable`, the issuer
+/// configured at `dead`, where nothing answers).
+fn mint(issuer: &OidcIssuer, dead: &str) -> std::collections::BTreeMap<String, String> {
+    use registry::testing::oidc::TestIssuer;
+    let now = registry::clock::now_unix();
+    let good = || issuer.claims(600);
+    let with = |name: &str, value: serde_json::Value| {
+        let mut c = good();
+        c.insert(name.into(), value);
+        issuer.sign(&c)
+    };
+    let valid = issuer.sign(&good());
+    let tampered = {
+        let forged = with("groups", serde_json::json!(["team-x", "everyone", "team-storage"]));
+        let parts: Vec<&str> = valid.split('.').collect();
+        format!("{}.{}.{}", parts[0], forged.split('.').nth(1).unwrap(), parts[2])
+    };
+    let unreachable = {
+        let elsewhere = TestIssuer::rsa(dead);
+        let mut c = registry::testing::oidc::claims(dead, e2e::oidc::AUDIENCE, 600);
+        c.insert("groups".into(), serde_json::json!(["everyone"]));
+        elsewhere.sign(&c)
+    };
+    let kid = issuer.with_key(|k| k.kid.clone());
+    let jwts = [
+        ("valid", valid.clone()),
+        ("expired", with("exp", (now - 3600).into())),
+        ("not_yet_valid", with("nbf", (now + 3600).into())),
+        ("wrong_audience", with("aud", "https://other.test".into())),
+        // Not exactly the configured URL: no configured issuer's, so an unknown token.
+        ("wrong_issuer", with("iss", format!("{}/", issuer.url).into())),
+        ("alg_none", TestIssuer::unsigned(&good(), &kid)),
+        ("hs256_with_public_key", issuer.with_key(|k| k.hs256_with_public_key(&good()))),
+        ("unknown_kid", TestIssuer::rsa(&issuer.url).sign(&good())),
+        ("tampered", tampered),
+        ("issuer_unreachable", unreachable),
+        ("grants_nothing", with("groups", serde_json::json!(["nobody"]))),
+        ("oversized", with("padding", "x".repeat(registry::access::BEARER_BYTES_MAX).into())),
+    ];
+    assert_eq!(jwts.each_ref().map(|(name, _)| *name), hostile::JWTS, "every JWT the corpus names is minted");
+    jwts.into_iter().map(|(name, jwt)| (name.to_string(), jwt)).collect()
+}
+
 /// A registry with the fixture state the corpus assumes.
-async fn fixture() -> Harness {
+async fn fixture() -> (Harness, OidcIssuer, Secrets) {
     let _ = captured_logs();
-    let h = Harness::start().await;
+    let issuer = OidcIssuer::start().await;
+    // An issuer configured at a loopback port nobody listens on.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("https://{}", listener.local_addr().unwrap())
+    };
+    let dead_issuer = serde_json::json!({"issuer": dead, "audience": e2e::oidc::AUDIENCE,
+        "rules": [{"claim": "groups", "equals": "everyone", "modules": ["*"]}]});
+    let h = Harness::start_with(&[
+        ("REGISTRY_OIDC_ISSUERS", &issuer.issuers_json(false, &[dead_issuer.to_string()])),
+        ("REGISTRY_OIDC_CA_FILE", issuer.ca_file.to_str().unwrap()),
+    ])
+    .await;
     h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
     h.upload(
         "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
@@ -103,14 +171,22 @@ async fn fixture() -> Harness {
     }
     // The fixture is in place: from here on the log holds only what requests cause.
     let _ = h.running.take_s3_requests();
-    h
+    let secrets = Secrets { dev: h.running.dev_token.clone(), jwts: mint(&issuer, &dead) };
+    (h, issuer, secrets)
 }
 
-fn authorization(case: &Case, dev_token: &str) -> Option<String> {
+fn authorization(case: &Case, secrets: &Secrets) -> Option<String> {
     match &case.auth {
-        Auth::Dev => Some(format!("Bearer {dev_token}")),
+        Auth::Dev => Some(format!("Bearer {}", secrets.dev)),
         Auth::None => None,
-        Auth::Header(value) => Some(value.replace("{dev}", dev_token)),
+        Auth::Header(value) => {
+            let mut value = value.replace("{dev}", &secrets.dev);
+            for (name, jwt) in &secrets.jwts {
+                value = value.replace(&format!("{{jwt:{name}}}"), jwt);
+            }
+            assert!(!value.contains("{jwt:"), "a case names a JWT the fixture did not mint: {value}");
+            Some(value)
+        }
     }
 }
 
@@ -177,7 +253,12 @@ fn check_4xx(
     let json: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("{what}: not JSON ({e}): {shown}"))?;
     match json["errors"].as_array() {
-        Some(errors) if !errors.is_empty() && errors.iter().all(|e| e.is_string()) => Ok(()),
+        Some(errors) if !errors.is_empty() && errors.iter().all(|e| e.is_string()) => match case.says {
+            Some(says) if !errors.iter().any(|e| e.as_str().is_some_and(|e| e.contains(says))) => {
+                Err(format!("{what}: the answer does not say {says:?}: {shown}"))
+            }
+            _ => Ok(()),
+        },
         _ => Err(format!("{what}: no errors array of strings: {shown}")),
     }
 }
@@ -225,7 +306,7 @@ fn tls_client(h: &Harness) -> Arc<rustls::ClientConfig> {
 
 #[tokio::test]
 async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_layout_keys() {
-    let h = fixture().await;
+    let (h, issuer, secrets) = fixture().await;
     let tls = tls_client(&h);
     let corpus = hostile::corpus();
     assert!(corpus.len() >= 100, "the corpus has {} cases", corpus.len());
@@ -243,7 +324,7 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
     for (i, case) in corpus.iter().enumerate() {
         let what = format!("case {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
         let mut request = format!("{} {} HTTP/1.1\r\nHost: {}\r\n", case.method, case.target, h.host());
-        if let Some(value) = authorization(case, &h.running.dev_token) {
+        if let Some(value) = authorization(case, &secrets) {
             request.push_str(&format!("Authorization: {value}\r\n"));
         }
         for (name, value) in &case.headers {
@@ -272,14 +353,15 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
         }
     }
     assert!(failures.is_empty(), "{} of the corpus failed:\n{}", failures.len(), failures.join("\n"));
-    normal_traffic(&h.running.app, &h.running.dev_token).await;
-    check_logs_hold_no_secrets(&h.running.dev_token);
+    normal_traffic(&h.running.app, &secrets).await;
+    check_logs_hold_no_secrets(&secrets);
     h.running.stop().await;
+    issuer.stop();
 }
 
 /// The recorded API Gateway v2 event with this case's method, raw path, query and headers, as
 /// the Lambda runtime hands it to the function.
-fn event(case: &Case, dev_token: &str, host: &str) -> serde_json::Value {
+fn event(case: &Case, secrets: &Secrets, host: &str) -> serde_json::Value {
     let mut e: serde_json::Value = serde_json::from_str(EVENT).unwrap();
     let (path, query) = match case.target.split_once('?') {
         Some((p, q)) => (p, q),
@@ -294,7 +376,7 @@ fn event(case: &Case, dev_token: &str, host: &str) -> serde_json::Value {
     e.as_object_mut().unwrap().remove("pathParameters");
     let headers = e["headers"].as_object_mut().unwrap();
     headers.remove("authorization");
-    if let Some(value) = authorization(case, dev_token) {
+    if let Some(value) = authorization(case, secrets) {
         headers.insert("authorization".into(), value.into());
     }
     for (name, value) in &case.headers {
@@ -310,9 +392,10 @@ fn event(case: &Case, dev_token: &str, host: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_and_reads_only_layout_keys() {
-    let h = fixture().await;
-    // One app serving every route, over the same embedded S3, as the read Lambdas together.
-    let app = App::new(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL);
+    let (h, issuer, secrets) = fixture().await;
+    // One app serving every route, over the same embedded S3, as the read Lambdas together,
+    // built as each Lambda builds its own (with the OpenID Connect issuers' keys).
+    let app = App::start(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL).unwrap();
     let mut corpus = hostile::corpus();
     // In an event, characters no HTTP request line can carry are just string contents: the
     // handler must refuse those too.
@@ -323,14 +406,21 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
         "/v1/modules/..\\..\\access/vpc/aws/versions",
         "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1\u{ff0e}json",
     ] {
-        corpus.push(Case { method: "GET".into(), target: path.into(), auth: Auth::Dev, headers: vec![], status: 400 });
+        corpus.push(Case {
+            method: "GET".into(),
+            target: path.into(),
+            auth: Auth::Dev,
+            headers: vec![],
+            status: 400,
+            says: None,
+        });
     }
     let _ = h.running.take_s3_requests();
     let mut failures = Vec::new();
     for (i, case) in corpus.iter().enumerate() {
         let what = format!("event {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
         let host = "abc123def4.execute-api.eu-west-1.amazonaws.com";
-        let response = registry::lambda::answer::<S3Storage>(&app, event(case, &h.running.dev_token, host)).await;
+        let response = registry::lambda::answer::<S3Storage>(&app, event(case, &secrets, host)).await;
         let status = response.status_code as u16;
         let header = |name: &str| response.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let body: Vec<u8> = match &response.body {
@@ -343,7 +433,8 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
         failures.extend(checked.err());
     }
     assert!(failures.is_empty(), "{} of the corpus failed:\n{}", failures.len(), failures.join("\n"));
-    normal_traffic(&h.running.app, &h.running.dev_token).await;
-    check_logs_hold_no_secrets(&h.running.dev_token);
+    normal_traffic(&h.running.app, &secrets).await;
+    check_logs_hold_no_secrets(&secrets);
     h.running.stop().await;
+    issuer.stop();
 }

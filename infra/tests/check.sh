@@ -20,8 +20,10 @@ if command -v "$TERRAFORM" >/dev/null 2>&1 && [ -d "$MIRROR/registry.terraform.i
   printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' "$MIRROR" > "$work/tf.rc"
   cp -r infra "$work/infra"
   tf() { TF_CLI_CONFIG_FILE="$work/tf.rc" TF_DATA_DIR="$work/.tf-$1" "$TERRAFORM" "${@:2}"; }
-  echo "terraform validate infra/examples/minimal (AWS provider from $MIRROR)"
-  (cd "$work/infra/examples/minimal" && tf example init -input=false -backend=false >/dev/null && tf example validate -no-color)
+  for example in minimal oidc; do
+    echo "terraform validate infra/examples/$example (AWS provider from $MIRROR)"
+    (cd "$work/infra/examples/$example" && tf "example-$example" init -input=false -backend=false >/dev/null && tf "example-$example" validate -no-color)
+  done
   echo "terraform test infra (mocked AWS provider)"
   (cd "$work/infra" && tf module init -input=false -backend=false >/dev/null && tf module test -no-color)
 else

@@ -309,3 +309,52 @@ run "upstream_hosts_are_validated" {
 
   expect_failures = [var.upstream_hosts]
 }
+
+run "oidc_issuers_reach_every_read_function_as_json" {
+  command = plan
+
+  variables {
+    oidc_issuers = [
+      {
+        issuer   = "https://token.actions.githubusercontent.com"
+        audience = "https://registry.example.com"
+        rules    = [{ claim = "repository_owner", equals = "acme", modules = ["acme"] }]
+      },
+      {
+        issuer   = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example"
+        audience = "example-client-id"
+        rules    = [{ claim = "cognito:groups", equals = "team-*", modules = ["{value}"] }]
+        login = {
+          client = "example-client-id"
+          authz  = "https://example.auth.eu-west-1.amazoncognito.com/oauth2/authorize"
+          token  = "https://example.auth.eu-west-1.amazoncognito.com/oauth2/token"
+        }
+      },
+    ]
+  }
+
+  assert {
+    condition = alltrue([for f in ["discovery", "modules", "mirror", "providers", "web"] :
+    jsondecode(aws_lambda_function.function[f].environment[0].variables["REGISTRY_OIDC_ISSUERS"])[1].login.ports == [10000, 10010]])
+    error_message = "every read function gets the issuers, with the login client's default ports"
+  }
+  assert {
+    condition     = jsondecode(aws_lambda_function.function["modules"].environment[0].variables["REGISTRY_OIDC_ISSUERS"])[0].login == null
+    error_message = "an issuer without login says so (null), which the registry reads as none"
+  }
+}
+
+run "oidc_issuers_are_validated" {
+  command = plan
+
+  variables {
+    oidc_issuers = [{
+      issuer   = "http://idp.example.com"
+      audience = "registry"
+      rules    = [{ claim = "groups", equals = "platform", modules = ["*"] }]
+    }]
+  }
+
+  expect_failures = [var.oidc_issuers]
+}
+

@@ -8,7 +8,9 @@
 //! Fixture state the statuses assume: module `acme/vpc/aws` 1.0.0 and provider
 //! `registry.terraform.io/hashicorp/null` 3.2.1 published; the dev token (every scope) sent
 //! unless a case says otherwise; a token `SCOPED_TOKEN` for the `acme` namespace only, and an
-//! expired `EXPIRED_TOKEN`.
+//! expired `EXPIRED_TOKEN`; an OpenID Connect issuer on loopback (`oidc::OidcIssuer`) and one
+//! configured at an address nobody answers, and the JWTs `JWTS` names (`{jwt:NAME}` in a
+//! header), minted by the fixture.
 
 /// Who a case authenticates as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,12 +32,32 @@ pub struct Case {
     /// Extra headers (name, value); `{host}` in a value is the registry's own address.
     pub headers: Vec<(String, String)>,
     pub status: u16,
+    /// Text the answer's message must hold (why it was refused), where a case names one.
+    pub says: Option<&'static str>,
 }
 
 /// Scoped to the `acme` module namespace and no provider.
 pub const SCOPED_TOKEN: &str = "trg_hostile_scoped_0123456789abcdef0123456789abcdef";
 /// Expired in 2020.
 pub const EXPIRED_TOKEN: &str = "trg_hostile_expired_0123456789abcdef0123456789abcde";
+
+/// The JWTs the OIDC cases send, by name: every way a token naming a configured issuer must be
+/// refused, and a valid one (`valid`: the issuer's user, who may read the `acme` namespace,
+/// `team-network` and `registry.terraform.io/hashicorp/*`).
+pub const JWTS: [&str; 12] = [
+    "valid",
+    "expired",
+    "not_yet_valid",
+    "wrong_audience",
+    "wrong_issuer",
+    "alg_none",
+    "hs256_with_public_key",
+    "unknown_kid",
+    "tampered",
+    "issuer_unreachable",
+    "grants_nothing",
+    "oversized",
+];
 
 const VERSIONS: &str = "/v1/modules/acme/vpc/aws/versions";
 const DOWNLOAD: &str = "/v1/modules/acme/vpc/aws/1.0.0/download";
@@ -66,7 +88,7 @@ fn cookie(token: &str) -> String {
 }
 
 fn case(status: u16, target: impl Into<String>) -> Case {
-    Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status }
+    Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status, says: None }
 }
 
 fn method(status: u16, method: &str, target: &str) -> Case {
@@ -75,6 +97,12 @@ fn method(status: u16, method: &str, target: &str) -> Case {
 
 fn auth(status: u16, target: &str, auth: Auth) -> Case {
     Case { auth, ..case(status, target) }
+}
+
+/// A case sending the fixture's JWT `name` (one of `JWTS`).
+fn jwt(status: u16, target: &str, name: &str) -> Case {
+    debug_assert!(JWTS.contains(&name), "{name}");
+    auth(status, target, Auth::Header(format!("Bearer {{jwt:{name}}}")))
 }
 
 fn with_header(status: u16, target: &str, auth: Auth, name: &str, value: String) -> Case {
@@ -324,6 +352,28 @@ pub fn corpus() -> Vec<Case> {
         auth(401, PROVIDER_DOWNLOAD, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
         auth(404, PROVIDER_VERSIONS, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, PROVIDER_DOWNLOAD, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        // JWTs from OpenID Connect issuers: each broken one is a 401 (with why), a valid one
+        // outside what the issuer's rules grant a 404.
+        Case { says: Some("expired token"), ..jwt(401, VERSIONS, "expired") },
+        Case { says: Some("not valid yet"), ..jwt(401, VERSIONS, "not_yet_valid") },
+        Case { says: Some("not meant for this registry (aud)"), ..jwt(401, VERSIONS, "wrong_audience") },
+        Case { says: Some("unknown or revoked token"), ..jwt(401, VERSIONS, "wrong_issuer") },
+        Case { says: Some("not a JSON Web Token"), ..jwt(401, VERSIONS, "alg_none") },
+        Case { says: Some("HS256 is not accepted"), ..jwt(401, VERSIONS, "hs256_with_public_key") },
+        Case { says: Some("unknown key"), ..jwt(401, VERSIONS, "unknown_kid") },
+        Case { says: Some("signature does not verify"), ..jwt(401, VERSIONS, "tampered") },
+        Case { says: Some("cannot be fetched"), ..jwt(401, VERSIONS, "issuer_unreachable") },
+        Case { says: Some("grants this token anything"), ..jwt(401, VERSIONS, "grants_nothing") },
+        Case { says: Some("at most 8192 printable characters"), ..jwt(401, VERSIONS, "oversized") },
+        jwt(401, INDEX, "expired"),
+        jwt(401, LIST, "tampered"),
+        jwt(401, DETAILS, "alg_none"),
+        jwt(401, PROVIDER_DOWNLOAD, "hs256_with_public_key"),
+        jwt(404, "/v1/modules/other/vpc/aws/versions", "valid"),
+        jwt(404, "/v1/modules/team-storage/vpc/aws/1.0.0/download", "valid"),
+        jwt(404, PROVIDER_VERSIONS, "valid"),
+        jwt(404, "/v1/mirror/registry.terraform.io/acme/null/index.json", "valid"),
+        jwt(404, "/v1/modules/other/vpc/aws", "valid"),
         // Oversized and spoofing headers never change what is read or who is let in.
         with_header(401, VERSIONS, Auth::None, "x-padding", long(64 * 1024)),
         with_header(401, VERSIONS, Auth::None, "x-forwarded-for", "127.0.0.1".into()),

@@ -12,6 +12,7 @@ use registry_local::{LocalOptions, Running};
 
 pub mod hostile;
 pub mod load;
+pub mod oidc;
 pub mod pull_through;
 
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
@@ -56,7 +57,12 @@ impl Harness {
     }
 
     pub async fn get_json(&self, target: &str) -> (u16, serde_json::Value) {
-        let token = format!("Bearer {}", self.running.dev_token);
+        self.get_json_as(target, &self.running.dev_token).await
+    }
+
+    /// `get_json` with another bearer token.
+    pub async fn get_json_as(&self, target: &str, token: &str) -> (u16, serde_json::Value) {
+        let token = format!("Bearer {token}");
         let (path, query) = match target.split_once('?') {
             Some((path, query)) => (path, Some(query)),
             None => (target, None),
@@ -125,11 +131,17 @@ pub fn terraform(tf: &Path, harness: &Harness, workdir: &Path, args: &[&str]) ->
 
 /// `terraform` with another CLI configuration file (other credentials, or none).
 pub fn terraform_with_config(tf: &Path, harness: &Harness, cli_config: &Path, workdir: &Path, args: &[&str]) -> Output {
+    terraform_command(tf, harness, cli_config, workdir).args(args).output().expect("terraform runs")
+}
+
+/// The isolated `terraform` command, to run as it is or with more set (stdin, another CA
+/// bundle): its HOME (where `terraform login` keeps credentials) is `workdir/.home`.
+pub fn terraform_command(tf: &Path, harness: &Harness, cli_config: &Path, workdir: &Path) -> Command {
     let data = &harness.running.data_dir;
     let home = workdir.join(".home");
     std::fs::create_dir_all(&home).unwrap();
-    Command::new(tf)
-        .args(args)
+    let mut command = Command::new(tf);
+    command
         .current_dir(workdir)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -138,9 +150,8 @@ pub fn terraform_with_config(tf: &Path, harness: &Harness, cli_config: &Path, wo
         .env("SSL_CERT_FILE", data.join("ca.pem"))
         .env("TF_DATA_DIR", workdir.join(".terraform"))
         .env("TF_IN_AUTOMATION", "1")
-        .env("CHECKPOINT_DISABLE", "1")
-        .output()
-        .expect("terraform runs")
+        .env("CHECKPOINT_DISABLE", "1");
+    command
 }
 
 pub fn text(output: &Output) -> String {

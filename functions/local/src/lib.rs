@@ -233,12 +233,12 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
     let faults = Arc::new(faults::Faults::default());
-    let upstream =
-        registry::upstream::Upstream::new(&config.upstream).map_err(|e| LocalError(e.to_string()))?.map(Arc::new);
-    let s3 = IndexingS3::new(builder.build(), storage.clone(), config.clone(), s3_log.clone(), faults.clone())
-        .pulling_from(upstream.clone());
+    // The same construction as every Lambda's (`App::start`), serving every service at once.
+    let app =
+        Arc::new(App::start(config.clone(), storage.clone(), &Service::ALL).map_err(|e| LocalError(e.to_string()))?);
+    let s3 = IndexingS3::new(builder.build(), storage.clone(), config, s3_log.clone(), faults.clone())
+        .pulling_from(app.upstream());
     let pulls = s3.pulls();
-    let app = Arc::new(App::new(config, storage.clone(), &Service::ALL).with_upstream(upstream));
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
     let (shutdown, watcher) = watch::channel(false);

@@ -22,6 +22,9 @@ use crate::error::Error;
 pub const TOKENS_FORMAT: u32 = 1;
 /// Prefix of every token this registry issues (recognisable in leaked-secret scanners).
 pub const TOKEN_PREFIX: &str = "trg_";
+/// Longest bearer token read: room for an OpenID Connect JWT with a groups claim (`oidc`);
+/// the registry's own tokens are 68 characters.
+pub const BEARER_BYTES_MAX: usize = 8192;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 /// `access/tokens.json`: every token, as a hash with its scopes.
@@ -167,12 +170,16 @@ impl Viewer {
     }
 }
 
+/// Why a header that holds no bearer token is refused.
+const NOT_BEARER: &str =
+    "the Authorization header must be \"Bearer TOKEN\", a token of at most 8192 printable characters";
+
 /// Who presents `authorization`: `Err` (why) for a header that is not a usable token (401).
 /// `store` is `None` when no token store exists yet (nobody has a token).
 pub fn viewer(store: Option<&TokenStore>, authorization: Option<&str>, now_unix: i64) -> Result<Viewer, &'static str> {
     let Some(header) = authorization else { return Ok(Viewer::Anonymous) };
     let Some(token) = bearer(header) else {
-        return Err("the Authorization header must be \"Bearer TOKEN\"");
+        return Err(NOT_BEARER);
     };
     let Some(record) = store.and_then(|s| s.find(token)) else {
         return Err("unknown or revoked token");
@@ -196,9 +203,18 @@ pub fn decide(
     }
     match viewer(store, authorization, now_unix) {
         Err(why) => Decision::Unauthenticated(why),
-        Ok(viewer) if viewer.may_read(policy, resource) => Decision::Allow,
-        Ok(Viewer::Anonymous) => Decision::Unauthenticated("a bearer token is required"),
-        Ok(Viewer::Token(_)) => Decision::Hidden,
+        Ok(viewer) => judge(policy, &viewer, resource),
+    }
+}
+
+/// Decide for a viewer already known (a static token found in the store, or a verified JWT):
+/// what `decide` does once the token is resolved.
+pub fn judge(policy: &Policy, viewer: &Viewer, resource: Resource<'_>) -> Decision {
+    match viewer {
+        _ if matches!(resource, Resource::Discovery) => Decision::Allow,
+        viewer if viewer.may_read(policy, resource) => Decision::Allow,
+        Viewer::Anonymous => Decision::Unauthenticated("a bearer token is required"),
+        Viewer::Token(_) => Decision::Hidden,
     }
 }
 
@@ -208,7 +224,7 @@ pub fn bearer(header: &str) -> Option<&str> {
     let token = token.trim();
     let ok = scheme.eq_ignore_ascii_case("bearer")
         && !token.is_empty()
-        && token.len() <= 512
+        && token.len() <= BEARER_BYTES_MAX
         && token.bytes().all(|b| b.is_ascii_graphic());
     ok.then_some(token)
 }
@@ -410,17 +426,9 @@ mod tests {
             (Some("Bearer trg_wrong"), Module(&public), Unauthenticated("unknown or revoked token")),
             (Some("Bearer trg_old"), Module(&acme), Unauthenticated("expired token")),
             (Some("Bearer trg_bad"), Module(&acme), Unauthenticated("expired token")),
-            (
-                Some("Basic dXNlcjpwYXNz"),
-                Module(&acme),
-                Unauthenticated("the Authorization header must be \"Bearer TOKEN\""),
-            ),
-            (Some("Bearer"), Module(&acme), Unauthenticated("the Authorization header must be \"Bearer TOKEN\"")),
-            (
-                Some("Bearer trg\u{7f}x"),
-                Module(&acme),
-                Unauthenticated("the Authorization header must be \"Bearer TOKEN\""),
-            ),
+            (Some("Basic dXNlcjpwYXNz"), Module(&acme), Unauthenticated(NOT_BEARER)),
+            (Some("Bearer"), Module(&acme), Unauthenticated(NOT_BEARER)),
+            (Some("Bearer trg\u{7f}x"), Module(&acme), Unauthenticated(NOT_BEARER)),
         ];
         for (header, resource, want) in cases {
             assert_eq!(decide(&policy, Some(&store), header, resource, now), want, "{header:?} {resource:?}");

@@ -296,6 +296,9 @@ pub struct App<S> {
     /// The mirror's upstream registries (pull-through); `None`: off.
     #[cfg(feature = "aws")]
     upstream: Option<Arc<crate::upstream::Upstream>>,
+    /// The OpenID Connect issuers' key sets (`oidc`); `None`: none configured.
+    #[cfg(feature = "aws")]
+    oidc: Option<Arc<crate::oidc::keys::Keys>>,
 }
 
 impl<S: Storage> App<S> {
@@ -311,7 +314,28 @@ impl<S: Storage> App<S> {
             manifests,
             #[cfg(feature = "aws")]
             upstream: None,
+            #[cfg(feature = "aws")]
+            oidc: None,
         }
+    }
+
+    /// What every deployment runs (each Lambda, the local registry): `new`, with the clients
+    /// its configuration asks for built once: the upstream registries' where `services`
+    /// include the mirror, the OpenID Connect issuers' where any are configured. Fails on a
+    /// CA file that cannot be read.
+    #[cfg(feature = "aws")]
+    pub fn start(config: Config, storage: S, services: &[Service]) -> Result<Self, Error> {
+        let upstream = match services.contains(&Service::Mirror) {
+            true => crate::upstream::Upstream::new(&config.upstream)?.map(Arc::new),
+            false => None,
+        };
+        let oidc = match config.oidc_issuers.is_empty() {
+            true => None,
+            false => {
+                Some(Arc::new(crate::oidc::keys::Keys::new(&config.oidc_issuers, config.oidc_ca_file.as_deref())?))
+            }
+        };
+        Ok(App { oidc, ..App::new(config, storage, services).with_upstream(upstream) })
     }
 
     /// The same app, answering mirror requests for providers of `upstream`'s hosts from
@@ -320,6 +344,13 @@ impl<S: Storage> App<S> {
     pub fn with_upstream(mut self, upstream: Option<Arc<crate::upstream::Upstream>>) -> Self {
         self.upstream = upstream;
         self
+    }
+
+    /// The mirror's upstream registries, for the publishing side of the same process (the
+    /// local registry's indexer copies what the pull-through fetched).
+    #[cfg(feature = "aws")]
+    pub fn upstream(&self) -> Option<Arc<crate::upstream::Upstream>> {
+        self.upstream.clone()
     }
 
     /// The upstream to ask for `provider`, if its host is one.
@@ -563,6 +594,21 @@ impl<S: Storage> App<S> {
         if self.config.hostname.is_some() {
             services["providers.v1"] = json!(self.config.paths.providers);
         }
+        // `terraform login`: the CLI runs the authorization code grant (with PKCE) against
+        // the issuer itself, and sends the access token it gets as its bearer token.
+        if let Some(login) = self.config.oidc_issuers.iter().find_map(|i| i.login.as_ref()) {
+            let mut client = json!({
+                "client": login.client,
+                "grant_types": ["authz_code"],
+                "authz": login.authz,
+                "token": login.token,
+                "ports": login.ports,
+            });
+            if !login.scopes.is_empty() {
+                client["scopes"] = json!(login.scopes);
+            }
+            services["login.v1"] = client;
+        }
         services
     }
 
@@ -592,13 +638,10 @@ impl<S: Storage> App<S> {
             (Route::ProviderVersions(_) | Route::ProviderDownload(..), Some(p)) => Resource::Provider(p),
             (Route::ProviderVersions(_) | Route::ProviderDownload(..), None) => return Err(absent(route)),
         };
-        // The store matters only when a well-formed token is presented for something that
-        // needs one: garbage in `Authorization` costs no S3 request.
-        let store = match (authorization.and_then(access::bearer), resource) {
-            (Some(_), Resource::Module(_) | Resource::Provider(_)) => self.tokens().await?,
-            _ => None,
-        };
-        match access::decide(&self.config.access, store.as_deref(), authorization, resource, crate::clock::now_unix()) {
+        if matches!(resource, Resource::Discovery) {
+            return Ok(());
+        }
+        match access::judge(&self.config.access, &self.presenter(authorization).await?, resource) {
             Decision::Allow => Ok(()),
             Decision::Unauthenticated(why) => Err(Error::Unauthorized(why.into())),
             Decision::Hidden => Err(absent(route)),
@@ -617,13 +660,37 @@ impl<S: Storage> App<S> {
     }
 
     /// Who presents `authorization`: anonymous without one, 401 for one that is no usable token.
+    /// A JWT naming a configured OpenID Connect issuer is that issuer's to judge (`oidc`);
+    /// any other token is looked up in the token store. The store is read only for a
+    /// well-formed token: garbage in `Authorization` costs no S3 request.
     pub(crate) async fn presenter(&self, authorization: Option<&str>) -> Result<access::Viewer, Error> {
-        let store = match authorization.and_then(access::bearer) {
-            Some(_) => self.tokens().await?,
-            None => None,
+        let Some(token) = authorization.and_then(access::bearer) else {
+            return access::viewer(None, authorization, crate::clock::now_unix())
+                .map_err(|why| Error::Unauthorized(why.into()));
         };
+        #[cfg(feature = "aws")]
+        if let Some(verified) = self.verify_jwt(token).await? {
+            return verified.map(access::Viewer::Token).map_err(Error::Unauthorized);
+        }
+        #[cfg(not(feature = "aws"))]
+        let _ = token;
+        let store = self.tokens().await?;
         access::viewer(store.as_deref(), authorization, crate::clock::now_unix())
             .map_err(|why| Error::Unauthorized(why.into()))
+    }
+
+    /// A JWT's verdict, if it names a configured issuer (`None`: not ours to judge).
+    #[cfg(feature = "aws")]
+    async fn verify_jwt(&self, token: &str) -> Result<Option<Result<access::TokenRecord, String>>, Error> {
+        match &self.oidc {
+            Some(keys) => Ok(keys.verify(token).await),
+            // Issuers configured but their keys never set up: an app built with `new` where
+            // `start` was needed. Refused loudly rather than read as an unknown static token.
+            None if !self.config.oidc_issuers.is_empty() => {
+                Err(Error::Internal("OpenID Connect issuers are configured but this app was built without them".into()))
+            }
+            None => Ok(None),
+        }
     }
 
     /// The one way a read route hands out an archive URL: only for a key that
@@ -1203,5 +1270,39 @@ mod tests {
             body["archives"]["linux_amd64"]["hashes"][1],
             format!("zh:{}", hex::encode(sha2::Sha256::digest(&zip)))
         );
+    }
+
+    #[tokio::test]
+    async fn discovery_offers_login_only_with_an_issuers_login_client() {
+        let issuers = |login: &str| {
+            crate::oidc::parse_issuers(&format!(
+                r#"[{{"issuer": "https://idp.example.com", "audience": "registry",
+                     "rules": [{{"claim": "groups", "equals": "platform", "modules": ["*"]}}]{login}}}]"#
+            ))
+            .unwrap()
+        };
+        let mut config = Config::new("b");
+        config.oidc_issuers = issuers("");
+        let app = App::new(config.clone(), MemoryStorage::new(), &[Service::Discovery]);
+        assert_eq!(app.discovery(), json!({"modules.v1": "/v1/modules/"}));
+        config.oidc_issuers = issuers(
+            r#", "login": {"client": "terraform-cli", "authz": "https://idp.example.com/oauth2/authorize",
+                           "token": "https://idp.example.com/oauth2/token", "scopes": ["openid"]}"#,
+        );
+        let app = App::new(config.clone(), MemoryStorage::new(), &[Service::Discovery]);
+        assert_eq!(
+            app.discovery()["login.v1"],
+            json!({"client": "terraform-cli", "grant_types": ["authz_code"],
+                   "authz": "https://idp.example.com/oauth2/authorize",
+                   "token": "https://idp.example.com/oauth2/token", "ports": [10000, 10010], "scopes": ["openid"]})
+        );
+        // Built with `new` where `start` was needed: a JWT of a configured issuer is a 500, not
+        // an unknown static token; `start` builds the issuers' keys.
+        let app = App::new(open(config.clone()), MemoryStorage::new(), &Service::ALL);
+        let test = crate::testing::oidc::TestIssuer::rsa("https://idp.example.com");
+        let jwt = format!("Bearer {}", test.sign(&crate::testing::oidc::claims(&test.url, "registry", 60)));
+        let reply = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions").authorization(Some(&jwt))).await;
+        assert_eq!(reply.status, 500);
+        assert!(App::start(config, MemoryStorage::new(), &Service::ALL).is_ok());
     }
 }

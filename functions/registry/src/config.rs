@@ -49,6 +49,13 @@ pub struct Config {
     pub request_budget: Duration,
     /// The pull-through mirror's upstream registries.
     pub upstream: UpstreamSettings,
+    /// `REGISTRY_OIDC_ISSUERS` (a JSON array, `oidc::parse_issuers`; unset or empty: none):
+    /// OpenID Connect issuers whose JWTs are accepted as bearer tokens, each with its audience
+    /// and claims-to-scopes rules, one of them optionally with the `terraform login` client.
+    pub oidc_issuers: Vec<crate::oidc::Issuer>,
+    /// `REGISTRY_OIDC_CA_FILE`: PEM certificates trusted for the issuers besides the system's
+    /// roots (an issuer inside the organisation, or the tests' issuer on loopback).
+    pub oidc_ca_file: Option<String>,
 }
 
 /// Where the network mirror may fetch a provider the bucket does not have (`upstream`).
@@ -131,6 +138,8 @@ impl Config {
             manifest_cache_ttl: Duration::ZERO,
             request_budget: REQUEST_BUDGET,
             upstream: UpstreamSettings::off(),
+            oidc_issuers: Vec::new(),
+            oidc_ca_file: None,
         }
     }
 
@@ -309,6 +318,12 @@ impl Config {
             },
             ca_file: get("REGISTRY_UPSTREAM_CA_FILE").map(|f| f.trim().to_string()).filter(|f| !f.is_empty()),
         };
+        let oidc_issuers = match get("REGISTRY_OIDC_ISSUERS").filter(|raw| !raw.trim().is_empty()) {
+            None => Vec::new(),
+            Some(raw) => {
+                crate::oidc::parse_issuers(&raw).map_err(|e| ConfigError(format!("REGISTRY_OIDC_ISSUERS: {e}")))?
+            }
+        };
         Ok(Config {
             bucket,
             presign_ttl,
@@ -322,6 +337,8 @@ impl Config {
             manifest_cache_ttl,
             request_budget: REQUEST_BUDGET,
             upstream,
+            oidc_issuers,
+            oidc_ca_file: get("REGISTRY_OIDC_CA_FILE").map(|f| f.trim().to_string()).filter(|f| !f.is_empty()),
         })
     }
 }
@@ -451,6 +468,7 @@ mod tests {
                 &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS", "ten")],
                 "REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS",
             ),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_OIDC_ISSUERS", "[{}]")], "REGISTRY_OIDC_ISSUERS"),
         ];
         for (vars, needle) in cases {
             let err = load(vars).unwrap_err();
@@ -481,5 +499,12 @@ mod tests {
         assert_eq!(c.upstream.endpoints.get("up.example").map(String::as_str), Some("https://127.0.0.1:9443"));
         assert_eq!(c.upstream.versions_ttl, Duration::ZERO);
         assert_eq!(c.upstream.ca_file.as_deref(), Some("/tmp/ca.pem"));
+        let issuers = r#"[{"issuer": "https://token.actions.githubusercontent.com", "audience": "https://r.example.com",
+                           "rules": [{"claim": "repository_owner", "equals": "acme", "modules": ["acme"]}]}]"#;
+        let c = load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_OIDC_ISSUERS", issuers), ("REGISTRY_OIDC_CA_FILE", " ")])
+            .unwrap();
+        assert_eq!(c.oidc_issuers.len(), 1);
+        assert_eq!(c.oidc_ca_file, None);
+        assert_eq!(load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_OIDC_ISSUERS", " ")]).unwrap().oidc_issuers, []);
     }
 }

@@ -28,15 +28,12 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
     Ok(App::new(Config::from_env()?, NoStorage, &[Service::Discovery]))
 }
 
-/// The modules, mirror or providers function: config and the S3 client, built once; the
-/// mirror also gets its upstream client when the pull-through is on.
+/// The modules, mirror, providers or web function: config and the S3 client, built once,
+/// and the clients its configuration asks for (`App::start`: the mirror's upstreams, the
+/// OpenID Connect issuers' keys).
 pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    let upstream = match service {
-        Service::Mirror => crate::upstream::Upstream::new(&config.upstream)?.map(std::sync::Arc::new),
-        _ => None,
-    };
-    Ok(App::new(config, storage, &[service]).with_upstream(upstream))
+    Ok(App::start(config, storage, &[service])?)
 }
 
 /// Configuration and the S3 client, with what each cost in the function's log (the cold-start

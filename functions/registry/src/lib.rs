@@ -14,9 +14,11 @@
 //! - [`index`]: rebuilds manifests from the archives present, with conditional writes.
 //! - [`router`]: (method, raw path) to a validated [`router::Route`], pure.
 //! - [`access`]: tokens, scopes and the access decision.
-//! - [`oidc`] (feature `aws`): JWTs from OpenID Connect issuers, verified and mapped to scopes.
+//! - [`oidc`]: JWTs from OpenID Connect issuers: their configuration and claims-to-scopes
+//!   mapping; verification and the key sets with feature `aws`.
 //! - [`config`]: typed configuration, loaded once from the environment.
 //! - `cache`: the warm container's manifest cache.
+//! - `http_client` (feature `aws`): the one outbound HTTPS client (upstreams, issuers' keys).
 //! - [`upstream`]: upstream registries for the pull-through mirror (records; the client and
 //!   the puller with feature `aws`).
 //! - [`query`]: the bounded query string grammar of the list and search routes.
@@ -46,6 +48,8 @@ pub mod config;
 pub mod error;
 #[cfg(feature = "aws")]
 pub mod events;
+#[cfg(feature = "aws")]
+mod http_client;
 pub mod index;
 #[cfg(any(test, feature = "test-support"))]
 pub mod invariants;
@@ -54,7 +58,6 @@ pub mod lambda;
 pub mod layout;
 pub mod manifest;
 pub mod module_docs;
-#[cfg(feature = "aws")]
 pub mod oidc;
 pub mod publish_log;
 #[cfg(feature = "aws")]

@@ -1,13 +1,15 @@
 //! Sign-in without long-lived secrets: JSON Web Tokens from the OpenID Connect issuers the
-//! operator configures (GitHub Actions, GitLab CI, the organisation's identity provider),
-//! accepted next to the static tokens. A token is accepted only when
+//! operator configures (`REGISTRY_OIDC_ISSUERS`: GitHub Actions, GitLab CI, the organisation's
+//! identity provider), accepted next to the static tokens. A token is accepted only when
 //! - its `iss` is exactly a configured issuer's URL (the issuer is picked by it, nothing else);
 //! - its header names an allowed algorithm (RS256 or ES256: never `none`, never an HMAC, whose
 //!   "key" would be the issuer's public key) and a `kid` of that issuer's key set, and that key's
 //!   type fits the algorithm;
 //! - the signature verifies with that key;
-//! - `aud` holds the issuer's configured audience, `exp` is in the future and `nbf`, if any, in
-//!   the past, each with `LEEWAY` for clock skew.
+//! - `aud` holds the issuer's configured audience (a token without `aud`: its `client_id` is
+//!   the audience, as Cognito's access tokens carry it and as API Gateway's JWT authorizer
+//!   checks it), `exp` is in the future and `nbf`, if any, in the past, each with
+//!   `LEEWAY_SECONDS` for clock skew.
 //!
 //! What it may then read comes from the issuer's rules alone: each rule names a claim, a glob
 //! its value (or one of its values) must match, and the scopes that grants, in the static
@@ -15,26 +17,29 @@
 //! plain name (so a group called `*` cannot widen a grant). A verified token no rule grants
 //! anything is refused (401), so a misconfigured rule is visible, not a silent 404 everywhere.
 //!
-//! This module is pure: given the issuer's key set (JWKS) it decides. Not wired into the
-//! access check yet: fetching and keeping the issuers' key sets, the configuration variable and
-//! `login.v1` come next (issue 14), and until then a JWT is an unknown token (401).
+//! One issuer may also be where `terraform login` gets its token (`login`: discovery then
+//! advertises `login.v1` with that issuer's OAuth client, and the CLI stores the access token
+//! the issuer hands out).
+//!
+//! This module holds the configuration and the claims-to-scopes mapping (pure, in every
+//! build); `verify` decides on a token given the issuer's key set, and `keys` fetches and keeps
+//! the key sets (both with feature `aws`, which brings the crypto and the HTTP client).
 
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::access::{TokenRecord, glob};
 
-/// Clock skew allowed on `exp` and `nbf`.
-pub const LEEWAY_SECONDS: u64 = 60;
+#[cfg(feature = "aws")]
+pub mod keys;
+#[cfg(feature = "aws")]
+mod verify;
+#[cfg(feature = "aws")]
+pub use verify::{LEEWAY_SECONDS, Refusal, verify};
 
-/// The only algorithms accepted: what GitHub Actions, GitLab, Cognito, Entra ID, Okta and
-/// Keycloak sign with.
-const ALLOWED: [Algorithm; 2] = [Algorithm::RS256, Algorithm::ES256];
-
-/// Longest token read (GitHub's are about 1.2 KB; a bound before any decoding).
-pub const TOKEN_BYTES_MAX: usize = 8 * 1024;
+/// Longest token read (GitHub's are about 1.2 KB, Entra ID's with groups a few KB; a bound
+/// before any decoding).
+pub const TOKEN_BYTES_MAX: usize = crate::access::BEARER_BYTES_MAX;
 
 /// One configured issuer.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -42,10 +47,14 @@ pub const TOKEN_BYTES_MAX: usize = 8 * 1024;
 pub struct Issuer {
     /// Its URL, exactly as tokens carry it in `iss` (`https://token.actions.githubusercontent.com`).
     pub issuer: String,
-    /// What `aud` must contain (GitHub Actions: the `audience` asked for in the workflow).
+    /// What `aud` must contain (GitHub Actions: the `audience` asked for in the workflow), or,
+    /// in a token without `aud`, what `client_id` must be (Cognito's access tokens).
     pub audience: String,
     /// Claims to scopes; a token is granted the union of what its matching rules grant.
     pub rules: Vec<Rule>,
+    /// The OAuth client `terraform login` uses with this issuer (at most one issuer has one).
+    #[serde(default)]
+    pub login: Option<Login>,
 }
 
 /// A claim's value to scopes.
@@ -64,33 +73,49 @@ pub struct Rule {
     pub providers: Vec<String>,
 }
 
-/// Why a token is refused (the 401's message; never the token or its claims).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// Not a JWT of a configured issuer, or failing a check; says which.
-    Invalid(String),
-    /// The issuer's key set has no key with this `kid`: fetch the key set again (bounded), then
-    /// decide again; still unknown then is `Invalid`.
-    UnknownKey {
-        /// The issuer whose key set lacks it.
-        issuer: String,
-        /// The key id the token names.
-        kid: String,
-    },
+/// The public OAuth client `terraform login` runs against the issuer (authorization code grant
+/// with PKCE; the CLI listens on `http://localhost:PORT/login` for one of `ports`). The
+/// registry only advertises it (`login.v1`): the CLI talks to the issuer itself.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    /// The client id registered at the issuer (a public client: no secret).
+    pub client: String,
+    /// The issuer's authorization endpoint (`https://…/oauth2/authorize`).
+    pub authz: String,
+    /// The issuer's token endpoint (`https://…/oauth2/token`).
+    pub token: String,
+    /// The first and last port of the callback (each `http://localhost:PORT/login` must be an
+    /// allowed redirect URI at the issuer).
+    #[serde(default = "default_ports")]
+    pub ports: [u16; 2],
+    /// Scopes to ask for (none: the issuer's default).
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
-/// The issuers' configuration, a JSON array (to be read from `REGISTRY_OIDC_ISSUERS` once the
-/// access check uses it; nothing reads that variable yet). Every issuer must be an `https` URL
+fn default_ports() -> [u16; 2] {
+    [10000, 10010]
+}
+
+/// An `https` URL without query or fragment, or why not.
+fn https_url(what: &str, raw: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(raw).map_err(|e| format!("{what} {raw:?}: {e}"))?;
+    if url.scheme() != "https" || url.query().is_some() || url.fragment().is_some() || url.host_str().is_none() {
+        return Err(format!("{what} {raw:?} must be an https URL without query or fragment"));
+    }
+    Ok(url)
+}
+
+/// Read `REGISTRY_OIDC_ISSUERS`: a JSON array of issuers. Every issuer must be an `https` URL
 /// without query or fragment, named once, with an audience and at least one rule granting
-/// something.
+/// something; at most one has a `login`, whose endpoints are `https` URLs and whose ports are
+/// unprivileged (the CLI refuses others).
 pub fn parse_issuers(raw: &str) -> Result<Vec<Issuer>, String> {
     let issuers: Vec<Issuer> = serde_json::from_str(raw).map_err(|e| format!("not a JSON array of issuers: {e}"))?;
     let mut seen = std::collections::BTreeSet::new();
     for i in &issuers {
-        let url = url::Url::parse(&i.issuer).map_err(|e| format!("issuer {:?}: {e}", i.issuer))?;
-        if url.scheme() != "https" || url.query().is_some() || url.fragment().is_some() || url.host_str().is_none() {
-            return Err(format!("issuer {:?} must be an https URL without query or fragment", i.issuer));
-        }
+        https_url("issuer", &i.issuer)?;
         if !seen.insert(i.issuer.as_str()) {
             return Err(format!("issuer {:?} is configured twice", i.issuer));
         }
@@ -108,6 +133,23 @@ pub fn parse_issuers(raw: &str) -> Result<Vec<Issuer>, String> {
                 ));
             }
         }
+        if let Some(login) = &i.login {
+            if login.client.trim().is_empty() {
+                return Err(format!("issuer {:?}: login needs a client id", i.issuer));
+            }
+            https_url("login authz", &login.authz)?;
+            https_url("login token", &login.token)?;
+            let [first, last] = login.ports;
+            if first < 1024 || last < first {
+                return Err(format!(
+                    "issuer {:?}: login ports must be two ports from 1024 up, the first not above the last",
+                    i.issuer
+                ));
+            }
+        }
+    }
+    if issuers.iter().filter(|i| i.login.is_some()).count() > 1 {
+        return Err("only one issuer may have a login (terraform login asks one authorization server)".into());
     }
     Ok(issuers)
 }
@@ -125,69 +167,6 @@ pub fn unverified_issuer(token: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).ok()?;
     let claims: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
     claims.get("iss")?.as_str().map(str::to_owned)
-}
-
-/// Verify `token` from `issuer` with its key set `keys`, and grant what the rules say.
-pub fn verify(token: &str, issuer: &Issuer, keys: &JwkSet) -> Result<TokenRecord, Refusal> {
-    let invalid = |why: &str| Refusal::Invalid(why.to_owned());
-    if token.len() > TOKEN_BYTES_MAX {
-        return Err(invalid("token too long"));
-    }
-    let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("not a JSON Web Token"))?;
-    if !ALLOWED.contains(&header.alg) {
-        return Err(Refusal::Invalid(format!("algorithm {:?} is not accepted (RS256, ES256)", header.alg)));
-    }
-    let kid = header.kid.ok_or_else(|| invalid("the token names no key (kid)"))?;
-    let Some(jwk) = keys.find(&kid) else {
-        return Err(Refusal::UnknownKey { issuer: issuer.issuer.clone(), kid });
-    };
-    if !fits(jwk, header.alg) {
-        return Err(Refusal::Invalid(format!("key {kid} does not fit {:?}", header.alg)));
-    }
-    let key = DecodingKey::from_jwk(jwk).map_err(|_| Refusal::Invalid(format!("key {kid} is unusable")))?;
-    let mut validation = Validation::new(header.alg);
-    validation.set_issuer(&[&issuer.issuer]);
-    validation.set_audience(&[&issuer.audience]);
-    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-    validation.leeway = LEEWAY_SECONDS;
-    validation.validate_nbf = true;
-    let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(|e| {
-        use jsonwebtoken::errors::ErrorKind;
-        Refusal::Invalid(
-            match e.kind() {
-                ErrorKind::ExpiredSignature => "expired token",
-                ErrorKind::ImmatureSignature => "token not valid yet (nbf)",
-                ErrorKind::InvalidAudience => "token not meant for this registry (aud)",
-                ErrorKind::InvalidIssuer => "wrong issuer (iss)",
-                ErrorKind::InvalidSignature => "signature does not verify",
-                ErrorKind::MissingRequiredClaim(_) => "token lacks exp, iss or aud",
-                _ => "token does not verify",
-            }
-            .to_owned(),
-        )
-    })?;
-    let record = grant(issuer, &data.claims);
-    if record.modules.is_empty() && record.providers.is_empty() {
-        return Err(Refusal::Invalid(format!("no rule of issuer {} grants this token anything", issuer.issuer)));
-    }
-    Ok(record)
-}
-
-/// Whether `jwk` is a key for `alg` (an RSA key for RS256, a P-256 key for ES256), and, where
-/// the key set names the key's algorithm, that it is `alg`.
-fn fits(jwk: &Jwk, alg: Algorithm) -> bool {
-    let named_fits = match jwk.common.key_algorithm {
-        None => true,
-        Some(KeyAlgorithm::RS256) => alg == Algorithm::RS256,
-        Some(KeyAlgorithm::ES256) => alg == Algorithm::ES256,
-        Some(_) => false,
-    };
-    named_fits
-        && match (&jwk.algorithm, alg) {
-            (AlgorithmParameters::RSA(_), Algorithm::RS256) => true,
-            (AlgorithmParameters::EllipticCurve(ec), Algorithm::ES256) => ec.curve == EllipticCurve::P256,
-            _ => false,
-        }
 }
 
 /// The scopes `claims` earn under `issuer`'s rules, as a token record named after the issuer
@@ -236,115 +215,8 @@ fn plain_name(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(feature = "aws")]
     use crate::testing::oidc::{TestIssuer, claims};
-
-    fn issuer(test: &TestIssuer) -> Issuer {
-        parse_issuers(&format!(
-            r#"[{{"issuer": "{}", "audience": "https://registry.example.com",
-                 "rules": [
-                   {{"claim": "repository_owner", "equals": "acme", "modules": ["acme"],
-                     "providers": ["registry.example.com/acme/*"]}},
-                   {{"claim": "groups", "equals": "team-*", "modules": ["{{value}}"]}}
-                 ]}}]"#,
-            test.url
-        ))
-        .unwrap()
-        .remove(0)
-    }
-
-    #[test]
-    fn a_valid_token_gets_exactly_the_scopes_its_claims_match() {
-        for test in [TestIssuer::rsa("https://issuer.test"), TestIssuer::ec("https://issuer.test")] {
-            let i = issuer(&test);
-            let mut c = claims(&test.url, "https://registry.example.com", 600);
-            c.insert("repository_owner".into(), "acme".into());
-            c.insert("groups".into(), serde_json::json!(["team-a", "team-*", "other", 7, "team-b/x"]));
-            let record = verify(&test.sign(&c), &i, &test.jwks()).unwrap();
-            // `team-*` and `team-b/x` match the glob but are not plain names: no grant from them.
-            assert_eq!(record.modules, vec!["acme", "team-a"]);
-            assert_eq!(record.providers, vec!["registry.example.com/acme/*"]);
-        }
-    }
-
-    #[test]
-    fn every_bad_token_is_refused_with_its_reason() {
-        let test = TestIssuer::rsa("https://issuer.test");
-        let i = issuer(&test);
-        let good = || {
-            let mut c = claims(&test.url, "https://registry.example.com", 600);
-            c.insert("repository_owner".into(), "acme".into());
-            c
-        };
-        let refused = |token: String| match verify(&token, &i, &test.jwks()) {
-            Err(Refusal::Invalid(why)) => why,
-            other => panic!("{other:?}"),
-        };
-        let mut expired = good();
-        expired.insert("exp".into(), (crate::clock::now_unix() - LEEWAY_SECONDS as i64 - 5).into());
-        assert_eq!(refused(test.sign(&expired)), "expired token");
-        let mut early = good();
-        early.insert("nbf".into(), (crate::clock::now_unix() + 3600).into());
-        assert_eq!(refused(test.sign(&early)), "token not valid yet (nbf)");
-        let mut aud = good();
-        aud.insert("aud".into(), "https://other.example.com".into());
-        assert_eq!(refused(test.sign(&aud)), "token not meant for this registry (aud)");
-        let mut iss = good();
-        iss.insert("iss".into(), "https://evil.test".into());
-        assert_eq!(refused(test.sign(&iss)), "wrong issuer (iss)");
-        let mut no_exp = good();
-        no_exp.remove("exp");
-        assert_eq!(refused(test.sign(&no_exp)), "token lacks exp, iss or aud");
-        let mut nothing = good();
-        nothing.insert("repository_owner".into(), "globex".into());
-        assert!(refused(test.sign(&nothing)).contains("grants this token anything"));
-
-        // Tampered payload: the signature no longer covers it.
-        let token = test.sign(&good());
-        let mut forged = good();
-        forged.insert("groups".into(), serde_json::json!(["team-x"]));
-        let forged_payload = test.sign(&forged).split('.').nth(1).unwrap().to_owned();
-        let parts: Vec<&str> = token.split('.').collect();
-        assert_eq!(refused(format!("{}.{forged_payload}.{}", parts[0], parts[2])), "signature does not verify");
-
-        // Signed by another key under the same kid.
-        let impostor = TestIssuer::rsa("https://issuer.test");
-        assert_eq!(refused(impostor.sign_as(&good(), &test.kid)), "signature does not verify");
-
-        // alg none, and HS256 "signed" with the issuer's public key (algorithm confusion).
-        // (jsonwebtoken has no `none` algorithm: such a header does not even parse.)
-        assert_eq!(refused(TestIssuer::unsigned(&good(), &test.kid)), "not a JSON Web Token");
-        assert_eq!(refused(test.hs256_with_public_key(&good())), "algorithm HS256 is not accepted (RS256, ES256)");
-
-        // An ES256 header over the RSA key set's kid.
-        let ec = TestIssuer::ec("https://issuer.test");
-        assert_eq!(refused(ec.sign_as(&good(), &test.kid)), format!("key {} does not fit ES256", test.kid));
-        // A P-256 key its key set names as an RS256 key is not used for ES256 either.
-        let mut misnamed = ec.jwk();
-        misnamed["alg"] = "RS256".into();
-        let keys: JwkSet = serde_json::from_value(serde_json::json!({"keys": [misnamed]})).unwrap();
-        assert_eq!(
-            verify(&ec.sign(&good()), &i, &keys),
-            Err(Refusal::Invalid(format!("key {} does not fit ES256", ec.kid)))
-        );
-        assert!(verify(&ec.sign(&good()), &i, &ec.jwks()).is_ok());
-
-        assert_eq!(refused("a.b.c".into()), "not a JSON Web Token");
-        assert_eq!(refused("x".repeat(TOKEN_BYTES_MAX + 1)), "token too long");
-    }
-
-    #[test]
-    fn an_unknown_kid_asks_for_the_key_set_again() {
-        let test = TestIssuer::rsa("https://issuer.test");
-        let i = issuer(&test);
-        let rotated = TestIssuer::rsa("https://issuer.test");
-        let mut c = claims(&test.url, "https://registry.example.com", 600);
-        c.insert("repository_owner".into(), "acme".into());
-        assert_eq!(
-            verify(&rotated.sign(&c), &i, &test.jwks()),
-            Err(Refusal::UnknownKey { issuer: test.url.clone(), kid: rotated.kid.clone() })
-        );
-        assert!(verify(&rotated.sign(&c), &i, &rotated.jwks()).is_ok());
-    }
 
     #[test]
     fn issuers_are_checked_when_read() {
@@ -361,10 +233,45 @@ mod tests {
         ] {
             assert!(parse_issuers(bad).is_err(), "{bad}");
         }
+        // What infra's `jsonencode(var.oidc_issuers)` writes: every optional attribute present,
+        // `null` for no login.
+        let from_infra = r#"[{"audience":"https://r.example.com","issuer":"https://a.test","login":null,
+            "rules":[{"claim":"c","equals":"v","modules":["m"],"providers":[]}]},
+            {"audience":"client","issuer":"https://b.test","login":{"authz":"https://b.test/authorize",
+            "client":"client","ports":[10000,10010],"scopes":[],"token":"https://b.test/token"},
+            "rules":[{"claim":"cognito:groups","equals":"team-*","modules":["{value}"],"providers":[]}]}]"#;
+        let parsed = parse_issuers(from_infra).unwrap();
+        assert_eq!(
+            (parsed[0].login.is_none(), parsed[1].login.as_ref().map(|l| l.ports)),
+            (true, Some([10000, 10010]))
+        );
         let twice = format!("[{},{}]", &ok[1..ok.len() - 1], &ok[1..ok.len() - 1]);
         assert!(parse_issuers(&twice).unwrap_err().contains("twice"));
+
+        let with_login = |issuer: &str, login: &str| {
+            format!(
+                r#"{{"issuer": "{issuer}", "audience": "x", "rules": [{{"claim": "c", "equals": "v", "modules": ["m"]}}],
+                    "login": {{"client": "terraform", "authz": "https://a.test/authorize", "token": "https://a.test/token"{login}}}}}"#
+            )
+        };
+        let parsed = parse_issuers(&format!("[{}]", with_login("https://a.test", ""))).unwrap();
+        assert_eq!(parsed[0].login.as_ref().map(|l| l.ports), Some([10000, 10010]));
+        for (login, why) in [
+            (r#", "ports": [80, 90]"#, "ports"),
+            (r#", "ports": [10010, 10000]"#, "ports"),
+            (r#", "ports": [10000]"#, "JSON"),
+            (r#", "secret": "s""#, "JSON"),
+        ] {
+            let err = parse_issuers(&format!("[{}]", with_login("https://a.test", login))).unwrap_err();
+            assert!(err.contains(why), "{login}: {err}");
+        }
+        let plain = with_login("https://a.test", "").replace("https://a.test/token", "http://a.test/token");
+        assert!(parse_issuers(&format!("[{plain}]")).unwrap_err().contains("https"));
+        let two = format!("[{},{}]", with_login("https://a.test", ""), with_login("https://b.test", ""));
+        assert!(parse_issuers(&two).unwrap_err().contains("only one issuer"));
     }
 
+    #[cfg(feature = "aws")]
     #[test]
     fn only_a_jwt_has_an_unverified_issuer() {
         let test = TestIssuer::ec("https://issuer.test");

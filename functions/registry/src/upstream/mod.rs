@@ -18,8 +18,6 @@ pub mod release;
 
 #[cfg(feature = "aws")]
 pub mod copy;
-#[cfg(feature = "aws")]
-mod http;
 
 pub use release::{Download, Release};
 
@@ -35,12 +33,12 @@ mod client {
     use serde::Deserialize;
     use url::Url;
 
-    use super::http::{Got, HttpClient, Stopped, shown};
     use super::records::{UpstreamVersion, UpstreamVersions};
     use super::release::{Download, Release};
     use crate::address::ProviderAddress;
     use crate::config::UpstreamSettings;
     use crate::error::Error;
+    use crate::http_client::{Got, HttpClient, Stopped, shown};
     use crate::layout::Platform;
     use crate::signing;
 
@@ -92,7 +90,7 @@ mod client {
                 hosts: settings.hosts.clone(),
                 endpoints: settings.endpoints.clone(),
                 versions_ttl: settings.versions_ttl,
-                http: HttpClient::new(settings.ca_file.as_deref(), settings.timeout)?,
+                http: HttpClient::new(settings.ca_file.as_deref(), "REGISTRY_UPSTREAM_CA_FILE", settings.timeout)?,
                 services: Mutex::new(HashMap::new()),
             }))
         }

@@ -172,8 +172,11 @@ impl<S: Storage> App<S> {
         session::same_origin(request.origin, request.host, self.config.hostname.as_deref())?;
         let token = session::form_token(request.body)?;
         if !session::cookie_safe(&token) {
-            let problem = "That is not a token of this registry (tokens are letters, digits and - _ . ~ + / =).";
-            return Ok(html_reply(StatusCode::BAD_REQUEST, pages::sign_in(Some(problem), false)));
+            let problem = format!(
+                "That is not a token of this registry (tokens are letters, digits and - _ . ~ + / =, at most {} of them).",
+                session::COOKIE_TOKEN_MAX_BYTES
+            );
+            return Ok(html_reply(StatusCode::BAD_REQUEST, pages::sign_in(Some(&problem), false)));
         }
         match self.presenter(Some(&format!("Bearer {token}"))).await {
             Ok(Viewer::Token(_)) => Ok(to_catalog().header("set-cookie", session::keep(&token))),

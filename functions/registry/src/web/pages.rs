@@ -532,7 +532,7 @@ pub fn sign_in(problem: Option<&str>, signed_in: bool) -> String {
         main,
         "<form method=\"post\" action=\"{UI_PATH}sign-in\" class=\"sign-in\">\n\
          <label for=\"token\">Token</label>\n\
-         <input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" required maxlength=\"512\" \
+         <input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" required maxlength=\"3800\" \
          placeholder=\"trg_…\">\n<button type=\"submit\">Sign in</button>\n</form>\n\
          <p class=\"note\">Paste a token of this registry (the one in your <code>credentials</code> block, or one \
          <code>make token-create</code> printed). This browser keeps it in a cookie that page scripts cannot read, sent \

@@ -11,8 +11,12 @@ use crate::error::Error;
 pub const COOKIE: &str = "__Host-registry-token";
 /// How long a browser keeps the cookie: a working day. The token's own expiry still applies.
 pub const COOKIE_MAX_AGE_SECONDS: u64 = 8 * 3600;
-/// Longest form body read (a token is at most 512 bytes, `access::bearer`).
-pub const FORM_MAX_BYTES: usize = 2048;
+/// Longest token kept in the cookie: browsers keep cookies of up to 4096 bytes, name and
+/// attributes included. Static tokens are 68 bytes; a JWT from an OpenID Connect issuer
+/// (`oidc`) is usually 1–2 KB.
+pub const COOKIE_TOKEN_MAX_BYTES: usize = 3800;
+/// Longest form body read (a token, plus room for its field name and escapes).
+pub const FORM_MAX_BYTES: usize = 8192;
 
 /// The token in a `Cookie` header, if it holds ours.
 pub fn token(cookie_header: Option<&str>) -> Option<&str> {
@@ -38,7 +42,7 @@ pub fn clear() -> String {
 /// tokens are made of: `trg_` tokens, and base64url JWTs).
 pub fn cookie_safe(token: &str) -> bool {
     !token.is_empty()
-        && token.len() <= 512
+        && token.len() <= COOKIE_TOKEN_MAX_BYTES
         && token
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'+' | b'/' | b'='))
@@ -109,6 +113,9 @@ mod tests {
         assert!(clear().contains("Max-Age=0"));
         assert!(cookie_safe("trg_abc") && cookie_safe("eyJ.a-b_c.d"));
         assert!(!cookie_safe("a;b") && !cookie_safe("a b") && !cookie_safe("a\"b") && !cookie_safe(""));
+        assert!(cookie_safe(&"a".repeat(COOKIE_TOKEN_MAX_BYTES)));
+        assert!(!cookie_safe(&"a".repeat(COOKIE_TOKEN_MAX_BYTES + 1)));
+        assert!(keep(&"a".repeat(COOKIE_TOKEN_MAX_BYTES)).len() < 4096, "a browser keeps the longest cookie");
     }
 
     #[test]

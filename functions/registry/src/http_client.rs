@@ -1,7 +1,8 @@
-//! The one HTTP client for upstream registries: hyper with rustls, the stack aws-sdk-s3 already
-//! runs on, trusting the system's roots (plus `REGISTRY_UPSTREAM_CA_FILE`). Every request has
-//! a deadline, every body a size bound, redirects a count; registry API calls are HTTPS only.
-//! Messages never hold a URL's query string (a presigned URL's credentials).
+//! The one outbound HTTP client: hyper with rustls, the stack aws-sdk-s3 already runs on,
+//! trusting the system's roots plus a configured CA file. Used for upstream registries (the
+//! pull-through mirror) and for OpenID Connect issuers' key sets. Every request has a deadline,
+//! every body a size bound, redirects a count; API calls are HTTPS only. Messages never hold a
+//! URL's query string (a presigned URL's credentials).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +23,8 @@ use crate::error::Error;
 const MAX_REDIRECTS: usize = 5;
 /// Longest wait for the next piece of an archive body while copying.
 const STREAM_IDLE: Duration = Duration::from_secs(30);
-/// What upstreams see us as.
-const USER_AGENT: &str = concat!("terraform-registry-pull-through/", env!("CARGO_PKG_VERSION"));
+/// What upstreams and issuers see us as.
+const USER_AGENT: &str = concat!("terraform-registry/", env!("CARGO_PKG_VERSION"));
 
 /// What a GET found.
 pub(crate) enum Got<T> {
@@ -58,8 +59,9 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 impl HttpClient {
-    /// `ca_file`: extra PEM roots; `timeout`: for connecting, for an answer, for a small body.
-    pub(crate) fn new(ca_file: Option<&str>, timeout: Duration) -> Result<Self, Error> {
+    /// `ca_file`: extra PEM roots, from the variable `ca_variable` (named in errors);
+    /// `timeout`: for connecting, for an answer, for a small body.
+    pub(crate) fn new(ca_file: Option<&str>, ca_variable: &str, timeout: Duration) -> Result<Self, Error> {
         use rustls_pki_types::CertificateDer;
         use rustls_pki_types::pem::PemObject;
         let mut roots = rustls::RootCertStore::empty();
@@ -67,28 +69,28 @@ impl HttpClient {
         let (added, _) = roots.add_parsable_certificates(native.certs);
         if let Some(file) = ca_file {
             let certs = CertificateDer::pem_file_iter(file)
-                .map_err(|e| Error::Internal(format!("REGISTRY_UPSTREAM_CA_FILE {file}: {e}")))?;
+                .map_err(|e| Error::Internal(format!("{ca_variable} {file}: {e}")))?;
             for cert in certs {
-                let cert = cert.map_err(|e| Error::Internal(format!("REGISTRY_UPSTREAM_CA_FILE {file}: {e}")))?;
-                roots.add(cert).map_err(|e| Error::Internal(format!("REGISTRY_UPSTREAM_CA_FILE {file}: {e}")))?;
+                let cert = cert.map_err(|e| Error::Internal(format!("{ca_variable} {file}: {e}")))?;
+                roots.add(cert).map_err(|e| Error::Internal(format!("{ca_variable} {file}: {e}")))?;
             }
         }
         if roots.is_empty() {
             return Err(Error::Internal(format!(
-                "no trusted root certificates for upstream registries ({added} system roots; set REGISTRY_UPSTREAM_CA_FILE)"
+                "no trusted root certificates for outbound HTTPS ({added} system roots; set {ca_variable})"
             )));
         }
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| Error::Internal(format!("upstream TLS: {e}")))?
+            .map_err(|e| Error::Internal(format!("outbound TLS: {e}")))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         let mut connector = HttpConnector::new();
         connector.enforce_http(false);
         connector.set_connect_timeout(Some(timeout));
         // Plain HTTP only for archives (their bytes are checked against a signed SHA-256, and a
-        // registry may well hand out http:// URLs); the registry API itself is HTTPS only.
+        // registry may well hand out http:// URLs); API calls (`api`) are HTTPS only.
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
@@ -130,7 +132,8 @@ impl HttpClient {
         Err(format!("{}: more than {MAX_REDIRECTS} redirects", shown(&url)))
     }
 
-    /// A small body (a registry answer, `SHA256SUMS`, a signature), at most `limit` bytes.
+    /// A small body (a registry answer, `SHA256SUMS`, a signature, a key set), at most `limit`
+    /// bytes.
     pub(crate) async fn get(&self, url: Url, limit: usize, api: bool) -> Result<Got<Bytes>, String> {
         let (url, response) = match self.response(url, api).await? {
             Got::Found(url, response) => (url, response),
