@@ -15,8 +15,7 @@ use registry::layout::{self, ObjectKind};
 use registry::router::Service;
 use registry::{App, storage::S3Storage};
 use registry_local::embedded_s3::S3Request;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Everything every test in this binary logs, at DEBUG for all crates (more than the Lambdas'
@@ -293,15 +292,7 @@ async fn send_raw(
 }
 
 fn tls_client(h: &Harness) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_file(h.running.data_dir.join("ca.pem")).unwrap()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Arc::new(config)
+    e2e::tls_client_trusting(&h.running.data_dir.join("ca.pem"))
 }
 
 #[tokio::test]

@@ -16,18 +16,8 @@ fn plain(v: &str) -> bool {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut rest = data;
-    let mut part = || -> &[u8] {
-        if rest.len() < 2 {
-            return std::mem::take(&mut rest);
-        }
-        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]])).min(rest.len() - 2);
-        let (part, after) = rest[2..].split_at(n);
-        rest = after;
-        part
-    };
-    let (config, claims) = (part(), part());
-    let token = String::from_utf8_lossy(rest);
+    let ([config, claims], token) = registry::invariants::length_prefixed::<2>(data);
+    let token = String::from_utf8_lossy(token);
     let _ = unverified_issuer(&token);
     let _ = registry::access::bearer(&token);
 

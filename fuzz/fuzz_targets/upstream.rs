@@ -15,18 +15,7 @@ use registry::upstream::{Download, Release};
 const NOW: i64 = 1_800_000_000;
 
 fuzz_target!(|data: &[u8]| {
-    let mut rest = data;
-    let mut part = || -> &[u8] {
-        if rest.len() < 2 {
-            return std::mem::take(&mut rest);
-        }
-        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]])).min(rest.len() - 2);
-        let (part, after) = rest[2..].split_at(n);
-        rest = after;
-        part
-    };
-    let (answers, sums, signature) = (part(), part(), part());
-    let stored = rest;
+    let ([answers, sums, signature], stored) = registry::invariants::length_prefixed::<3>(data);
 
     if let Ok(answers) = serde_json::from_slice::<Vec<Download>>(answers) {
         let downloads: Vec<(String, Download)> =

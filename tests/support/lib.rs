@@ -73,6 +73,20 @@ impl Harness {
     }
 }
 
+/// A TLS client trusting only the CA in `ca_file` (the local registry's, or a test server's).
+pub fn tls_client_trusting(ca_file: &Path) -> std::sync::Arc<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from_pem_file(ca_file).unwrap()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    std::sync::Arc::new(config)
+}
+
 /// One PutObject to the local registry's bucket (owned arguments, so it can be spawned).
 pub async fn upload(client: aws_sdk_s3::Client, key: String, bytes: Vec<u8>) {
     let body = ByteStream::from(bytes);

@@ -159,19 +159,10 @@ impl OidcIssuer {
         }
         let target = format!("{}?{}", url.path(), url.query().unwrap_or_default());
         let addr: SocketAddr = self.url.trim_start_matches("https://").parse().unwrap();
-        let mut roots = rustls::RootCertStore::empty();
-        use rustls::pki_types::pem::PemObject;
-        roots.add(rustls::pki_types::CertificateDer::from_pem_file(&self.ca_file).unwrap()).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let tls = crate::tls_client_trusting(&self.ca_file);
         let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-        let stream =
-            tokio_rustls::TlsConnector::from(Arc::new(tls)).connect(name, tcp).await.map_err(|e| e.to_string())?;
+        let stream = tokio_rustls::TlsConnector::from(tls).connect(name, tcp).await.map_err(|e| e.to_string())?;
         let (status, location) = get(stream, &target, &addr.to_string()).await?;
         let location = location.ok_or_else(|| format!("the authorization page answered {status}, no redirect"))?;
         // The CLI listens on 127.0.0.1 and names it localhost in the redirect URI.

@@ -8,6 +8,23 @@ use crate::layout::{self, ObjectKind};
 use crate::router::BasePaths;
 use crate::router::{self, Page, Route};
 
+/// A fuzz input cut into `N` parts, each led by its length (u16, little-endian; cut short at
+/// the end of the input), and what follows them: how the fuzz targets that read several
+/// documents at once split their bytes.
+pub fn length_prefixed<const N: usize>(data: &[u8]) -> ([&[u8]; N], &[u8]) {
+    let mut rest = data;
+    let parts = std::array::from_fn(|_| {
+        if rest.len() < 2 {
+            return std::mem::take(&mut rest);
+        }
+        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]])).min(rest.len() - 2);
+        let (part, after) = rest[2..].split_at(n);
+        rest = after;
+        part
+    });
+    (parts, rest)
+}
+
 /// A key the layout may hand to S3: ASCII, printable, no traversal, no empty segment, no
 /// encoding left to interpret, under a prefix the registry owns.
 pub fn key_is_clean(key: &str) -> bool {
@@ -252,4 +269,19 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
     };
     let page = crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), true);
     check_inert_html(&page, &FRAME_TAGS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::length_prefixed;
+
+    #[test]
+    fn fuzz_inputs_split_into_length_prefixed_parts() {
+        let ([a, b], rest) = length_prefixed::<2>(&[2, 0, b'x', b'y', 9, 0, b'z', b'!']);
+        assert_eq!((a, b, rest), (&b"xy"[..], &b"z!"[..], &b""[..]), "a length past the end is cut short");
+        let ([a, b, c], rest) = length_prefixed::<3>(&[0, 0, 7]);
+        assert_eq!((a, b, c, rest), (&b""[..], &[7u8][..], &b""[..], &b""[..]));
+        let ([a], rest) = length_prefixed::<1>(&[1, 0, 5, 6, 7]);
+        assert_eq!((a, rest), (&[5u8][..], &[6u8, 7][..]));
+    }
 }
