@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use e2e::Harness;
 use e2e::oidc::OidcIssuer;
-use registry::oidc::keys::REFRESH_MIN_INTERVAL;
+use registry::oidc::keys::{Keys, REFRESH_MIN_INTERVAL, Timing};
 
 async fn registry_trusting(issuer: &OidcIssuer) -> Harness {
     Harness::start_with(&[
@@ -122,5 +122,43 @@ async fn claims_map_to_exactly_the_configured_scopes() {
     let (status, body) = h.get_json_as("/v1/modules", &with_groups(serde_json::json!(["team-*", "team-a/b"]))).await;
     assert_eq!(status, 401, "a token granted nothing is refused, visibly: {body}");
     h.running.stop().await;
+    issuer.stop();
+}
+
+/// An issuer that goes down: its kept key set still verifies its tokens after the TTL (each
+/// failed fetch at most once per refresh interval), up to the stale bound, then its tokens are
+/// refused with why; back up, the next token fetches again. (`Keys` with times shortened: the
+/// deployed ones are 10 min, 1 h and 30 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_key_set_outlives_an_issuer_outage_for_a_bounded_time() {
+    let issuer = OidcIssuer::start().await;
+    let issuers = registry::oidc::parse_issuers(&issuer.issuers_json(false, &[])).unwrap();
+    let timing = Timing {
+        ttl: Duration::from_millis(1000),
+        stale_max: Duration::from_millis(3000),
+        refresh_min_interval: Duration::from_millis(400),
+    };
+    let keys = Keys::new(&issuers, issuer.ca_file.to_str()).unwrap().with_timing(timing);
+    let token = issuer.sign(&issuer.claims(600));
+    let verify = || async { keys.verify(&token).await.expect("names a configured issuer") };
+
+    let fetched = Instant::now();
+    assert!(verify().await.is_ok());
+    assert!(verify().await.is_ok());
+    assert_eq!(issuer.jwks_fetches(), 1, "kept within the TTL");
+
+    issuer.outage(true);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(verify().await.is_ok(), "past the TTL, the issuer down: the kept set still verifies");
+    assert!(verify().await.is_ok(), "and the next request within the refresh interval does not ask again");
+
+    tokio::time::sleep((fetched + Duration::from_millis(3200)).saturating_duration_since(Instant::now())).await;
+    let refused = verify().await.unwrap_err();
+    assert!(refused.contains("cannot be fetched") && refused.contains("503"), "{refused}");
+
+    issuer.outage(false);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(verify().await.is_ok(), "the issuer back: fetched again");
+    assert_eq!(issuer.jwks_fetches(), 2);
     issuer.stop();
 }

@@ -40,6 +40,8 @@ struct State {
     codes: HashMap<String, (String, String)>,
     /// Every token endpoint request's problem, if it had one (for the test's message).
     refusals: Vec<String>,
+    /// An outage: every request answered 503.
+    down: bool,
 }
 
 /// A running issuer.
@@ -68,6 +70,7 @@ impl OidcIssuer {
             jwks_fetches: 0,
             codes: HashMap::new(),
             refusals: Vec::new(),
+            down: false,
         }));
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         let served = state.clone();
@@ -139,6 +142,11 @@ impl OidcIssuer {
         state.published = vec![state.signing.jwk()];
     }
 
+    /// Start or end an outage (every request answered 503).
+    pub fn outage(&self, down: bool) {
+        self.state.lock().unwrap().down = down;
+    }
+
     /// How many times the key set was fetched so far.
     pub fn jwks_fetches(&self) -> usize {
         self.state.lock().unwrap().jwks_fetches
@@ -202,6 +210,9 @@ fn params(text: &str) -> HashMap<String, String> {
 async fn answer(state: &Mutex<State>, base: &str, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
     let query = params(parts.uri.query().unwrap_or_default());
+    if state.lock().unwrap().down {
+        return reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "down");
+    }
     match (parts.method.as_str(), parts.uri.path()) {
         ("GET", "/.well-known/openid-configuration") => json_reply(
             StatusCode::OK,
