@@ -74,6 +74,30 @@ fn access(c: &mut Criterion) {
     });
 }
 
+/// A JWT from an OpenID Connect issuer, checked against its kept key set (what a request with
+/// one costs instead of the token store lookup above; the key set fetch is not on this path).
+fn oidc(c: &mut Criterion) {
+    use registry::testing::oidc::{TestIssuer, claims};
+    let mut g = c.benchmark_group("oidc");
+    for (name, test) in [
+        ("verify_rs256", TestIssuer::rsa("https://issuer.test")),
+        ("verify_es256", TestIssuer::ec("https://issuer.test")),
+    ] {
+        let issuer = registry::oidc::parse_issuers(
+            r#"[{"issuer": "https://issuer.test", "audience": "registry",
+                 "rules": [{"claim": "groups", "equals": "team-*", "modules": ["{value}"]}]}]"#,
+        )
+        .unwrap()
+        .remove(0);
+        let mut c = claims(&test.url, "registry", 3600);
+        c.insert("groups".into(), serde_json::json!(["team-network", "everyone"]));
+        let token = test.sign(&c);
+        let keys = test.jwks();
+        g.bench_function(name, |b| b.iter(|| registry::oidc::verify(black_box(&token), &issuer, &keys).unwrap()));
+    }
+    g.finish();
+}
+
 fn manifests(c: &mut Criterion) {
     let mut g = c.benchmark_group("manifest");
     for versions in [20, 5000] {
@@ -110,5 +134,5 @@ fn presigning(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, routing, access, manifests, presigning);
+criterion_group!(benches, routing, access, oidc, manifests, presigning);
 criterion_main!(benches);
