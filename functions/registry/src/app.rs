@@ -335,15 +335,7 @@ impl<S: Storage> App<S> {
                 Some(Arc::new(crate::oidc::keys::Keys::new(&config.oidc_issuers, config.oidc_ca_file.as_deref())?))
             }
         };
-        Ok(App { oidc, ..App::new(config, storage, services).with_upstream(upstream) })
-    }
-
-    /// The same app, answering mirror requests for providers of `upstream`'s hosts from
-    /// there when the bucket lacks them (`pull_through`).
-    #[cfg(feature = "aws")]
-    pub fn with_upstream(mut self, upstream: Option<Arc<crate::upstream::Upstream>>) -> Self {
-        self.upstream = upstream;
-        self
+        Ok(App { upstream, oidc, ..App::new(config, storage, services) })
     }
 
     /// The mirror's upstream registries, for the publishing side of the same process (the
