@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: every side-by-side benchmark on this machine, printed as markdown tables (the
-# figures in docs/PERFORMANCE.md come from here). Bounded: about 23 minutes on 2 cores, plus
-# the optimised builds the first time. Plain HTTP on loopback only; servers stop by themselves.
+# figures in docs/PERFORMANCE.md come from here). Bounded: about 28 minutes on 2 cores, plus
+# the optimised builds the first time (and, once, zipping the AWS provider from /opt/tf-plugins
+# for big_provider: ≈ 30 s, kept under the target directory). Plain HTTP on loopback only; servers stop by themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET="${CARGO_TARGET_DIR:-target}"
@@ -28,8 +29,14 @@ echo; echo "## Request overhead (registry vs raw S3 GET of the same manifest)"; 
 "$B/overhead" "${SECONDS_PER_RUN:-3}" "${ROUNDS:-3}"
 echo; echo "## terraform init: registry vs nginx static files"; echo
 "$B/init" "${INIT_ROUNDS:-7}" "${ZIP_MB:-4}"
+echo; echo "## terraform init of one real-size provider: make dev vs nginx vs filesystem_mirror"; echo
+"$B/big_provider" "$B/registry-local" "${BIG_ROUNDS:-5}" "${BIG_ZIP_MB:-180}"
+echo; echo "## Manifest TTL with S3's latency put back in"; echo
+"$B/ttl" "${TTL_ROUNDS:-7}" "${S3_LATENCY_MS:-20}" "${TTL_SECONDS:-5}"
 echo; echo "## Pull-through mirror: first install vs direct from the upstream, second vs a pre-synced mirror"; echo
 "$B/pull_through" "${PULL_ROUNDS:-9}" "${ZIP_MB:-4}"
+echo; echo "## Load held (registry-local in its own process): reads only"; echo
+"$B/load" "$B/registry-local" "${LOAD_CONNECTIONS:-256}" "${LOAD_SECONDS:-60}" 0 0
 echo; echo "## Load held while publishing (registry-local in its own process)"; echo
 "$B/load" "$B/registry-local" "${LOAD_CONNECTIONS:-256}" "${LOAD_SECONDS:-60}" "${LOAD_MODULES:-100}" "${LOAD_PROVIDERS:-20}"
 echo; echo "## Lambda cold start (Runtime API emulator)"; echo

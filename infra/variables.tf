@@ -223,9 +223,9 @@ variable "tokens_cache_seconds" {
 }
 
 variable "manifest_cache_seconds" {
-  description = "How long a warm function serves a cached manifest without asking S3 (0-60). 0: revalidate every request with one conditional GET, so new versions show at once."
+  description = "How long a warm function serves a cached manifest without asking S3 (0-60). A new or removed version shows up to this much later; each request within it makes no S3 request (the trade-off measured: docs/PERFORMANCE.md). 0: one conditional GET per request, new versions show at once."
   type        = number
-  default     = 0
+  default     = 5
 
   validation {
     condition     = var.manifest_cache_seconds >= 0 && var.manifest_cache_seconds <= 60

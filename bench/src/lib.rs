@@ -1,13 +1,14 @@
-//! Shared pieces of the benchmarks: a registry with plain HTTP beside its HTTPS, fixtures, wrk
-//! runs and their latency distribution, and percentile arithmetic.
+//! Shared pieces of the benchmarks: a registry with plain HTTP beside its HTTPS, the registry
+//! as `make dev` runs it (its own process), nginx serving a bucket directory as static files,
+//! wrk runs and their latency distribution, and percentile arithmetic.
 
 // Benchmark tooling: a failed step ends the run with a message saying which.
 #![allow(clippy::unwrap_used)]
 
-use std::net::SocketAddr;
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use registry_local::{LocalOptions, Running};
 
@@ -44,6 +45,153 @@ pub fn terraform_init(tf: &Path, work: &Path, ca: &Path) -> (Duration, String) {
     let elapsed = started.elapsed();
     assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), e2e::text(&out));
     (elapsed, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `registry-local serve` in its own process, as `make dev` runs it (so its memory and CPU are
+/// its own): HTTPS on `addr`, the embedded S3 on the next port. Killed when dropped.
+pub struct LocalProcess {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+}
+
+impl LocalProcess {
+    /// Start `binary serve` over `data_dir` on a free pair of loopback ports and wait until it
+    /// answers.
+    pub fn start(binary: &Path, data_dir: &Path) -> LocalProcess {
+        for _ in 0..20 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            if port == u16::MAX || TcpListener::bind(("127.0.0.1", port + 1)).is_err() {
+                continue;
+            }
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            let log = std::fs::File::create(data_dir.join("registry-local.log")).unwrap();
+            let mut child = Command::new(binary)
+                .args(["serve", "--data-dir", &data_dir.display().to_string(), "--listen", &addr.to_string()])
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if data_dir.join("local.env").exists() && std::net::TcpStream::connect(addr).is_ok() {
+                    return LocalProcess { child, addr, data_dir: data_dir.to_path_buf() };
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("registry-local did not start (log: {})", data_dir.join("registry-local.log").display());
+    }
+
+    /// `export NAME=value` from the `local.env` it wrote.
+    pub fn env_value(&self, name: &str) -> String {
+        let file = self.data_dir.join("local.env");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let prefix = format!("export {name}=");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("{name} not in {}", file.display()))
+            .into()
+    }
+
+    /// An S3 client with the publisher's key (what `aws s3 cp` with `local.env` uses).
+    pub fn publisher_client(&self) -> aws_sdk_s3::Client {
+        registry_local::publisher_client(&self.env_value("AWS_ENDPOINT_URL"), &self.env_value("AWS_SECRET_ACCESS_KEY"))
+    }
+
+    /// The development token it wrote.
+    pub fn dev_token(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("dev-token")).unwrap().trim().to_string()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for LocalProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A process's resident memory now (`VmRSS`), KiB; `None` once it has exited.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// The peak resident memory of a process's life (`VmHWM`), KiB.
+pub fn hwm_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix(field)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// nginx serving a bucket directory as static files over HTTPS (a leaf certificate from the
+/// local registry's CA in `data_dir`): the bucket at `/`, and the network mirror as files at
+/// `/mirror/` (the indexer's documents under `indexed/providers/`, the zips under
+/// `providers/`). Stopped (SIGQUIT, so its worker goes too) when dropped.
+pub struct Nginx {
+    child: Child,
+    pub port: u16,
+}
+
+impl Nginx {
+    pub fn start(data_dir: &Path, bucket_root: &Path, work: &Path) -> Nginx {
+        std::fs::create_dir_all(work).unwrap();
+        let (cert, key) = registry_local::tls::write_leaf(data_dir, [127, 0, 0, 1].into(), work).unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let conf = work.join("nginx.conf");
+        let d = work.display();
+        std::fs::write(
+            &conf,
+            format!(
+                "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
+                 http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+                 fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+                 types {{ application/json json; application/zip zip; application/gzip gz; }}\n  sendfile on;\n\
+                 server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
+                 root {root};\n\
+                 location ~ ^/mirror/(.+\\.json)$ {{ alias {root}/indexed/providers/$1; }}\n\
+                 location ~ ^/mirror/(.+\\.zip)$ {{ alias {root}/providers/$1; }}\n  }}\n}}\n",
+                cert.display(),
+                key.display(),
+                root = bucket_root.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("nginx")
+            .args(["-c", &conf.display().to_string(), "-e", &format!("{d}/error.log")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("nginx: {e} (apt-get install nginx-light)"));
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Nginx { child, port }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGKILL would orphan the worker.
+        let _ = Command::new("kill").args(["-QUIT", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
 }
 
 /// Latency percentiles and throughput of one wrk run.

@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use registry_bench::{percentile, registry};
@@ -49,50 +48,9 @@ async fn main() {
     }
 
     // nginx over the same directory, HTTPS with a certificate from the same CA.
-    let nginx_dir = dir.path().join("nginx");
-    std::fs::create_dir_all(&nginx_dir).unwrap();
-    let (cert, key) = registry_local::tls::write_leaf(&local.data_dir, [127, 0, 0, 1].into(), &nginx_dir).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let root = local.data_dir.join("s3").join(registry_local::BUCKET);
-    let conf = nginx_dir.join("nginx.conf");
-    let d = nginx_dir.display();
-    std::fs::write(
-        &conf,
-        format!(
-            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
-             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-             types {{ application/json json; application/zip zip; application/gzip gz; }}\n  sendfile on;\n\
-             server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
-             root {root};\n\
-             location ~ ^/mirror/(.+\\.json)$ {{ alias {root}/indexed/providers/$1; }}\n\
-             location ~ ^/mirror/(.+\\.zip)$ {{ alias {root}/providers/$1; }}\n  }}\n}}\n",
-            cert.display(),
-            key.display(),
-            root = root.display()
-        ),
-    )
-    .unwrap();
-    let mut nginx = Command::new("nginx")
-        .args(["-c", &conf.display().to_string(), "-e", &format!("{d}/error.log")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("nginx: {e} (apt-get install nginx-light)"));
-    // SIGKILL would orphan the worker: stop nginx with SIGQUIT whatever happens below.
-    struct Stop(u32);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = Command::new("kill").args(["-QUIT", &self.0.to_string()]).status();
-        }
-    }
-    let stop = Stop(nginx.id());
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let nginx = registry_bench::Nginx::start(&local.data_dir, &root, &dir.path().join("nginx"));
+    let port = nginx.port;
 
     // The two configurations and CLI configs.
     let host = local.registry_addr.to_string();
@@ -139,8 +97,7 @@ async fn main() {
     let s3_url = publisher.get_object().bucket(registry_local::BUCKET).key(&zip_key).presigned(presign).await.unwrap();
     let from_s3 = registry_bench::wrk(s3_url.uri(), &[], 1, 3);
     let from_nginx = registry_bench::wrk(&format!("https://127.0.0.1:{port}/{zip_key}"), &[], 1, 3);
-    drop(stop);
-    let _ = nginx.wait();
+    drop(nginx);
     let s = |v: &mut Vec<Duration>, p| percentile(v, p).as_secs_f64();
     let (r50, r_max) = (s(&mut times[0], 50.0), s(&mut times[0], 100.0));
     let (n50, n_max) = (s(&mut times[1], 50.0), s(&mut times[1], 100.0));

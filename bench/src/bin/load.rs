@@ -10,14 +10,14 @@
 // Benchmark tooling: a failed step ends the run with a message saying which.
 #![allow(clippy::unwrap_used)]
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use e2e::load::{self, LoadReport};
+use registry_bench::{LocalProcess, hwm_kib, rss_kib};
 
 const PROVIDER: &str = "providers/registry.terraform.io/hashicorp/null";
 
@@ -31,11 +31,10 @@ async fn main() {
     let (modules, providers) = (number(3, 100), number(4, 20));
 
     let dir = e2e::TempDir::new("load-bench");
-    let (mut server, addr) = spawn(&binary, dir.path());
-    let secret = env_value(&dir.path().join("local.env"), "AWS_SECRET_ACCESS_KEY");
-    let endpoint = env_value(&dir.path().join("local.env"), "AWS_ENDPOINT_URL");
-    let token = format!("Bearer {}", std::fs::read_to_string(dir.path().join("dev-token")).unwrap().trim());
-    let client = registry_local::publisher_client(&endpoint, &secret);
+    let server = LocalProcess::start(&binary, dir.path());
+    let addr = server.addr;
+    let token = format!("Bearer {}", server.dev_token());
+    let client = server.publisher_client();
 
     // What the readers read exists before they start; everything else is published under load.
     let upload = |key: String, bytes: Vec<u8>| e2e::upload(client.clone(), key, bytes);
@@ -53,10 +52,10 @@ async fn main() {
     ]
     .map(String::from)
     .to_vec();
-    let idle_rss = rss_kib(server.id()).unwrap_or(0);
+    let idle_rss = rss_kib(server.pid()).unwrap_or(0);
 
     // Memory, sampled while the load runs (VmHWM at the end is the peak of the whole life).
-    let pid = server.id();
+    let pid = server.pid();
     let sampling = Arc::new(AtomicU64::new(0));
     let sampler = tokio::spawn({
         let peak = sampling.clone();
@@ -121,8 +120,7 @@ async fn main() {
     // Every version published is listed (read through the registry, as the CLI would).
     let (module_count, provider_count) = listed(&dir, addr, &token).await;
 
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     sampler.abort();
 
     print_report(&report, connections, &paths);
@@ -155,62 +153,6 @@ async fn main() {
         eprintln!("load: FAILED: {}", failed.join("; "));
         std::process::exit(1);
     }
-}
-
-/// Start `registry-local serve` on a free pair of loopback ports (HTTPS, then S3 on the next)
-/// and wait until it answers.
-fn spawn(binary: &Path, data_dir: &Path) -> (Child, SocketAddr) {
-    for _ in 0..20 {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if port == u16::MAX || TcpListener::bind(("127.0.0.1", port + 1)).is_err() {
-            continue;
-        }
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let log = std::fs::File::create(data_dir.join("registry-local.log")).unwrap();
-        let mut child = Command::new(binary)
-            .args(["serve", "--data-dir", &data_dir.display().to_string(), "--listen", &addr.to_string()])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if data_dir.join("local.env").exists() && std::net::TcpStream::connect(addr).is_ok() {
-                return (child, addr);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("registry-local did not start (log: {})", data_dir.join("registry-local.log").display());
-}
-
-/// `export NAME=value` from `local.env`.
-fn env_value(file: &Path, name: &str) -> String {
-    let text = std::fs::read_to_string(file).unwrap();
-    let prefix = format!("export {name}=");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("{name} not in {}", file.display()))
-        .into()
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    status_kib(pid, "VmRSS:")
-}
-
-fn hwm_kib(pid: u32) -> Option<u64> {
-    status_kib(pid, "VmHWM:")
-}
-
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix(field)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// How many versions the registry lists for the module and the provider.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
 use registry::router::Service;
 use registry::storage::S3Storage;
 use registry::{App, Config};
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 pub mod client_files;
 pub mod embedded_s3;
 pub mod faults;
+mod object_files;
 mod server;
 pub mod tls;
 pub mod tokens;
@@ -157,13 +158,17 @@ pub fn publisher_client(endpoint: &str, secret: &str) -> aws_sdk_s3::Client {
         .read_timeout(Duration::from_secs(120))
         .build();
     let retries = aws_sdk_s3::config::retry::RetryConfig::standard();
-    s3_client(endpoint, PUBLISHER_ACCESS_KEY, secret, patient, retries)
+    s3_client(endpoint, key_pair(PUBLISHER_ACCESS_KEY, secret), patient, retries)
+}
+
+/// Static credentials of the embedded S3 as a provider (what the registry's presigner signs with).
+fn key_pair(access_key: &str, secret: &str) -> SharedCredentialsProvider {
+    SharedCredentialsProvider::new(Credentials::new(access_key, secret, None, None, "registry-local"))
 }
 
 fn s3_client(
     endpoint: &str,
-    access_key: &str,
-    secret: &str,
+    credentials: SharedCredentialsProvider,
     timeouts: aws_sdk_s3::config::timeout::TimeoutConfig,
     retries: aws_sdk_s3::config::retry::RetryConfig,
 ) -> aws_sdk_s3::Client {
@@ -171,7 +176,7 @@ fn s3_client(
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(REGION))
         .endpoint_url(endpoint)
-        .credentials_provider(Credentials::new(access_key, secret, None, None, "registry-local"))
+        .credentials_provider(credentials)
         .force_path_style(true)
         .timeout_config(timeouts)
         .retry_config(retries)
@@ -197,18 +202,19 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let listener = TcpListener::bind(options.listen).await.map_err(|e| io(&format!("bind {}", options.listen), e))?;
     let registry_addr = listener.local_addr().map_err(|e| io("registry address", e))?;
 
+    let credentials = key_pair(REGISTRY_ACCESS_KEY, &registry_secret);
     let storage = S3Storage::new(
         s3_client(
             &format!("http://{s3_addr}"),
-            REGISTRY_ACCESS_KEY,
-            &registry_secret,
+            credentials.clone(),
             registry::storage::s3::timeouts(),
             registry::storage::s3::retries(),
         ),
+        Some(credentials),
         BUCKET,
     );
-    let fs = s3s_fs::FileSystem::new(data_dir.join("s3")).map_err(|e| LocalError(format!("embedded S3: {e:?}")))?;
-    let mut builder = s3s::service::S3ServiceBuilder::new(fs);
+    let objects = object_files::ObjectFiles::new(&data_dir.join("s3")).map_err(LocalError)?;
+    let mut builder = s3s::service::S3ServiceBuilder::new(objects);
     let mut auth = s3s::auth::SimpleAuth::new();
     auth.register(REGISTRY_ACCESS_KEY.into(), registry_secret.into());
     auth.register(PUBLISHER_ACCESS_KEY.into(), publisher_secret.clone().into());

@@ -1,20 +1,25 @@
 //! Criterion micro-benchmarks of what every request does besides its S3 read: routing,
-//! the access check, manifest parsing and transformation, and presigning. `make bench-micro`.
+//! the access check, manifest parsing and transformation, presigning, and one whole answer
+//! (a 12-platform `VERSION.json`). `make bench-micro`.
 
 // Benchmark setup: a failed step is a broken benchmark.
 #![allow(clippy::unwrap_used)]
 
 use std::hint::black_box;
+use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::Method;
 use registry::access::{Policy, Resource, TokenStore, decide, manage};
 use registry::address::ModuleAddress;
+use registry::app::{App, Request};
+use registry::config::Config;
+use registry::error::Error;
 use registry::manifest::{ModuleManifest, ModuleVersion, ProviderVersion};
 use registry::router;
-use registry::router::BasePaths;
-use registry::storage::{S3Storage, Storage};
+use registry::router::{BasePaths, Service};
+use registry::storage::{MemoryStorage, Object, ObjectInfo, Precondition, Revalidated, S3Storage, Storage, Stored};
 
 fn module_manifest(versions: usize) -> Vec<u8> {
     let versions = (0..versions)
@@ -120,19 +125,107 @@ fn manifests(c: &mut Criterion) {
     g.finish();
 }
 
-fn presigning(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// S3 storage as a Lambda has it (static credentials here; presigning makes no request).
+fn s3_storage() -> S3Storage {
+    s3().1
+}
+
+fn s3() -> (aws_sdk_s3::Client, S3Storage) {
+    let credentials = aws_sdk_s3::config::SharedCredentialsProvider::new(aws_sdk_s3::config::Credentials::new(
+        "AKIDEXAMPLE",
+        "secret",
+        Some("session-token".into()),
+        None,
+        "bench",
+    ));
     let config = aws_sdk_s3::config::Builder::new()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
         .region(aws_sdk_s3::config::Region::new("eu-west-1"))
-        .credentials_provider(aws_sdk_s3::config::Credentials::new("AKIDEXAMPLE", "secret", None, None, "bench"))
+        .credentials_provider(credentials.clone())
         .build();
-    let storage = S3Storage::new(aws_sdk_s3::Client::from_conf(config), "bucket");
+    let client = aws_sdk_s3::Client::from_conf(config);
+    (client.clone(), S3Storage::new(client, Some(credentials), "registry-bucket"))
+}
+
+fn presigning(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (client, storage) = s3();
     let key = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
     c.bench_function("presign/one_archive_url", |b| {
         b.iter(|| runtime.block_on(storage.presign_get(black_box(key), None, Duration::from_secs(300))).unwrap())
     });
+    // The SDK's presigner, as the registry presigned before (same client, key and lifetime).
+    c.bench_function("presign/one_archive_url_sdk_presigner", |b| {
+        b.iter(|| {
+            let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(Duration::from_secs(300)).unwrap();
+            let request = client.get_object().bucket("registry-bucket").key(black_box(key)).presigned(config);
+            runtime.block_on(request).unwrap().uri().len()
+        })
+    });
 }
 
-criterion_group!(benches, routing, access, oidc, manifests, presigning);
+/// Reads from memory, URLs presigned for S3: what a warm container does for a request whose
+/// manifest is cached (its revalidation answered "unchanged"), without the round trip.
+struct PresignedMemory {
+    memory: MemoryStorage,
+    s3: S3Storage,
+}
+
+impl Storage for PresignedMemory {
+    async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
+        self.memory.get(key).await
+    }
+    async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
+        self.memory.get_if_changed(key, etag).await
+    }
+    async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
+        self.memory.etag(key).await
+    }
+    async fn put(
+        &self,
+        key: &str,
+        body: bytes::Bytes,
+        content_type: &str,
+        condition: Precondition,
+    ) -> Result<(), Error> {
+        self.memory.put(key, body, content_type, condition).await
+    }
+    async fn put_file(&self, key: &str, path: &Path, content_type: &str, condition: Precondition) -> Result<(), Error> {
+        self.memory.put_file(key, path, content_type, condition).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), Error> {
+        self.memory.delete(key).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
+        self.memory.list(prefix).await
+    }
+    async fn stream<F>(&self, key: &str, sink: F) -> Result<Option<Stored>, Error>
+    where
+        F: FnMut(&[u8]) -> Result<(), Error> + Send,
+    {
+        self.memory.stream(key, sink).await
+    }
+    async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
+        self.s3.presign_get(key, version_id, ttl).await
+    }
+}
+
+fn answers(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let memory = MemoryStorage::new();
+    memory.insert("indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json", provider_version(12));
+    let storage = PresignedMemory { memory, s3: s3_storage() };
+    let mut config = Config::new("bucket");
+    config.access.anonymous_providers = vec!["*".into()];
+    let app = App::new(config, storage, &[Service::Mirror]);
+    let request = Request::get("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json");
+    let reply = runtime.block_on(app.handle(&request));
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(String::from_utf8_lossy(&reply.body).matches("X-Amz-Signature=").count(), 12);
+    c.bench_function("answer/version_json_12_platforms_warm", |b| {
+        b.iter(|| runtime.block_on(app.handle(black_box(&request))).body.len())
+    });
+}
+
+criterion_group!(benches, routing, access, oidc, manifests, presigning, answers);
 criterion_main!(benches);

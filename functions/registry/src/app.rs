@@ -514,7 +514,8 @@ impl<S: Storage> App<S> {
     }
 
     /// `VERSION.json`'s `archives` for what the bucket holds: each zip presigned (the version
-    /// the indexer hashed), with its `h1:` and `zh:` hashes.
+    /// the indexer hashed), with its `zh:` and `h1:` hashes, `zh:` first (the cheaper check
+    /// for the CLI: `ProviderArchive::hashes_for_cli`).
     pub(crate) async fn mirror_archives(
         &self,
         provider: &ProviderAddress,
@@ -528,7 +529,7 @@ impl<S: Storage> App<S> {
             let url = self.presign(&format!("{prefix}{}", archive.url), archive.version_id(), wanted).await?;
             let mut entry = json!({ "url": url });
             if !archive.hashes.is_empty() {
-                entry["hashes"] = json!(archive.hashes);
+                entry["hashes"] = json!(archive.hashes_for_cli());
             }
             archives.insert(platform.clone(), entry);
         }
@@ -993,7 +994,8 @@ mod tests {
     async fn mirror_version_serves_protocol_fields_only() {
         let (_, body, _) = get(&app(), "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json").await;
         let archive = &body["archives"]["linux_amd64"];
-        assert_eq!(archive["hashes"], json!(["h1:abc=", "zh:00"]));
+        // Stored `h1:` first (as documents written before the order changed), served `zh:` first.
+        assert_eq!(archive["hashes"], json!(["zh:00", "h1:abc="]));
         assert!(archive["url"].as_str().unwrap().starts_with(
             "https://memory.invalid/providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip?"
         ));
@@ -1259,7 +1261,7 @@ mod tests {
         let (status, body, _) = get(&app, "/v1/mirror/registry.example.com/acme/widget/1.0.0.json").await;
         assert_eq!(status, 200);
         assert_eq!(
-            body["archives"]["linux_amd64"]["hashes"][1],
+            body["archives"]["linux_amd64"]["hashes"][0],
             format!("zh:{}", hex::encode(sha2::Sha256::digest(&zip)))
         );
     }

@@ -108,6 +108,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An error and its causes on one line, for logs (the SDK's and hyper's own texts name only
+/// the outermost: "dispatch failure", "client error (Connect)").
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

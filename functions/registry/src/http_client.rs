@@ -46,18 +46,6 @@ pub(crate) fn shown(url: &Url) -> String {
     format!("{}://{}{port}{}", url.scheme(), url.host_str().unwrap_or(""), url.path())
 }
 
-/// An error and its causes on one line (hyper's own text is only "client error (Connect)").
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 impl HttpClient {
     /// `ca_file`: extra PEM roots, from the variable `ca_variable` (named in errors);
     /// `timeout`: for connecting, for an answer, for a small body.
@@ -115,7 +103,7 @@ impl HttpClient {
             let response = tokio::time::timeout(self.timeout, self.client.request(request))
                 .await
                 .map_err(|_| format!("{}: no answer within {:?}", shown(&url), self.timeout))?
-                .map_err(|e| format!("{}: {}", shown(&url), chain(&e)))?;
+                .map_err(|e| format!("{}: {}", shown(&url), crate::error::chain(&e)))?;
             let status = response.status();
             if status.is_redirection()
                 && let Some(location) = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok())
@@ -165,7 +153,8 @@ impl HttpClient {
                 .await
                 .map_err(|_| Stopped::Upstream(format!("{}: stalled for {STREAM_IDLE:?}", shown(&url))))?;
             let Some(frame) = frame else { break };
-            let frame = frame.map_err(|e| Stopped::Upstream(format!("{}: {}", shown(&url), chain(&e))))?;
+            let frame =
+                frame.map_err(|e| Stopped::Upstream(format!("{}: {}", shown(&url), crate::error::chain(&e))))?;
             if let Some(data) = frame.data_ref() {
                 total += data.len() as u64;
                 sink(data).map_err(Stopped::Sink)?;

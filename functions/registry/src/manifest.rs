@@ -177,7 +177,8 @@ pub struct RecordedKey {
 pub struct ProviderArchive {
     /// Relative to the JSON document, as `terraform providers mirror` writes it: the zip's file name.
     pub url: String,
-    /// `h1:` and `zh:` of the zip, as the indexer computed them.
+    /// `zh:` and `h1:` of the zip, as the indexer computed them (in that order, see
+    /// `hashes_for_cli`; documents written before 2026-11-24 have `h1:` first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hashes: Vec<String>,
     /// Written by the indexer only; absent in files written by `terraform providers mirror`.
@@ -202,6 +203,19 @@ impl ProviderArchive {
     /// empty if it has none.
     pub fn zh(&self) -> &str {
         self.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default()
+    }
+
+    /// Its hashes in the order the CLI should try them: `zh:` first. The CLI checks a
+    /// downloaded zip against a mirror's hashes in the order given and stops at the first match
+    /// (`getproviders.PackageMatchesAnyHash` in Terraform and OpenTofu): a `zh:` is one SHA-256
+    /// over the zip, an `h1:` first unpacks the whole archive into a temporary directory (for
+    /// the 700 MB AWS provider, seconds: the network mirror install then took 2× a filesystem
+    /// mirror's, docs/PERFORMANCE.md). Both pin the same bytes, and the lock file gets the
+    /// `h1:` the CLI computes after unpacking either way.
+    pub fn hashes_for_cli(&self) -> Vec<&str> {
+        let (zip, other): (Vec<&str>, Vec<&str>) =
+            self.hashes.iter().map(String::as_str).partition(|h| h.starts_with("zh:"));
+        zip.into_iter().chain(other).collect()
     }
 
     /// The version id of the zip the indexer hashed, if the bucket keeps versions.

@@ -315,7 +315,8 @@ impl<S: Storage> Indexer<'_, S> {
                 rejections.clear(self.storage, &object.key).await?;
                 Ok(Some(ProviderArchive {
                     url,
-                    hashes: vec![summary.h1, format!("zh:{sha256}")],
+                    // `zh:` first: the cheaper check for the CLI (`hashes_for_cli`).
+                    hashes: vec![format!("zh:{sha256}"), summary.h1],
                     indexed: Some(Indexed { size, etag, version_id }),
                 }))
             }
@@ -404,8 +405,7 @@ mod tests {
         let linux = &doc.archives["linux_amd64"];
         assert_eq!(linux.url, "terraform-provider-null_3.2.1_linux_amd64.zip");
         let h1 = archive::summarise_zip(std::io::Cursor::new(zip_a.clone()), &archive::Bounds::UNLIMITED).unwrap().h1;
-        assert_eq!(linux.hashes[0], h1);
-        assert_eq!(linux.hashes[1], format!("zh:{}", hex::encode(Sha256::digest(&zip_a))));
+        assert_eq!(linux.hashes, [format!("zh:{}", hex::encode(Sha256::digest(&zip_a))), h1]);
         assert_eq!(indexer.reindex(&owner).await.unwrap(), Outcome::Unchanged);
 
         // A bad zip is rejected; the rest of the provider is indexed as before.
@@ -538,7 +538,7 @@ mod tests {
         let docs = "indexed/providers/registry.terraform.io/hashicorp/null/";
         let doc = ProviderVersion::parse(&s.peek(&format!("{docs}3.2.1.json")).unwrap()).unwrap();
         let h1 = archive::summarise_zip(std::io::Cursor::new(zip.clone()), &archive::Bounds::UNLIMITED).unwrap().h1;
-        assert_eq!(doc.archives["linux_amd64"].hashes, [h1, format!("zh:{}", hex::encode(Sha256::digest(&zip)))]);
+        assert_eq!(doc.archives["linux_amd64"].hashes, [format!("zh:{}", hex::encode(Sha256::digest(&zip))), h1]);
         let index = ProviderIndex::parse(&s.peek(&format!("{docs}index.json")).unwrap()).unwrap();
         assert_eq!(index.versions.keys().collect::<Vec<_>>(), ["3.2.1"], "only versions with zips");
         // The publisher's files stay as they were, and are not rejected: they are names a

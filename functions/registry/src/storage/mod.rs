@@ -12,6 +12,8 @@ use crate::error::Error;
 
 pub mod memory;
 #[cfg(feature = "aws")]
+mod presign;
+#[cfg(feature = "aws")]
 pub mod s3;
 
 pub use memory::MemoryStorage;

@@ -1,15 +1,17 @@
 //! Storage on S3 through aws-sdk-s3: used against AWS and against the embedded
 //! S3-compatible server of the local registry, so both run the same code path.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::Client;
+use aws_sdk_s3::config::SharedCredentialsProvider;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 
+use super::presign::Presigner;
 use super::{Object, ObjectInfo, Precondition, Revalidated, Storage, Stored};
 use crate::error::Error;
 
@@ -18,6 +20,8 @@ use crate::error::Error;
 pub struct S3Storage {
     client: Client,
     bucket: String,
+    /// Archive URLs, signed without the SDK's operation pipeline (one per container).
+    presigner: Arc<Presigner>,
 }
 
 /// Bounds on every S3 call. With `retries`, a read fails within about 6 s (two attempts of at
@@ -46,9 +50,12 @@ pub fn retries() -> aws_config::retry::RetryConfig {
 const BODY_RETRY_AFTER: Duration = Duration::from_millis(50);
 
 impl S3Storage {
-    /// Storage on `bucket` through `client`.
-    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
-        S3Storage { client, bucket: bucket.into() }
+    /// Storage on `bucket` through `client`, which signs with `credentials` (given again: a
+    /// built client does not hand out its credentials provider, and the presigner needs it).
+    pub fn new(client: Client, credentials: Option<SharedCredentialsProvider>, bucket: impl Into<String>) -> Self {
+        let bucket = bucket.into();
+        let presigner = Arc::new(Presigner::new(client.clone(), credentials, bucket.clone()));
+        S3Storage { client, bucket, presigner }
     }
 
     /// The client for a Lambda: region, credentials and endpoint from the standard AWS
@@ -61,7 +68,7 @@ impl S3Storage {
             .load()
             .await;
         let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(config.s3_force_path_style).build();
-        S3Storage::new(Client::from_conf(s3), config.bucket.clone())
+        S3Storage::new(Client::from_conf(s3), sdk.credentials_provider(), config.bucket.clone())
     }
 
     /// The bucket's name.
@@ -96,9 +103,10 @@ async fn read_object(key: &str, out: aws_sdk_s3::operation::get_object::GetObjec
     let etag = out.e_tag.clone().unwrap_or_default();
     match out.body.collect().await {
         Ok(body) => Ok(Object { bytes: body.into_bytes(), etag }),
-        Err(e) if fails_integrity_check(&e) => {
-            Err(Error::Corrupt(format!("GetObject {key} ({etag}) fails its integrity check: {}", error_chain(&e))))
-        }
+        Err(e) if fails_integrity_check(&e) => Err(Error::Corrupt(format!(
+            "GetObject {key} ({etag}) fails its integrity check: {}",
+            crate::error::chain(&e)
+        ))),
         Err(e) => Err(unavailable("GetObject body", key, e)),
     }
 }
@@ -144,17 +152,7 @@ fn fails_integrity_check(err: &(dyn std::error::Error + 'static)) -> bool {
 
 fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> Error {
     // The full error chain goes to the log only; clients see a generic 503 body.
-    Error::Unavailable(format!("{op} {key}: {}", error_chain(&err)))
-}
-
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    text
+    Error::Unavailable(format!("{op} {key}: {}", crate::error::chain(&err)))
 }
 
 impl S3Storage {
@@ -284,7 +282,7 @@ impl Storage for S3Storage {
                 Err(e) if fails_integrity_check(&e) => {
                     return Err(Error::Corrupt(format!(
                         "the stored bytes fail S3's integrity check ({})",
-                        error_chain(&e)
+                        crate::error::chain(&e)
                     )));
                 }
                 Err(e) => return Err(unavailable("GetObject body", key, e)),
@@ -295,17 +293,6 @@ impl Storage for S3Storage {
     }
 
     async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
-        let presigning =
-            PresigningConfig::expires_in(ttl).map_err(|e| Error::Internal(format!("presign lifetime {ttl:?}: {e}")))?;
-        let request = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .set_version_id(version_id.map(str::to_string))
-            .presigned(presigning)
-            .await
-            .map_err(|e| Error::Internal(format!("presign {key}: {e}")))?;
-        Ok(request.uri().to_string())
+        self.presigner.presign_get(key, version_id, ttl, std::time::SystemTime::now()).await
     }
 }
