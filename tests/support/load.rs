@@ -1,11 +1,13 @@
 //! A bounded load generator for the local registry: many keep-alive HTTPS connections, each
-//! sending GETs round the given paths until a deadline, recording every answer's status and
-//! latency and every socket error. It stops by itself; loopback only. Used by the short race
-//! test in `make test` and by `make bench`'s load run.
+//! sending GETs round the given paths until a deadline (benchmarks) or until what it races
+//! against is done (tests), recording every answer's status and latency and every socket
+//! error. Loopback only. Used by the short race test in `make test` and by `make bench`'s
+//! load run.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Empty};
@@ -72,24 +74,47 @@ pub fn percentile_ms(latencies: &[u32], p: f64) -> f64 {
     f64::from(latencies[rank.min(latencies.len() - 1)]) / 1000.0
 }
 
+/// When the connections stop sending.
+#[derive(Debug, Clone)]
+pub enum Until {
+    /// A fixed time from the start (benchmarks: a rate over a known span).
+    Elapsed(Duration),
+    /// Once `done` is set and each connection has had at least `answers` answers (tests: the
+    /// load lasts exactly as long as what it races against, however fast the machine is).
+    Done { done: Arc<AtomicBool>, answers: u64 },
+}
+
+impl Until {
+    /// Whether a connection that has had `answers` answers stops, at `deadline` (`Elapsed`).
+    fn reached(&self, deadline: Instant, answers: u64) -> bool {
+        match self {
+            Until::Elapsed(_) => Instant::now() >= deadline,
+            Until::Done { done, answers: least } => done.load(Ordering::SeqCst) && answers >= *least,
+        }
+    }
+}
+
 /// `connections` connections to `addr` over TLS (`tls`), each sending `GET path` with
 /// `Authorization: authorization` round `paths` (each connection starting at another path)
-/// until `duration` has passed.
+/// until `until`.
 pub async fn run(
     addr: SocketAddr,
     tls: Arc<rustls::ClientConfig>,
     authorization: &str,
     paths: &[String],
     connections: usize,
-    duration: Duration,
+    until: Until,
 ) -> LoadReport {
     let started = Instant::now();
-    let deadline = started + duration;
+    let deadline = match &until {
+        Until::Elapsed(duration) => started + *duration,
+        Until::Done { .. } => started,
+    };
     let paths: Arc<Vec<String>> = Arc::new(paths.to_vec());
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..connections {
-        let (tls, paths, authorization) = (tls.clone(), paths.clone(), authorization.to_string());
-        tasks.spawn(async move { connection(addr, tls, &authorization, &paths, n, deadline).await });
+        let (tls, paths, authorization, until) = (tls.clone(), paths.clone(), authorization.to_string(), until.clone());
+        tasks.spawn(async move { connection(addr, tls, &authorization, &paths, n, (&until, deadline)).await });
     }
     let mut report = LoadReport::default();
     while let Some(done) = tasks.join_next().await {
@@ -109,11 +134,12 @@ async fn connection(
     authorization: &str,
     paths: &[String],
     first: usize,
-    deadline: Instant,
+    (until, deadline): (&Until, Instant),
 ) -> LoadReport {
     let mut report = LoadReport::default();
     let mut next = first;
-    while Instant::now() < deadline {
+    let stop = |report: &LoadReport| until.reached(deadline, report.requests());
+    while !stop(&report) {
         let mut sender = match open(addr, tls.clone()).await {
             Ok(sender) => sender,
             Err(_) => {
@@ -122,7 +148,7 @@ async fn connection(
                 continue;
             }
         };
-        while Instant::now() < deadline {
+        while !stop(&report) {
             let path = &paths[next % paths.len()];
             next += 1;
             let request = http::Request::get(path.as_str())

@@ -42,6 +42,8 @@ struct State {
     refusals: Vec<String>,
     /// An outage: every request answered 503.
     down: bool,
+    /// Requests answered 503 for the outage.
+    outage_refusals: usize,
 }
 
 /// A running issuer.
@@ -71,6 +73,7 @@ impl OidcIssuer {
             codes: HashMap::new(),
             refusals: Vec::new(),
             down: false,
+            outage_refusals: 0,
         }));
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         let served = state.clone();
@@ -147,6 +150,12 @@ impl OidcIssuer {
         self.state.lock().unwrap().down = down;
     }
 
+    /// How many requests the outage refused so far (a fetch asks for the discovery document
+    /// first, so each fetch attempt during an outage is one).
+    pub fn outage_refusals(&self) -> usize {
+        self.state.lock().unwrap().outage_refusals
+    }
+
     /// How many times the key set was fetched so far.
     pub fn jwks_fetches(&self) -> usize {
         self.state.lock().unwrap().jwks_fetches
@@ -210,8 +219,12 @@ fn params(text: &str) -> HashMap<String, String> {
 async fn answer(state: &Mutex<State>, base: &str, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
     let query = params(parts.uri.query().unwrap_or_default());
-    if state.lock().unwrap().down {
-        return reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "down");
+    {
+        let mut state = state.lock().unwrap();
+        if state.down {
+            state.outage_refusals += 1;
+            return reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "down");
+        }
     }
     match (parts.method.as_str(), parts.uri.path()) {
         ("GET", "/.well-known/openid-configuration") => json_reply(

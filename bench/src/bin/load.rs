@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e::load::{self, LoadReport};
 use registry_bench::{LocalProcess, hwm_kib, rss_kib};
+use support::load::{self, LoadReport};
 
 const PROVIDER: &str = "providers/registry.terraform.io/hashicorp/null";
 
@@ -30,18 +30,18 @@ async fn main() {
     let (connections, seconds) = (number(1, 256) as usize, number(2, 60));
     let (modules, providers) = (number(3, 100), number(4, 20));
 
-    let dir = e2e::TempDir::new("load-bench");
+    let dir = support::TempDir::new("load-bench");
     let server = LocalProcess::start(&binary, dir.path());
     let addr = server.addr;
     let token = format!("Bearer {}", server.dev_token());
     let client = server.publisher_client();
 
     // What the readers read exists before they start; everything else is published under load.
-    let upload = |key: String, bytes: Vec<u8>| e2e::upload(client.clone(), key, bytes);
-    upload("modules/acme/vpc/aws/1.0.0.tar.gz".into(), e2e::module_tar_gz(&[("main.tf", "# 1.0.0")])).await;
+    let upload = |key: String, bytes: Vec<u8>| support::upload(client.clone(), key, bytes);
+    upload("modules/acme/vpc/aws/1.0.0.tar.gz".into(), support::module_tar_gz(&[("main.tf", "# 1.0.0")])).await;
     upload(
         format!("{PROVIDER}/terraform-provider-null_3.2.1_linux_amd64.zip"),
-        e2e::provider_zip("null", "3.2.1", "load"),
+        support::provider_zip("null", "3.2.1", "load"),
     )
     .await;
     let paths: Vec<String> = [
@@ -86,17 +86,17 @@ async fn main() {
                     let v = format!("3.3.{}", i * providers / total);
                     (
                         format!("{PROVIDER}/terraform-provider-null_{v}_linux_amd64.zip"),
-                        e2e::provider_zip("null", &v, "load"),
+                        support::provider_zip("null", &v, "load"),
                     )
                 } else {
                     (
                         format!("modules/acme/vpc/aws/2.{i}.0.tar.gz"),
-                        e2e::module_tar_gz(&[("main.tf", &format!("# {i}"))]),
+                        support::module_tar_gz(&[("main.tf", &format!("# {i}"))]),
                     )
                 };
                 let (client, counted) = (client.clone(), counted.clone());
                 uploads.spawn(async move {
-                    e2e::upload(client, key, bytes).await;
+                    support::upload(client, key, bytes).await;
                     if Instant::now() < load_ends {
                         counted.fetch_add(1, Ordering::Relaxed);
                     }
@@ -112,7 +112,8 @@ async fn main() {
     });
 
     let tls = load::tls_client(&dir.path().join("ca.pem"));
-    let report = load::run(addr, tls, &token, &paths, connections, Duration::from_secs(seconds)).await;
+    let report =
+        load::run(addr, tls, &token, &paths, connections, load::Until::Elapsed(Duration::from_secs(seconds))).await;
     let published_in = publisher.await.unwrap();
     let peak_under_load = sampling.load(Ordering::Relaxed);
     let hwm = hwm_kib(pid).unwrap_or(0);
@@ -156,7 +157,7 @@ async fn main() {
 }
 
 /// How many versions the registry lists for the module and the provider.
-async fn listed(dir: &e2e::TempDir, addr: SocketAddr, token: &str) -> (u64, u64) {
+async fn listed(dir: &support::TempDir, addr: SocketAddr, token: &str) -> (u64, u64) {
     let tls = load::tls_client(&dir.path().join("ca.pem"));
     let body = |path: &'static str| {
         let (tls, token) = (tls.clone(), token.to_string());

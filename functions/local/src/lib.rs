@@ -63,6 +63,9 @@ pub struct LocalOptions {
     pub http_listen: Option<SocketAddr>,
     /// Configuration variables (`REGISTRY_*`) for this instance, ahead of the environment.
     pub settings: Vec<(String, String)>,
+    /// The clock of the registry's bounded waits (key set lifetimes): real, or a manual one a
+    /// test moves instead of sleeping.
+    pub clock: registry::clock::Monotonic,
 }
 
 impl LocalOptions {
@@ -79,6 +82,7 @@ impl LocalOptions {
             log_s3_requests: false,
             http_listen: None,
             settings: vec![],
+            clock: registry::clock::Monotonic::real(),
         }
     }
 }
@@ -240,8 +244,8 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
     let faults = Arc::new(faults::Faults::default());
     // The same construction as every Lambda's (`App::start`), serving every service at once.
-    let app =
-        Arc::new(App::start(config.clone(), storage.clone(), &Service::ALL).map_err(|e| LocalError(e.to_string()))?);
+    let app = App::start_with_clock(config.clone(), storage.clone(), &Service::ALL, options.clock.clone());
+    let app = Arc::new(app.map_err(|e| LocalError(e.to_string()))?);
     let s3 = IndexingS3::new(builder.build(), storage.clone(), config, s3_log.clone(), faults.clone())
         .pulling_from(app.upstream());
     let pulls = s3.pulls();

@@ -325,6 +325,17 @@ impl<S: Storage> App<S> {
     /// CA file that cannot be read.
     #[cfg(feature = "aws")]
     pub fn start(config: Config, storage: S, services: &[Service]) -> Result<Self, Error> {
+        Self::start_with_clock(config, storage, services, crate::clock::Monotonic::real())
+    }
+
+    /// `start`, with the key sets' bounds read from `clock` (tests move a manual one).
+    #[cfg(feature = "aws")]
+    pub fn start_with_clock(
+        config: Config,
+        storage: S,
+        services: &[Service],
+        clock: crate::clock::Monotonic,
+    ) -> Result<Self, Error> {
         let upstream = match services.contains(&Service::Mirror) {
             true => crate::upstream::Upstream::new(&config.upstream)?.map(Arc::new),
             false => None,
@@ -332,7 +343,8 @@ impl<S: Storage> App<S> {
         let oidc = match config.oidc_issuers.is_empty() {
             true => None,
             false => {
-                Some(Arc::new(crate::oidc::keys::Keys::new(&config.oidc_issuers, config.oidc_ca_file.as_deref())?))
+                let keys = crate::oidc::keys::Keys::new(&config.oidc_issuers, config.oidc_ca_file.as_deref())?;
+                Some(Arc::new(keys.with_clock(clock)))
             }
         };
         Ok(App { upstream, oidc, ..App::new(config, storage, services) })

@@ -3,7 +3,47 @@
 //! that every module that needs the time depends on it and nothing else; no date library for
 //! one timestamp format.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Monotonic time as the registry's bounded waits read it (how old a kept key set is, when an
+/// issuer was last asked): the real `Instant::now()`, or a clock that a test moves by hand, so
+/// that a test of "refused for 30 s, then fetched again" neither sleeps 30 s nor depends on
+/// how busy the machine is.
+#[derive(Debug, Clone, Default)]
+pub struct Monotonic(Option<Arc<Mutex<Instant>>>);
+
+impl Monotonic {
+    /// `Instant::now()`: what every deployment runs.
+    pub fn real() -> Self {
+        Monotonic(None)
+    }
+
+    /// A clock standing still at the moment it was made until `advance` moves it.
+    pub fn manual() -> Self {
+        Monotonic(Some(Arc::new(Mutex::new(Instant::now()))))
+    }
+
+    /// Now, on this clock.
+    pub fn now(&self) -> Instant {
+        match &self.0 {
+            None => Instant::now(),
+            Some(at) => *at.lock().unwrap_or_else(PoisonError::into_inner),
+        }
+    }
+
+    /// How long ago `earlier` was, on this clock (zero for a later instant).
+    pub fn since(&self, earlier: Instant) -> Duration {
+        self.now().saturating_duration_since(earlier)
+    }
+
+    /// Move a manual clock forward (a real one cannot be moved: does nothing).
+    pub fn advance(&self, by: Duration) {
+        if let Some(at) = &self.0 {
+            *at.lock().unwrap_or_else(PoisonError::into_inner) += by;
+        }
+    }
+}
 
 /// Seconds since the Unix epoch (0 if the clock is set before it).
 pub fn now_unix() -> i64 {
@@ -73,5 +113,21 @@ mod tests {
         let now = rfc3339_now();
         assert!(now.starts_with("20") && now.as_bytes()[10] == b'T', "{now}");
         assert!(parse_rfc3339(&now).is_some_and(|t| (t - now_unix()).abs() < 5), "{now}");
+    }
+
+    #[test]
+    fn a_manual_clock_moves_only_when_advanced() {
+        let clock = Monotonic::manual();
+        let start = clock.now();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(clock.now(), start, "stands still");
+        let copy = clock.clone();
+        copy.advance(Duration::from_secs(30));
+        assert_eq!(clock.since(start), Duration::from_secs(30), "clones share the clock");
+        assert_eq!(clock.since(start + Duration::from_secs(60)), Duration::ZERO);
+        let real = Monotonic::real();
+        let before = real.now();
+        real.advance(Duration::from_secs(3600));
+        assert!(real.since(before) < Duration::from_secs(3600), "the real clock is not moved");
     }
 }

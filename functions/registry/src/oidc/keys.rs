@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::clock::Monotonic;
+
 use jsonwebtoken::jwk::JwkSet;
 use url::Url;
 
@@ -36,24 +38,6 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(2);
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(4);
 /// Largest discovery document or key set read.
 const DOCUMENT_BYTES_MAX: usize = 256 * 1024;
-
-/// How long key sets are believed and how often an issuer may be asked: the constants above
-/// (`Timing::DEFAULT`), shortened by tests.
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    /// `KEYS_TTL`.
-    pub ttl: Duration,
-    /// `KEYS_STALE_MAX`.
-    pub stale_max: Duration,
-    /// `REFRESH_MIN_INTERVAL`.
-    pub refresh_min_interval: Duration,
-}
-
-impl Timing {
-    /// What every deployment uses.
-    pub const DEFAULT: Timing =
-        Timing { ttl: KEYS_TTL, stale_max: KEYS_STALE_MAX, refresh_min_interval: REFRESH_MIN_INTERVAL };
-}
 
 /// What is known of one issuer's keys.
 #[derive(Default)]
@@ -77,7 +61,7 @@ struct IssuerKeys {
 pub struct Keys {
     issuers: HashMap<String, IssuerKeys>,
     http: HttpClient,
-    timing: Timing,
+    clock: Monotonic,
 }
 
 impl Keys {
@@ -92,12 +76,12 @@ impl Keys {
                 (i.issuer.clone(), keys)
             })
             .collect();
-        Ok(Keys { issuers, http, timing: Timing::DEFAULT })
+        Ok(Keys { issuers, http, clock: Monotonic::real() })
     }
 
-    /// The same, with other times (tests).
-    pub fn with_timing(mut self, timing: Timing) -> Self {
-        self.timing = timing;
+    /// The same, reading time from `clock` (tests move a manual one instead of sleeping).
+    pub fn with_clock(mut self, clock: Monotonic) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -129,11 +113,11 @@ impl Keys {
     /// The issuer's key set: the kept one while fresh, unless `lacking` (the set a token's
     /// `kid` was not found in) is still what is kept; else fetched, within the bounds above.
     async fn key_set(&self, issuer: &IssuerKeys, lacking: Option<&Arc<JwkSet>>) -> Result<Arc<JwkSet>, String> {
-        let timing = self.timing;
+        let clock = &self.clock;
         let usable = |known: &Known| -> Option<Arc<JwkSet>> {
             let (keys, fetched) = known.keys.as_ref()?;
             let replaced = lacking.is_some_and(|l| !Arc::ptr_eq(l, keys));
-            (fetched.elapsed() < timing.ttl && (lacking.is_none() || replaced)).then(|| keys.clone())
+            (clock.since(*fetched) < KEYS_TTL && (lacking.is_none() || replaced)).then(|| keys.clone())
         };
         if let Some(keys) = usable(&issuer.lock()) {
             return Ok(keys);
@@ -145,11 +129,11 @@ impl Keys {
             if let Some(keys) = usable(&known) {
                 return Ok(keys);
             }
-            if known.attempted.is_some_and(|at| at.elapsed() < timing.refresh_min_interval) {
-                return Self::fallback(issuer, &known, timing);
+            if known.attempted.is_some_and(|at| clock.since(at) < REFRESH_MIN_INTERVAL) {
+                return self.fallback(issuer, &known);
             }
         }
-        issuer.lock().attempted = Some(Instant::now());
+        issuer.lock().attempted = Some(clock.now());
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch(&issuer.issuer))
             .await
             .unwrap_or_else(|_| Err(format!("no key set within {FETCH_TIMEOUT:?}")));
@@ -157,22 +141,22 @@ impl Keys {
         match fetched {
             Ok(keys) => {
                 let keys = Arc::new(keys);
-                known.keys = Some((keys.clone(), Instant::now()));
+                known.keys = Some((keys.clone(), clock.now()));
                 known.failure = None;
                 Ok(keys)
             }
             Err(why) => {
                 tracing::warn!(issuer = %issuer.issuer.issuer, "OIDC key set not fetched: {why}");
                 known.failure = Some(why);
-                Self::fallback(issuer, &known, timing)
+                self.fallback(issuer, &known)
             }
         }
     }
 
     /// Without a fetch: the kept key set while not older than `KEYS_STALE_MAX`, else why not.
-    fn fallback(issuer: &IssuerKeys, known: &Known, timing: Timing) -> Result<Arc<JwkSet>, String> {
+    fn fallback(&self, issuer: &IssuerKeys, known: &Known) -> Result<Arc<JwkSet>, String> {
         match (&known.keys, &known.failure) {
-            (Some((keys, fetched)), _) if fetched.elapsed() < timing.stale_max => Ok(keys.clone()),
+            (Some((keys, fetched)), _) if self.clock.since(*fetched) < KEYS_STALE_MAX => Ok(keys.clone()),
             (_, Some(why)) => Err(format!("the keys of issuer {} cannot be fetched: {why}", iss(issuer))),
             (_, None) => Err(format!("the keys of issuer {} were fetched moments ago", iss(issuer))),
         }
