@@ -46,5 +46,5 @@ echo; echo "## Scale"; echo
 echo; echo "## Catalog: list, search and details at scale; docs and catalog cost per publish"; echo
 "$B/catalog" "${CATALOG_MODULES:-5000}" "${SECONDS_PER_RUN:-3}" "${CATALOG_ROUNDS:-9}"
 echo; echo "## Micro-benchmarks (criterion)"; echo
-cargo bench -q --profile perf -p registry --bench hot_path -- --warm-up-time 1 --measurement-time 3 2>&1 \
+cargo bench -q --profile perf -p registry-bench --features micro --bench hot_path -- --warm-up-time 1 --measurement-time 3 2>&1 \
   | grep -E '^[a-z_/0-9]+ +time:|^[a-z_/0-9]+$|^ +time:' || true

@@ -43,7 +43,7 @@ pub fn terraform_init(tf: &Path, work: &Path, ca: &Path) -> (Duration, String) {
         .output()
         .unwrap();
     let elapsed = started.elapsed();
-    assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), e2e::text(&out));
+    assert!(out.status.success(), "terraform init in {}:\n{}", work.display(), support::text(&out));
     (elapsed, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 

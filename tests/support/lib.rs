@@ -13,6 +13,7 @@ use registry_local::{LocalOptions, Running};
 pub mod hostile;
 pub mod load;
 pub mod oidc;
+pub mod presigned;
 pub mod pull_through;
 
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
@@ -28,11 +29,18 @@ impl Harness {
 
     /// With configuration variables (`REGISTRY_*`) for this instance.
     pub async fn start_with(settings: &[(&str, &str)]) -> Harness {
+        Harness::start_with_clock(settings, registry::clock::Monotonic::real()).await
+    }
+
+    /// With configuration variables, and the registry's bounded waits on `clock` (a manual
+    /// one: the test moves time instead of sleeping through it).
+    pub async fn start_with_clock(settings: &[(&str, &str)], clock: registry::clock::Monotonic) -> Harness {
         let dir = TempDir::new("registry");
         let running = registry_local::start(LocalOptions {
             write_client_files: true,
             log_s3_requests: true,
             settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            clock,
             ..LocalOptions::ephemeral(dir.path().join("data"))
         })
         .await
@@ -123,6 +131,14 @@ pub fn this_platform() -> String {
     format!("{os}_{arch}")
 }
 
+/// Say loudly that `what` did not run and why: straight to the process's stderr, which the
+/// test harness does not capture (it captures `eprintln!`), so a passing test that skipped
+/// its work shows it, and `make test` marks its stage "parts SKIPPED".
+pub fn skipped(what: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "\n=== SKIPPED: {what}: {why} ===\n");
+}
+
 /// The terraform CLI, or `None` after printing a loud SKIPPED line.
 pub fn terraform_or_skip(test: &str) -> Option<PathBuf> {
     let candidates =
@@ -132,7 +148,7 @@ pub fn terraform_or_skip(test: &str) -> Option<PathBuf> {
             .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("terraform")).find(|p| p.is_file()))
     });
     if found.is_none() {
-        eprintln!("\n=== SKIPPED {test}: terraform CLI not found (set TERRAFORM or install it) ===\n");
+        skipped(test, "terraform CLI not found (set TERRAFORM or install it)");
     }
     found
 }

@@ -28,9 +28,9 @@ async fn main() {
     let binary = PathBuf::from(args.first().expect("usage: big_provider REGISTRY_LOCAL_BINARY [ROUNDS] [ZIP_MB]"));
     let rounds: usize = args.get(1).map_or(5, |v| v.parse().unwrap());
     let zip_mb: usize = args.get(2).map_or(180, |v| v.parse().unwrap());
-    let Some(tf) = e2e::terraform_or_skip("bench big_provider") else { return };
-    let platform = e2e::this_platform();
-    let dir = e2e::TempDir::new("bench-big-provider");
+    let Some(tf) = support::terraform_or_skip("bench big_provider") else { return };
+    let platform = support::this_platform();
+    let dir = support::TempDir::new("bench-big-provider");
     let (zip, what) = provider_zip(&platform, zip_mb);
     let file_name = format!("terraform-provider-aws_{VERSION}_{platform}.zip");
 
@@ -40,7 +40,7 @@ async fn main() {
     let local = LocalProcess::start(&binary, &data);
     let key = format!("providers/registry.terraform.io/hashicorp/aws/{file_name}");
     let published = std::time::Instant::now();
-    e2e::upload(local.publisher_client(), key.clone(), zip.clone()).await;
+    support::upload(local.publisher_client(), key.clone(), zip.clone()).await;
     let publish_time = published.elapsed();
 
     // The same zip in a filesystem mirror (packed layout), and nginx over the bucket.

@@ -43,7 +43,7 @@ fn real_world_module(i: usize) -> Vec<u8> {
         .collect();
     let versions = "terraform {\n  required_version = \">= 1.5\"\n  required_providers {\n    \
                     aws = { source = \"hashicorp/aws\", version = \">= 5.0\" }\n  }\n}\n";
-    e2e::module_tar_gz(&[
+    support::module_tar_gz(&[
         ("README.md", &readme),
         ("variables.tf", &variables),
         ("outputs.tf", &outputs),
@@ -64,7 +64,7 @@ async fn main() {
     let modules: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5000);
     let seconds: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(9);
-    let dir = e2e::TempDir::new("bench-catalog");
+    let dir = support::TempDir::new("bench-catalog");
     let data = dir.path().join("data");
     let bucket = data.join("s3").join(registry_local::BUCKET);
 
@@ -189,7 +189,7 @@ async fn publish_costs<S: Storage>(
         let variants = [
             ("team2/network2", real_world_module(round), false),
             ("team1/network1", real_world_module(round), true),
-            ("team3/network3", e2e::module_tar_gz(&[("main.tf", "# one file\n")]), true),
+            ("team3/network3", support::module_tar_gz(&[("main.tf", "# one file\n")]), true),
         ];
         for (i, (module, archive, catalog)) in variants.into_iter().enumerate() {
             let key = format!("modules/{module}/aws/2.{round}.0.tar.gz");

@@ -34,17 +34,17 @@ async fn main() {
     let runs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20);
 
     // Data for the functions that read S3: the embedded S3 of a local registry.
-    let dir = e2e::TempDir::new("bench-coldstart");
+    let dir = support::TempDir::new("bench-coldstart");
     let local = registry_bench::registry(&dir.path().join("data"), &[]).await;
     let publisher = local.publisher_client();
-    e2e::upload(
+    support::upload(
         publisher.clone(),
         "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
-        e2e::module_tar_gz(&[("main.tf", "#\n")]),
+        support::module_tar_gz(&[("main.tf", "#\n")]),
     )
     .await;
     let provider = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
-    e2e::upload(publisher.clone(), provider.into(), e2e::provider_zip("null", "3.2.1", "coldstart")).await;
+    support::upload(publisher.clone(), provider.into(), support::provider_zip("null", "3.2.1", "coldstart")).await;
     let secret = std::fs::read_to_string(local.data_dir.join("functions.secret")).unwrap();
 
     let api_event = |path: &str| {

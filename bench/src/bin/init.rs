@@ -22,8 +22,8 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rounds: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5);
     let zip_mb: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
-    let Some(tf) = e2e::terraform_or_skip("bench init") else { return };
-    let dir = e2e::TempDir::new("bench-init");
+    let Some(tf) = support::terraform_or_skip("bench init") else { return };
+    let dir = support::TempDir::new("bench-init");
     let data = dir.path().join("data");
     let local = registry(&data, &[]).await;
     let publisher = local.publisher_client();
@@ -33,9 +33,14 @@ async fn main() {
         let files =
             [("main.tf", format!("variable \"in\" {{ default = {m} }}\noutput \"out\" {{ value = var.in }}\n"))];
         let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
-        e2e::upload(publisher.clone(), format!("modules/acme/m{m}/aws/1.0.0.tar.gz"), e2e::module_tar_gz(&files)).await;
+        support::upload(
+            publisher.clone(),
+            format!("modules/acme/m{m}/aws/1.0.0.tar.gz"),
+            support::module_tar_gz(&files),
+        )
+        .await;
     }
-    let here = e2e::this_platform();
+    let here = support::this_platform();
     let mut platforms = vec![here.clone()];
     platforms
         .extend(["linux_arm64", "darwin_arm64", "windows_amd64"].iter().map(|p| p.to_string()).filter(|p| *p != here));
@@ -43,7 +48,7 @@ async fn main() {
         for platform in platforms.iter().take(4) {
             let zip = registry::testing::sized_provider_zip(&format!("p{p}"), "1.0.0", zip_mb << 20, p as u8);
             let key = format!("providers/example.com/acme/p{p}/terraform-provider-p{p}_1.0.0_{platform}.zip");
-            e2e::upload(publisher.clone(), key, zip).await;
+            support::upload(publisher.clone(), key, zip).await;
         }
     }
 

@@ -24,7 +24,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let seconds: u32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(3);
     let rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
-    let dir = e2e::TempDir::new("bench-overhead");
+    let dir = support::TempDir::new("bench-overhead");
     let data = dir.path().join("data");
 
     // Publish through the first instance (its indexing hook writes the manifests).
@@ -32,7 +32,7 @@ async fn main() {
     let publisher = cold.publisher_client();
     for i in 0..MODULE_VERSIONS {
         let key = format!("modules/acme/vpc/aws/1.{i}.0.tar.gz");
-        e2e::upload(publisher.clone(), key, e2e::module_tar_gz(&[("main.tf", &format!("# {i}\n"))])).await;
+        support::upload(publisher.clone(), key, support::module_tar_gz(&[("main.tf", &format!("# {i}\n"))])).await;
     }
     for v in 0..PROVIDER_VERSIONS {
         for platform in PLATFORMS {
@@ -40,7 +40,7 @@ async fn main() {
             let key = format!(
                 "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_{version}_{platform}.zip"
             );
-            e2e::upload(publisher.clone(), key, e2e::provider_zip("null", &version, platform)).await;
+            support::upload(publisher.clone(), key, support::provider_zip("null", &version, platform)).await;
         }
     }
     let warm = registry(&data, &[]).await;

@@ -31,8 +31,8 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rounds: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5);
     let zip_mb: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
-    let Some(tf) = e2e::terraform_or_skip("bench pull_through") else { return };
-    let dir = e2e::TempDir::new("bench-pull");
+    let Some(tf) = support::terraform_or_skip("bench pull_through") else { return };
+    let dir = support::TempDir::new("bench-pull");
 
     // The upstream: 4 signed releases of 4 platforms each; anyone may read, as the public registry.
     let upstream = registry(
@@ -42,13 +42,13 @@ async fn main() {
     .await;
     let key = TestKey::generate("bench-upstream");
     let up_client = upstream.publisher_client();
-    e2e::upload(
+    support::upload(
         up_client.clone(),
         format!("signing-keys/{UPSTREAM}/acme/{}.asc", key.key_id()),
         key.public_armor().into(),
     )
     .await;
-    let here = e2e::this_platform();
+    let here = support::this_platform();
     let mut platforms = vec![here.clone()];
     platforms
         .extend(["linux_arm64", "darwin_arm64", "windows_amd64"].iter().map(|p| p.to_string()).filter(|p| *p != here));
@@ -65,12 +65,12 @@ async fn main() {
                 (platform.clone(), registry::testing::sized_provider_zip(&r#type, "1.0.0", zip_mb << 20, seed))
             })
             .collect();
-        installed_h1.push(e2e::h1_reference(&zips[0].1));
+        installed_h1.push(support::h1_reference(&zips[0].1));
         for (name, bytes) in release_of(&r#type, "1.0.0", zips, Some(&["5.0"]), &key) {
             if name.ends_with(".zip") {
                 synced_zips.push((format!("providers/{UPSTREAM}/acme/{type}/{name}"), bytes.clone()));
             }
-            e2e::upload(up_client.clone(), format!("providers/{UPSTREAM}/acme/{type}/{name}"), bytes).await;
+            support::upload(up_client.clone(), format!("providers/{UPSTREAM}/acme/{type}/{name}"), bytes).await;
         }
     }
 
@@ -118,7 +118,7 @@ async fn main() {
         // leave it), fresh like the downstream, so neither answers from a warmer cache.
         let synced = registry(&dir.path().join(format!("synced-{round}")), &[]).await;
         for (key, bytes) in &synced_zips {
-            e2e::upload(synced.publisher_client(), key.clone(), bytes.clone()).await;
+            support::upload(synced.publisher_client(), key.clone(), bytes.clone()).await;
         }
         let synced_rc = mirror_rc(&synced);
         let ca: PathBuf = dir.path().join(format!("ca-{round}.pem"));

@@ -52,13 +52,13 @@ async fn main() {
     let module_versions: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5000);
     let provider_versions: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
     let seconds: u32 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
-    let dir = e2e::TempDir::new("bench-scale");
+    let dir = support::TempDir::new("bench-scale");
     let data = dir.path().join("data");
     let bucket = data.join("s3").join(registry_local::BUCKET);
 
     // Archives written straight into the embedded S3's directory (as a bulk `aws s3 sync`
     // would leave them), then one full indexing pass builds the manifests.
-    let archive = e2e::module_tar_gz(&[("main.tf", "variable \"x\" {}\n")]);
+    let archive = support::module_tar_gz(&[("main.tf", "variable \"x\" {}\n")]);
     let modules = bucket.join("modules/acme/big/aws");
     std::fs::create_dir_all(&modules).unwrap();
     for i in 0..module_versions {
@@ -70,7 +70,7 @@ async fn main() {
         std::fs::create_dir_all(&providers).unwrap();
         for v in 0..versions {
             let version = format!("1.{}.{}", v / 10, v % 10);
-            let zip = e2e::provider_zip(name, &version, "scale");
+            let zip = support::provider_zip(name, &version, "scale");
             for platform in PLATFORMS {
                 let file = format!("terraform-provider-{name}_{version}_{platform}.zip");
                 std::fs::write(providers.join(file), &zip).unwrap();
@@ -103,23 +103,23 @@ async fn main() {
     let publisher = warm.publisher_client();
     let _ = warm.take_s3_requests();
     let started = Instant::now();
-    e2e::upload(publisher.clone(), "modules/acme/big/aws/99.0.0.tar.gz".into(), archive.clone()).await;
+    support::upload(publisher.clone(), "modules/acme/big/aws/99.0.0.tar.gz".into(), archive.clone()).await;
     let module_publish = started.elapsed();
     let module_requests = requests(&warm.take_s3_requests());
     let started = Instant::now();
-    e2e::upload(
+    support::upload(
         publisher.clone(),
         "providers/registry.terraform.io/acme/big/terraform-provider-big_99.0.0_linux_amd64.zip".into(),
-        e2e::provider_zip("big", "99.0.0", "scale"),
+        support::provider_zip("big", "99.0.0", "scale"),
     )
     .await;
     let provider_publish = started.elapsed();
     let provider_requests = requests(&warm.take_s3_requests());
     let started = Instant::now();
-    e2e::upload(
+    support::upload(
         publisher.clone(),
         "providers/registry.terraform.io/acme/small/terraform-provider-small_99.0.0_linux_amd64.zip".into(),
-        e2e::provider_zip("small", "99.0.0", "scale"),
+        support::provider_zip("small", "99.0.0", "scale"),
     )
     .await;
     let small_publish = started.elapsed();

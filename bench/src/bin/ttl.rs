@@ -26,25 +26,25 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let number = |i: usize, default: u64| args.get(i).map_or(default, |v| v.parse().unwrap());
     let (rounds, latency_ms, ttl) = (number(0, 7) as usize, number(1, 20), number(2, 5));
-    let Some(tf) = e2e::terraform_or_skip("bench ttl") else { return };
-    let dir = e2e::TempDir::new("bench-ttl");
+    let Some(tf) = support::terraform_or_skip("bench ttl") else { return };
+    let dir = support::TempDir::new("bench-ttl");
     let data = dir.path().join("data");
     let revalidating = registry(&data, &[]).await;
     let publisher = revalidating.publisher_client();
     for m in 0..MODULES {
         let main = format!("output \"m\" {{ value = {m} }}\n");
-        e2e::upload(
+        support::upload(
             publisher.clone(),
             format!("modules/acme/m{m}/aws/1.0.0.tar.gz"),
-            e2e::module_tar_gz(&[("main.tf", &main)]),
+            support::module_tar_gz(&[("main.tf", &main)]),
         )
         .await;
     }
-    let platform = e2e::this_platform();
+    let platform = support::this_platform();
     for p in 0..PROVIDERS {
         let zip = registry::testing::sized_provider_zip(&format!("p{p}"), "1.0.0", 64 << 10, p as u8);
         let key = format!("providers/example.com/acme/p{p}/terraform-provider-p{p}_1.0.0_{platform}.zip");
-        e2e::upload(publisher.clone(), key, zip).await;
+        support::upload(publisher.clone(), key, zip).await;
     }
     let ttl_setting = ttl.to_string();
     let cached = registry(&data, &[("REGISTRY_MANIFEST_CACHE_SECONDS", &ttl_setting)]).await;
@@ -110,10 +110,10 @@ async fn main() {
         for running in servers {
             list(running, "acme/m9").await;
         }
-        e2e::upload(
+        support::upload(
             client.clone(),
             format!("modules/acme/m9/aws/{version}.tar.gz"),
-            e2e::module_tar_gz(&[("main.tf", "#")]),
+            support::module_tar_gz(&[("main.tf", "#")]),
         )
         .await;
         let published = Instant::now();

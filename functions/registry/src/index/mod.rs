@@ -517,11 +517,19 @@ mod tests {
         assert!(s.peek("indexed/modules/g/h/i/manifest.json").is_some(), "indexed after the failure");
     }
 
-    /// Storage where, the first time a pass writes the module manifest, a rival pass gets
-    /// there first: it publishes another version and writes its own manifest.
+    /// Storage where, the first time a pass writes the key `on`, a rival gets there first: it
+    /// publishes the archive `rival` and runs its whole pass (manifest and catalog).
     struct Racy {
         inner: MemoryStorage,
+        on: &'static str,
+        rival: &'static str,
         raced: std::sync::atomic::AtomicBool,
+    }
+
+    impl Racy {
+        fn new(on: &'static str, rival: &'static str) -> Self {
+            Racy { inner: MemoryStorage::new(), on, rival, raced: false.into() }
+        }
     }
 
     impl Storage for Racy {
@@ -541,9 +549,9 @@ mod tests {
             content_type: &str,
             precondition: Precondition,
         ) -> Result<(), Error> {
-            if key.ends_with("manifest.json") && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                self.inner.insert("modules/acme/vpc/aws/9.0.0.tar.gz", tf("rival"));
-                Box::pin(Indexer::new(&self.inner, Limits::default()).reindex(&module())).await?;
+            if key == self.on && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                self.inner.insert(self.rival, tf("rival"));
+                Box::pin(Indexer::new(&self.inner, Limits::default()).on_object_changed(self.rival)).await?;
             }
             self.inner.put(key, body, content_type, precondition).await
         }
@@ -575,7 +583,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_pass_that_loses_a_race_reads_again_and_loses_nothing() {
-        let s = Racy { inner: MemoryStorage::new(), raced: false.into() };
+        let s = Racy::new(MANIFEST, "modules/acme/vpc/aws/9.0.0.tar.gz");
         s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("mine"));
         let outcome = Indexer::new(&s, Limits::default()).reindex(&module()).await.unwrap();
         assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival wrote first");
@@ -583,6 +591,25 @@ mod tests {
         // versions already there, and had nothing left to write.
         assert_eq!(outcome, Outcome::Unchanged);
         assert_eq!(versions(&s.inner), ["9.0.0", "1.0.0"]);
+    }
+
+    /// The catalog, which every pass of every owner writes: another owner's pass writes it
+    /// between this pass's read of it and its write. Both entries are kept.
+    #[tokio::test]
+    async fn a_catalog_update_that_loses_a_race_keeps_the_rivals_entry() {
+        let s = Racy::new(layout::CATALOG, "modules/acme/rival/aws/1.0.0.tar.gz");
+        // A catalog exists (else the first write would rebuild every entry from the manifests).
+        s.inner.insert("modules/acme/first/aws/1.0.0.tar.gz", tf("first"));
+        Indexer::new(&s.inner, Limits::default())
+            .on_object_changed("modules/acme/first/aws/1.0.0.tar.gz")
+            .await
+            .unwrap();
+        s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("mine"));
+        Indexer::new(&s, Limits::default()).reindex(&module()).await.unwrap();
+        assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival wrote first");
+        let catalog = crate::catalog::Catalog::parse(&s.inner.peek(layout::CATALOG).unwrap()).unwrap();
+        let modules: Vec<&String> = catalog.modules.keys().collect();
+        assert_eq!(modules, ["acme/first/aws", "acme/rival/aws", "acme/vpc/aws"]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

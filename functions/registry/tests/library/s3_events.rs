@@ -9,7 +9,7 @@ use registry::storage::MemoryStorage;
 use registry::testing::{module_tar_gz, provider_zip};
 use serde_json::{Value, json};
 
-const BATCH: &str = include_str!("events/s3_put_batch.json");
+const BATCH: &str = include_str!("../events/s3_put_batch.json");
 
 fn tar_gz(marker: &str) -> Vec<u8> {
     module_tar_gz(&[("main.tf", marker)])

@@ -9,12 +9,12 @@
 
 use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
-use e2e::Harness;
-use e2e::hostile::{OBJECT_CORPUS_MAX_ENTRIES, Reaction, objects};
 use registry::layout;
 use registry::storage::Storage;
 use registry_local::embedded_s3::REGISTRY_ACCESS_KEY;
 use serde_json::Value;
+use support::Harness;
+use support::hostile::{OBJECT_CORPUS_MAX_ENTRIES, Reaction, objects};
 
 const MODULE: &str = "/v1/modules/acme/vpc/aws";
 const PROVIDER: &str = "/v1/mirror/registry.terraform.io/hashicorp/null";
@@ -51,9 +51,9 @@ async fn rejection_reason(h: &Harness, key: &str) -> Option<String> {
 async fn every_hostile_object_gets_its_reaction_and_what_was_published_stays() {
     let max = OBJECT_CORPUS_MAX_ENTRIES.to_string();
     let h = Harness::start_with(&[("REGISTRY_MAX_ARCHIVE_ENTRIES", &max)]).await;
-    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
+    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
     let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
-    h.upload(zip, e2e::provider_zip("null", "3.2.1", "fixture")).await;
+    h.upload(zip, support::provider_zip("null", "3.2.1", "fixture")).await;
     let before = served(&h).await;
     assert_eq!(before[0], (200, serde_json::json!({"modules": [{"versions": [{"version": "1.0.0"}]}]})));
     assert_eq!(before[1].1["location"], "modules/acme/vpc/aws/1.0.0.tar.gz");
@@ -158,11 +158,11 @@ async fn tampering_with_the_publish_log_is_named_by_audit() {
     use registry::storage::Precondition;
     let h = Harness::start().await;
     for (i, key) in ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/1.1.0.tar.gz"].iter().enumerate() {
-        h.upload(key, e2e::module_tar_gz(&[("main.tf", &format!("# {i}\n"))])).await;
+        h.upload(key, support::module_tar_gz(&[("main.tf", &format!("# {i}\n"))])).await;
     }
     h.upload("modules/acme/vpc/aws/2.0.0.tar.gz", b"not an archive".to_vec()).await;
     let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
-    h.upload(zip, e2e::provider_zip("null", "3.2.1", "linux_amd64")).await;
+    h.upload(zip, support::provider_zip("null", "3.2.1", "linux_amd64")).await;
 
     let data_dir = h.running.data_dir.clone();
     let audit =

@@ -7,18 +7,12 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use e2e::Harness;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use registry::storage::Storage;
-
-async fn fetch(url: &str) -> (u16, Bytes) {
-    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let response = client.get(url.parse().unwrap()).await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.into_body().collect().await.unwrap().to_bytes())
-}
+use support::Harness;
+use support::presigned::fetch;
 
 /// MD5, for the ETag check (S3's ETag of a single-part upload).
 fn md5_of(bytes: &[u8]) -> [u8; 16] {
@@ -30,9 +24,9 @@ fn md5_of(bytes: &[u8]) -> [u8; 16] {
 async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
     let h = Harness::start().await;
     let key = "modules/acme/network/aws/1.0.0.tar.gz";
-    let archive = e2e::module_tar_gz(&[("main.tf", "# exact bytes\n")]);
+    let archive = support::module_tar_gz(&[("main.tf", "# exact bytes\n")]);
     h.upload(key, archive.clone()).await;
-    h.upload("modules/acme/other/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# other\n")])).await;
+    h.upload("modules/acme/other/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "# other\n")])).await;
 
     let url = h.running.storage.presign_get(key, None, Duration::from_secs(60)).await.unwrap();
     assert!(url.contains(".tar.gz?"), "the extension stays visible to go-getter: {url}");
@@ -54,11 +48,18 @@ async fn presigned_urls_fetch_exact_bytes_and_nothing_else() {
         assert_eq!(status, 403, "{bad}");
     }
 
-    // Expired: a one-second URL, used after two seconds.
-    let short = h.running.storage.presign_get(key, None, Duration::from_secs(1)).await.unwrap();
-    assert_eq!(fetch(&short).await.0, 200);
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    assert_eq!(fetch(&short).await.0, 403, "an expired URL is refused");
+    // Lifetimes, signed at chosen instants (no waiting, no second boundary to straddle): a
+    // one-minute URL signed two minutes ago is refused, one signed a minute ago for an hour
+    // is served, and so is a one-minute URL signed half a minute ago.
+    let ago = |seconds| std::time::SystemTime::now() - Duration::from_secs(seconds);
+    let minute = Duration::from_secs(60);
+    let presign_at = |ttl, at| h.running.storage.presign_get_at(key, None, ttl, at);
+    let expired = presign_at(minute, ago(120)).await.unwrap();
+    assert_eq!(fetch(&expired).await.0, 403, "an expired URL is refused");
+    let hour = presign_at(Duration::from_secs(3600), ago(60)).await.unwrap();
+    assert_eq!(fetch(&hour).await.0, 200, "a URL within its lifetime is served");
+    let closing = presign_at(minute, ago(30)).await.unwrap();
+    assert_eq!(fetch(&closing).await.0, 200, "half a minute before it expires");
     h.running.stop().await;
 }
 
@@ -103,7 +104,7 @@ async fn large_objects_are_served_whole_and_by_range() {
 async fn uploads_and_deletes_through_s3_update_the_manifest() {
     let h = Harness::start().await;
     for v in ["1.0.0", "1.1.0"] {
-        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), e2e::module_tar_gz(&[("main.tf", v)])).await;
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), support::module_tar_gz(&[("main.tf", v)])).await;
     }
     let (status, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(
@@ -153,8 +154,8 @@ async fn uploads_and_deletes_through_s3_update_the_manifest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_providers_mirror_directory_synced_to_the_bucket_is_merged_not_clobbered() {
     let h = Harness::start().await;
-    let first = e2e::TempDir::new("mirror-1");
-    let written = e2e::write_providers_mirror(
+    let first = support::TempDir::new("mirror-1");
+    let written = support::write_providers_mirror(
         first.path(),
         &[
             ("registry.terraform.io/hashicorp/random", "3.6.0", &["linux_amd64", "darwin_arm64"]),
@@ -164,8 +165,8 @@ async fn a_providers_mirror_directory_synced_to_the_bucket_is_merged_not_clobber
     h.sync(first.path(), "providers/").await;
     // A second mirror run made elsewhere, holding only a newer version: its index.json lists
     // only 3.7.0, and syncing it must not drop 3.6.0.
-    let second = e2e::TempDir::new("mirror-2");
-    let newer = e2e::write_providers_mirror(
+    let second = support::TempDir::new("mirror-2");
+    let newer = support::write_providers_mirror(
         second.path(),
         &[("registry.terraform.io/hashicorp/random", "3.7.0", &["linux_amd64"])],
     );
@@ -187,10 +188,10 @@ async fn a_providers_mirror_directory_synced_to_the_bucket_is_merged_not_clobber
 async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
     let h = Harness::start().await;
     for v in ["1.0.0", "1.1.0"] {
-        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), e2e::module_tar_gz(&[("main.tf", v)])).await;
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), support::module_tar_gz(&[("main.tf", v)])).await;
     }
     let zip = "providers/example.com/acme/widget/terraform-provider-widget_0.1.0_linux_amd64.zip";
-    h.upload(zip, e2e::provider_zip("widget", "0.1.0", "linux_amd64")).await;
+    h.upload(zip, support::provider_zip("widget", "0.1.0", "linux_amd64")).await;
     let (_, versions_before) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     let (_, widget_before) = h.get_json("/v1/mirror/example.com/acme/widget/0.1.0.json").await;
 
@@ -242,7 +243,7 @@ async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
 async fn warm_requests_revalidate_with_one_conditional_get() {
     let h = Harness::start().await;
     let key = "indexed/modules/acme/network/aws/manifest.json";
-    h.upload("modules/acme/network/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# 1\n")])).await;
+    h.upload("modules/acme/network/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "# 1\n")])).await;
     let reads = |log: Vec<registry_local::embedded_s3::S3Request>| -> Vec<(bool, u16)> {
         log.into_iter().filter(|r| r.key.as_deref() == Some(key)).map(|r| (r.if_none_match, r.status)).collect()
     };
@@ -257,7 +258,7 @@ async fn warm_requests_revalidate_with_one_conditional_get() {
         assert_eq!(reads(log), [(true, 304)], "warm: a conditional GET, answered 304");
     }
 
-    h.upload("modules/acme/network/aws/1.1.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# 2\n")])).await;
+    h.upload("modules/acme/network/aws/1.1.0.tar.gz", support::module_tar_gz(&[("main.tf", "# 2\n")])).await;
     let _ = h.running.take_s3_requests();
     let (_, body) = h.get_json("/v1/modules/acme/network/aws/versions").await;
     assert_eq!(body, serde_json::json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
@@ -272,15 +273,15 @@ async fn warm_requests_revalidate_with_one_conditional_get() {
 async fn a_publish_reads_only_the_new_archive() {
     let h = Harness::start().await;
     for v in ["1.0.0", "1.1.0", "1.2.0"] {
-        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), e2e::module_tar_gz(&[("main.tf", v)])).await;
+        h.upload(&format!("modules/acme/network/aws/{v}.tar.gz"), support::module_tar_gz(&[("main.tf", v)])).await;
     }
     let provider = "providers/example.com/acme/widget/terraform-provider-widget";
     for v in ["0.1.0", "0.2.0"] {
-        h.upload(&format!("{provider}_{v}_linux_amd64.zip"), e2e::provider_zip("widget", v, "p")).await;
+        h.upload(&format!("{provider}_{v}_linux_amd64.zip"), support::provider_zip("widget", v, "p")).await;
     }
     let _ = h.running.take_s3_requests();
-    h.upload("modules/acme/network/aws/1.3.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "1.3.0")])).await;
-    h.upload(&format!("{provider}_0.3.0_linux_amd64.zip"), e2e::provider_zip("widget", "0.3.0", "p")).await;
+    h.upload("modules/acme/network/aws/1.3.0.tar.gz", support::module_tar_gz(&[("main.tf", "1.3.0")])).await;
+    h.upload(&format!("{provider}_0.3.0_linux_amd64.zip"), support::provider_zip("widget", "0.3.0", "p")).await;
     let archive_reads: Vec<String> = h
         .running
         .take_s3_requests()

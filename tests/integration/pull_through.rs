@@ -7,11 +7,12 @@
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
 
-use e2e::Harness;
-use e2e::pull_through::{copies_done, downstream, keys_under, publish, upstream};
 use registry::testing::signing::TestKey;
 use serde_json::json;
 use sha2::Digest;
+use support::Harness;
+use support::presigned::{self, timeless_json};
+use support::pull_through::{copies_done, downstream, keys_under, publish, upstream};
 
 fn zh(bytes: &[u8]) -> String {
     format!("zh:{}", hex::encode(sha2::Sha256::digest(bytes)))
@@ -38,7 +39,7 @@ async fn the_mirror_verifies_an_upstream_release_copies_it_and_then_serves_the_c
     let key = TestKey::generate("upstream-release");
     let zips = publish(&up, &key, "widget", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
     let down = downstream(&up).await;
-    let host = e2e::pull_through::UPSTREAM_NAME;
+    let host = support::pull_through::UPSTREAM_NAME;
     let base = format!("/v1/mirror/{host}/acme/widget");
 
     // index.json: the upstream's versions, its list kept in the downstream's bucket.
@@ -81,16 +82,28 @@ async fn the_mirror_verifies_an_upstream_release_copies_it_and_then_serves_the_c
     for (platform, bytes) in &zips {
         let entry = &copied["archives"][platform];
         assert!(entry["url"].as_str().unwrap().starts_with(&down.running.s3_endpoint()), "{entry}");
-        assert_eq!(entry["hashes"], json!([zh(bytes), e2e::h1_reference(bytes)]), "{copied}");
+        assert_eq!(entry["hashes"], json!([zh(bytes), support::h1_reference(bytes)]), "{copied}");
     }
     assert!(up.running.take_s3_requests().is_empty(), "a copied version costs no upstream request");
     let downstream_reads = reads_under(&down.running.take_s3_requests(), "");
     assert!(downstream_reads.contains(&format!("indexed/{prefix}1.0.0.json")), "{downstream_reads:?}");
 
-    // The upstream gone: the copy is served; a provider never pulled is a 502 naming it.
+    // The upstream gone: the copy is served (the same answer but for the instant its URLs
+    // were signed, and they fetch the published bytes); a provider never pulled is a 502
+    // naming it.
     stop(up).await;
+    let before = registry::clock::now_unix();
     let (status, served) = down.get_json(&format!("{base}/1.0.0.json")).await;
-    assert_eq!((status, &served), (200, &copied));
+    let after = registry::clock::now_unix();
+    assert_eq!((status, timeless_json(&served)), (200, timeless_json(&copied)));
+    for (platform, bytes) in &zips {
+        let url = served["archives"][platform]["url"].as_str().unwrap();
+        let (signed_at, lifetime) = presigned::signed(url);
+        assert!((before..=after).contains(&signed_at), "signed at {signed_at}, asked within {before}..={after}");
+        assert_eq!(lifetime, down.running.app.config.presign_ttl.as_secs(), "{url}");
+        let (status, body) = presigned::fetch(url).await;
+        assert_eq!((status, body.as_ref()), (200, bytes.as_slice()), "{platform} from the copy: {url}");
+    }
     let (status, index) = down.get_json(&format!("{base}/index.json")).await;
     assert_eq!((status, &index), (200, &json!({"versions": {"1.0.0": {}}})));
     let (status, error) = down.get_json(&format!("/v1/mirror/{host}/acme/other/index.json")).await;
@@ -110,12 +123,12 @@ async fn a_kept_version_list_outlives_its_upstream_and_absence_is_never_kept() {
     publish(&up, &key, "widget", "1.0.0", &["linux_amd64"]).await;
     let ca = up.running.data_dir.join("ca.pem");
     let down = Harness::start_with(&[
-        ("REGISTRY_UPSTREAM_HOSTS", &e2e::pull_through::upstream_hosts(&up)),
+        ("REGISTRY_UPSTREAM_HOSTS", &support::pull_through::upstream_hosts(&up)),
         ("REGISTRY_UPSTREAM_CA_FILE", ca.to_str().unwrap()),
         ("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS", "0"),
     ])
     .await;
-    let host = e2e::pull_through::UPSTREAM_NAME;
+    let host = support::pull_through::UPSTREAM_NAME;
     let (status, _) = down.get_json(&format!("/v1/mirror/{host}/acme/widget/index.json")).await;
     assert_eq!(status, 200);
     // TTL 0: every request asks the upstream, so a new upstream release shows at once.
@@ -142,13 +155,13 @@ async fn a_kept_version_list_outlives_its_upstream_and_absence_is_never_kept() {
 async fn upstream_bytes_or_signatures_that_do_not_verify_are_never_stored() {
     let up = upstream().await;
     let key = TestKey::generate("upstream-honest");
-    let host = e2e::pull_through::UPSTREAM_NAME;
+    let host = support::pull_through::UPSTREAM_NAME;
     let zips = publish(&up, &key, "tampered", "1.0.0", &["linux_amd64", "darwin_arm64"]).await;
     publish(&up, &key, "badsig", "1.0.0", &["linux_amd64"]).await;
     // Behind the upstream's back (its storage, after it verified and indexed): one zip's
     // bytes changed; the other release's signature replaced by another key's over the same file.
     let tampered = format!("providers/{host}/acme/tampered/terraform-provider-tampered_1.0.0_linux_amd64.zip");
-    std::fs::write(up.object_path(&tampered), e2e::provider_zip("tampered", "1.0.0", "evil")).unwrap();
+    std::fs::write(up.object_path(&tampered), support::provider_zip("tampered", "1.0.0", "evil")).unwrap();
     let sums = format!("providers/{host}/acme/badsig/terraform-provider-badsig_1.0.0_SHA256SUMS");
     let forged = TestKey::generate("forger").sign(&std::fs::read(up.object_path(&sums)).unwrap());
     std::fs::write(up.object_path(&format!("{sums}.sig")), forged).unwrap();

@@ -8,14 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2e::Harness;
-use e2e::hostile::{self, Auth, Case};
-use e2e::oidc::OidcIssuer;
 use registry::layout::{self, ObjectKind};
 use registry::router::Service;
 use registry::{App, storage::S3Storage};
 use registry_local::embedded_s3::S3Request;
 use rustls::pki_types::ServerName;
+use support::Harness;
+use support::hostile::{self, Auth, Case};
+use support::oidc::OidcIssuer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Everything every test in this binary logs, at DEBUG for all crates (more than the Lambdas'
@@ -84,7 +84,7 @@ async fn normal_traffic<S: registry::storage::Storage>(app: &App<S>, secrets: &S
     }
 }
 
-const EVENT: &str = include_str!("../functions/registry/tests/events/apigw_v2_module_versions.json");
+const EVENT: &str = include_str!("../../functions/registry/tests/events/apigw_v2_module_versions.json");
 
 /// The tokens the corpus sends: the dev token, and the JWTs by name (`hostile::JWTS`).
 struct Secrets {
@@ -111,7 +111,7 @@ fn mint(issuer: &OidcIssuer, dead: &str) -> std::collections::BTreeMap<String, S
     };
     let unreachable = {
         let elsewhere = TestIssuer::rsa(dead);
-        let mut c = registry::testing::oidc::claims(dead, e2e::oidc::AUDIENCE, 600);
+        let mut c = registry::testing::oidc::claims(dead, support::oidc::AUDIENCE, 600);
         c.insert("groups".into(), serde_json::json!(["everyone"]));
         elsewhere.sign(&c)
     };
@@ -144,17 +144,17 @@ async fn fixture() -> (Harness, OidcIssuer, Secrets) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("https://{}", listener.local_addr().unwrap())
     };
-    let dead_issuer = serde_json::json!({"issuer": dead, "audience": e2e::oidc::AUDIENCE,
+    let dead_issuer = serde_json::json!({"issuer": dead, "audience": support::oidc::AUDIENCE,
         "rules": [{"claim": "groups", "equals": "everyone", "modules": ["*"]}]});
     let h = Harness::start_with(&[
         ("REGISTRY_OIDC_ISSUERS", &issuer.issuers_json(false, &[dead_issuer.to_string()])),
         ("REGISTRY_OIDC_CA_FILE", issuer.ca_file.to_str().unwrap()),
     ])
     .await;
-    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
+    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
     h.upload(
         "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip",
-        e2e::provider_zip("null", "3.2.1", "hostile"),
+        support::provider_zip("null", "3.2.1", "hostile"),
     )
     .await;
     let scoped = registry::access::manage::record("scoped", hostile::SCOPED_TOKEN, vec!["acme".into()], vec![], None);
@@ -292,7 +292,7 @@ async fn send_raw(
 }
 
 fn tls_client(h: &Harness) -> Arc<rustls::ClientConfig> {
-    e2e::tls_client_trusting(&h.running.data_dir.join("ca.pem"))
+    support::tls_client_trusting(&h.running.data_dir.join("ca.pem"))
 }
 
 #[tokio::test]

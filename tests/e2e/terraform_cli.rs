@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use e2e::{
+use support::{
     Harness, TempDir, module_tar_gz, module_zip, provider_zip, terraform, terraform_or_skip, text, this_platform,
 };
 
@@ -217,7 +217,7 @@ async fn terraform_installs_from_a_synced_providers_mirror_directory() {
     let h = Harness::start().await;
     let mirror = TempDir::new("mirror");
     let platform = this_platform();
-    let written = e2e::write_providers_mirror(
+    let written = support::write_providers_mirror(
         mirror.path(),
         &[
             ("registry.terraform.io/hashicorp/random", "3.6.0", &[platform.as_str(), "darwin_arm64"]),
@@ -333,7 +333,7 @@ async fn terraform_sends_its_token_and_the_registry_enforces_scopes() {
     }
     let platform = this_platform();
     let zip = format!("providers/example.com/acme/widget/terraform-provider-widget_0.1.0_{platform}.zip");
-    h.upload(&zip, e2e::provider_zip("widget", "0.1.0", &platform)).await;
+    h.upload(&zip, support::provider_zip("widget", "0.1.0", &platform)).await;
 
     // A token for the acme modules and hashicorp providers only (added before the registry
     // has read its token store, so no cache is in the way).
@@ -358,7 +358,7 @@ async fn terraform_sends_its_token_and_the_registry_enforces_scopes() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("main.tf"), config).unwrap();
         tokio::task::block_in_place(|| {
-            e2e::terraform_with_config(&tf, &h, cli_config, &dir, &["init", "-input=false", "-no-color"])
+            support::terraform_with_config(&tf, &h, cli_config, &dir, &["init", "-input=false", "-no-color"])
         })
     };
     let module = |namespace: &str| {
@@ -438,7 +438,7 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     let init = |workdir: &Path, extra: &[&str]| {
         let mut args = vec!["init", "-input=false", "-no-color"];
         args.extend_from_slice(extra);
-        tokio::task::block_in_place(|| e2e::terraform_with_config(&tf, &h, &credentials_only, workdir, &args))
+        tokio::task::block_in_place(|| support::terraform_with_config(&tf, &h, &credentials_only, workdir, &args))
     };
 
     let work = TempDir::new("tf-providers-v1");
@@ -457,7 +457,7 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     }
     let zip_key = format!("{prefix}terraform-provider-widget_1.0.0_{platform}.zip");
     let zip = std::fs::read(h.object_path(&zip_key)).unwrap();
-    assert!(hashes.contains(&e2e::h1_reference(&zip)), "h1: of the installed package locked: {hashes:?}");
+    assert!(hashes.contains(&support::h1_reference(&zip)), "h1: of the installed package locked: {hashes:?}");
 
     // The release signed by the rotated key.
     std::fs::write(work.path().join("main.tf"), config("1.1.0")).unwrap();
@@ -482,15 +482,15 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
 /// upstream down with nothing kept fails the install.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_installs_through_the_pull_through_mirror() {
-    use e2e::pull_through::{copies_done, downstream, keys_under, publish, upstream};
     use registry::testing::signing::TestKey;
+    use support::pull_through::{copies_done, downstream, keys_under, publish, upstream};
     let Some(tf) = terraform_or_skip("terraform_installs_through_the_pull_through_mirror") else { return };
     let up = upstream().await;
     let key = TestKey::generate("upstream");
     let platform = this_platform();
     let zips = publish(&up, &key, "widget", "1.0.0", &[&platform, "darwin_arm64"]).await;
     publish(&up, &key, "tampered", "1.0.0", &[&platform]).await;
-    let host = e2e::pull_through::UPSTREAM_NAME;
+    let host = support::pull_through::UPSTREAM_NAME;
     let tampered = format!("providers/{host}/acme/tampered/terraform-provider-tampered_1.0.0_{platform}.zip");
     std::fs::write(up.object_path(&tampered), provider_zip("tampered", "1.0.0", "evil")).unwrap();
     let down = downstream(&up).await;
@@ -513,7 +513,7 @@ async fn terraform_installs_through_the_pull_through_mirror() {
     assert_eq!(version, "1.0.0");
     // The network mirror's lock entry is the h1: of the package installed: the upstream's bytes.
     let (_, installed) = zips.iter().find(|(p, _)| *p == platform).unwrap();
-    assert_eq!(hashes, [e2e::h1_reference(installed)], "{lock}");
+    assert_eq!(hashes, [support::h1_reference(installed)], "{lock}");
     copies_done(&down).await;
     let zip_key = format!("providers/{host}/acme/widget/terraform-provider-widget_1.0.0_{platform}.zip");
     let upstream_reads: Vec<String> = up.running.take_s3_requests().into_iter().filter_map(|r| r.key).collect();
@@ -528,7 +528,7 @@ async fn terraform_installs_through_the_pull_through_mirror() {
     assert!(keys_under(&down, &format!("providers/{host}/acme/tampered/")).await.is_empty(), "nothing stored");
 
     // The upstream stopped: a fresh init is served from the downstream's copy.
-    let e2e::Harness { running, dir: _up_dir } = up;
+    let support::Harness { running, dir: _up_dir } = up;
     running.stop().await;
     down.running.take_s3_requests();
     let second = TempDir::new("tf-pull-second");
@@ -556,8 +556,8 @@ async fn terraform_installs_through_the_pull_through_mirror() {
 /// `credentials` block reads the registry with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
-    use e2e::oidc::OidcIssuer;
     use std::io::{BufRead, Write};
+    use support::oidc::OidcIssuer;
     let Some(tf) = terraform_or_skip("terraform_signs_in_with_oidc_tokens_and_terraform_login") else { return };
     let issuer = OidcIssuer::start().await;
     let h = Harness::start_with(&[
@@ -602,7 +602,7 @@ async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
     };
     let init = |dir: &Path, cli_config: &Path| {
         tokio::task::block_in_place(|| {
-            e2e::terraform_with_config(&tf, &h, cli_config, dir, &["init", "-input=false", "-no-color"])
+            support::terraform_with_config(&tf, &h, cli_config, dir, &["init", "-input=false", "-no-color"])
         })
     };
 
@@ -646,7 +646,7 @@ async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
     // `terraform login` stores them. The CLI writes the credentials file, not its directory
     // (which any earlier terraform run on a workstation has made).
     let cli = |args: &[&str]| {
-        let mut command = e2e::terraform_command(&tf, &h, &no_credentials_rc, &login_dir);
+        let mut command = support::terraform_command(&tf, &h, &no_credentials_rc, &login_dir);
         command.env_remove("TF_CLI_CONFIG_FILE").args(args);
         command
     };

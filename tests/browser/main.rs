@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use e2e::Harness;
+use support::Harness;
 use tokio::io::AsyncWriteExt;
 
 const TOKEN: &str = "trg_browser_acme_0123456789abcdef0123456789abcdef";
@@ -32,7 +32,7 @@ fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
         None
     };
     if let Some(why) = missing {
-        eprintln!("=== SKIPPED: browser tests: {why}; .ci/run installs it ===");
+        support::skipped("browser tests", &format!("{why}; .ci/run installs it"));
         return None;
     }
     Some((chromium, dir))
@@ -132,14 +132,9 @@ async fn the_web_pages_in_a_real_browser() {
     ] {
         h.upload(key, bytes).await;
     }
-    // Published once the catalog lists every module (the indexer runs on each upload).
-    for _ in 0..100 {
-        let (_, list) = h.get_json("/v1/modules?limit=10").await;
-        if list["modules"].as_array().is_some_and(|m| m.len() == 3) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    // Each upload answers after its indexing pass has updated the catalog: nothing to wait for.
+    let (status, list) = h.get_json("/v1/modules?limit=10").await;
+    assert_eq!((status, list["modules"].as_array().map(Vec::len)), (200, Some(3)), "the catalog: {list}");
 
     let screenshots = match std::env::var("SCREENSHOTS_DIR") {
         Ok(d) => PathBuf::from(d),

@@ -6,22 +6,29 @@
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
-use e2e::Harness;
 use md5::Digest;
 use registry::app::Request;
 use registry::router::Service;
 use registry::storage::Storage;
 use registry::{App, layout};
 use registry_local::faults::{Fault, Rule};
+use support::Harness;
 
 /// S3 replaces an object atomically: a GET racing PUTs of the same key gets the old object or
 /// the new one, each whole, with its own ETag. s3s-fs wrote body, attributes and checksum as
 /// separate files, so a GET in between read one version's body with the other's checksum.
+/// Bounded by counts, not time: the writer starts once every reader has, and the readers read
+/// until it has written `WRITES` times, so reads race writes from the first write to the last
+/// however fast the machine is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reads_racing_writes_of_one_key_get_one_whole_object() {
+    const READERS: usize = 8;
+    const WRITES: usize = 60;
     let h = Harness::start().await;
     // A key no notification covers: only the race is measured, no indexing runs.
     let key = "modules/acme/hammer/aws/notes.txt";
@@ -33,24 +40,30 @@ async fn reads_racing_writes_of_one_key_get_one_whole_object() {
         async move { client.put_object().bucket(registry_local::BUCKET).key(key).body(ByteStream::from(body)).send().await }
     };
     put(bodies[0].clone()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let started = Arc::new(tokio::sync::Barrier::new(READERS + 1));
+    let written = Arc::new(AtomicBool::new(false));
     let writer = tokio::spawn({
-        let (put, bodies) = (put.clone(), bodies.clone());
+        let (put, bodies, started) = (put.clone(), bodies.clone(), started.clone());
+        // Set however the writer ends, so that the readers stop even if a write fails.
+        let done = SetOnDrop(written.clone());
         async move {
-            let mut writes = 0;
-            while Instant::now() < deadline {
-                put(bodies[writes % 2].clone()).await.unwrap();
-                writes += 1;
+            let _done = done;
+            started.wait().await;
+            for n in 0..WRITES {
+                put(bodies[n % 2].clone()).await.unwrap();
             }
-            writes
         }
     });
     let mut readers = tokio::task::JoinSet::new();
-    for _ in 0..8 {
-        let (client, bodies) = (client.clone(), bodies.clone());
+    for _ in 0..READERS {
+        let (client, bodies, started, written) = (client.clone(), bodies.clone(), started.clone(), written.clone());
         readers.spawn(async move {
             let (mut reads, mut bad) = (0, Vec::new());
-            while Instant::now() < deadline {
+            started.wait().await;
+            // Read, then look: every reader reads at least once while the writes may run.
+            let mut last = false;
+            while !last {
+                last = written.load(Ordering::SeqCst);
                 reads += 1;
                 let got = client.get_object().bucket(registry_local::BUCKET).key(key).send().await;
                 let outcome = match got {
@@ -87,9 +100,8 @@ async fn reads_racing_writes_of_one_key_get_one_whole_object() {
         reads += n;
         bad.extend(b);
     }
-    let writes = writer.await.unwrap();
-    eprintln!("hammer: {reads} reads against {writes} writes of one key, {} bad", bad.len());
-    assert!(reads > 100 && writes > 20, "the race ran: {reads} reads, {writes} writes");
+    writer.await.unwrap();
+    eprintln!("hammer: {reads} reads against {WRITES} writes of one key, {} bad", bad.len());
     assert!(
         bad.is_empty(),
         "{} of {reads} reads were not one whole object:\n{}",
@@ -165,8 +177,11 @@ async fn every_storage_fault_on_a_read_gets_its_answer() {
             if c.warm { "warm" } else { "cold" },
             if c.changed { ", changed" } else { "" }
         );
-        h.upload(&format!("modules/acme/vpc/aws/1.{next_version}.0.tar.gz"), e2e::module_tar_gz(&[("main.tf", "#")]))
-            .await;
+        h.upload(
+            &format!("modules/acme/vpc/aws/1.{next_version}.0.tar.gz"),
+            support::module_tar_gz(&[("main.tf", "#")]),
+        )
+        .await;
         next_version += 1;
         // A fresh function: its cache is empty, or warmed by one request.
         let app = App::new(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL);
@@ -175,7 +190,7 @@ async fn every_storage_fault_on_a_read_gets_its_answer() {
         }
         if c.changed {
             let key = format!("modules/acme/vpc/aws/1.{next_version}.0.tar.gz");
-            h.upload(&key, e2e::module_tar_gz(&[("main.tf", "#")])).await;
+            h.upload(&key, support::module_tar_gz(&[("main.tf", "#")])).await;
             next_version += 1;
         }
         let rule = Rule { times: c.times, ..Rule::always(MANIFEST, c.fault) }.method(http::Method::GET);
@@ -238,7 +253,7 @@ async fn storage_faults_while_indexing_are_retried_not_rejected() {
         let manifest = format!("indexed/modules/acme/{module}/aws/manifest.json");
         let prefix = if *target == "archive" { key.clone() } else { manifest };
         h.running.faults.add(Rule::next(&prefix, *fault, 1).method(method.clone()));
-        h.upload(&key, e2e::module_tar_gz(&[("main.tf", "#")])).await;
+        h.upload(&key, support::module_tar_gz(&[("main.tf", "#")])).await;
         h.running.faults.clear();
         let reply = h
             .running
@@ -259,7 +274,7 @@ async fn storage_faults_while_indexing_are_retried_not_rejected() {
     // fault is gone, a rebuild publishes it.
     let key = "modules/acme/flaky/aws/1.0.0.tar.gz";
     h.running.faults.add(Rule::always(key, Truncated).method(http::Method::GET));
-    h.upload(key, e2e::module_tar_gz(&[("main.tf", "#")])).await;
+    h.upload(key, support::module_tar_gz(&[("main.tf", "#")])).await;
     let versions = "/v1/modules/acme/flaky/aws/versions";
     let before = h.running.app.handle(&Request::get(versions).authorization(Some(&token))).await.status;
     h.running.faults.clear();
@@ -288,9 +303,13 @@ async fn no_version_is_lost_to_storage_faults() {
     for i in 0..20 {
         let client = h.running.publisher_client();
         let module = format!("modules/acme/faulty/aws/1.{i}.0.tar.gz");
-        uploads.spawn(e2e::upload(client.clone(), module, e2e::module_tar_gz(&[("main.tf", &format!("# {i}"))])));
+        uploads.spawn(support::upload(
+            client.clone(),
+            module,
+            support::module_tar_gz(&[("main.tf", &format!("# {i}"))]),
+        ));
         let zip = format!("providers/example.com/acme/faulty/terraform-provider-faulty_1.{i}.0_linux_amd64.zip");
-        uploads.spawn(e2e::upload(client, zip, e2e::provider_zip("faulty", &format!("1.{i}.0"), "f")));
+        uploads.spawn(support::upload(client, zip, support::provider_zip("faulty", &format!("1.{i}.0"), "f")));
     }
     while let Some(done) = uploads.join_next().await {
         done.unwrap();
@@ -309,15 +328,15 @@ async fn no_version_is_lost_to_storage_faults() {
 }
 
 /// Reads never fail because a publish is in flight: 64 HTTPS connections read versions,
-/// downloads, index.json and VERSION.json for a few seconds while versions are published
-/// beside them; every answer is 200 and every version is listed at the end. (`make bench`
-/// runs the long form: 256 connections, 60 s.)
+/// downloads, index.json and VERSION.json for as long as 15 versions of a module and of a
+/// provider are published beside them (and at least 10 times each); every answer is 200 and
+/// every version is listed at the end. (`make bench` runs the long form: 256 connections, 60 s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reads_while_publishing_all_succeed() {
     let h = Harness::start().await;
-    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "#")])).await;
+    h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "#")])).await;
     let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
-    h.upload(zip, e2e::provider_zip("null", "3.2.1", "load")).await;
+    h.upload(zip, support::provider_zip("null", "3.2.1", "load")).await;
     let paths: Vec<String> = [
         VERSIONS,
         "/v1/modules/acme/vpc/aws/1.0.0/download",
@@ -326,23 +345,27 @@ async fn reads_while_publishing_all_succeed() {
     ]
     .map(String::from)
     .to_vec();
+    let published = Arc::new(AtomicBool::new(false));
     let publisher = tokio::spawn({
         let client = h.running.publisher_client();
+        // Set however the task ends, so that the load stops even if a publish fails.
+        let done = SetOnDrop(published.clone());
         async move {
+            let _done = done;
             for i in 1..=15 {
                 let key = format!("modules/acme/vpc/aws/1.{i}.0.tar.gz");
-                e2e::upload(client.clone(), key, e2e::module_tar_gz(&[("main.tf", &format!("# {i}"))])).await;
+                support::upload(client.clone(), key, support::module_tar_gz(&[("main.tf", &format!("# {i}"))])).await;
                 let zip = format!(
                     "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.3.{i}_linux_amd64.zip"
                 );
-                e2e::upload(client.clone(), zip, e2e::provider_zip("null", &format!("3.3.{i}"), "load")).await;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                support::upload(client.clone(), zip, support::provider_zip("null", &format!("3.3.{i}"), "load")).await;
             }
         }
     });
-    let tls = e2e::load::tls_client(&h.running.data_dir.join("ca.pem"));
+    let tls = support::load::tls_client(&h.running.data_dir.join("ca.pem"));
     let token = format!("Bearer {}", h.running.dev_token);
-    let report = e2e::load::run(h.running.registry_addr, tls, &token, &paths, 64, Duration::from_secs(4)).await;
+    let until = support::load::Until::Done { done: published, answers: 10 };
+    let report = support::load::run(h.running.registry_addr, tls, &token, &paths, 64, until).await;
     publisher.await.unwrap();
     eprintln!(
         "load: {} answers in {:.1} s, p50 {:.2} ms, p99 {:.2} ms, {:?}, {} socket errors",
@@ -353,11 +376,20 @@ async fn reads_while_publishing_all_succeed() {
         report.statuses,
         report.socket_errors
     );
-    assert!(report.requests() > 500, "the load ran: {}", report.requests());
+    assert!(report.requests() >= 640, "every connection had its answers: {}", report.requests());
     assert_eq!((report.non_2xx(), report.socket_errors), (0, 0), "{:?}", report.failures);
     let (_, modules) = h.get_json(VERSIONS).await;
     assert_eq!(modules["modules"][0]["versions"].as_array().map(Vec::len), Some(16), "{modules}");
     let (_, index) = h.get_json("/v1/mirror/registry.terraform.io/hashicorp/null/index.json").await;
     assert_eq!(index["versions"].as_object().map(|v| v.len()), Some(16), "{index}");
     h.running.stop().await;
+}
+
+/// Sets its flag when dropped: when the task holding it ends, whether it finished or failed.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }

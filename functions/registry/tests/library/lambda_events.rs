@@ -11,7 +11,7 @@ use registry::storage::MemoryStorage;
 use registry::{App, Config};
 use serde_json::{Value, json};
 
-const EVENT: &str = include_str!("events/apigw_v2_module_versions.json");
+const EVENT: &str = include_str!("../events/apigw_v2_module_versions.json");
 
 /// The recorded event with another method and raw path (API Gateway fills `rawPath` with the
 /// path as the client sent it, still percent-encoded).

@@ -7,19 +7,24 @@
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use e2e::Harness;
-use e2e::oidc::OidcIssuer;
-use registry::oidc::keys::{Keys, REFRESH_MIN_INTERVAL, Timing};
+use registry::clock::Monotonic;
+use registry::oidc::keys::{KEYS_STALE_MAX, KEYS_TTL, Keys, REFRESH_MIN_INTERVAL};
+use support::Harness;
+use support::oidc::OidcIssuer;
 
-async fn registry_trusting(issuer: &OidcIssuer) -> Harness {
-    Harness::start_with(&[
-        ("REGISTRY_OIDC_ISSUERS", &issuer.issuers_json(false, &[])),
-        ("REGISTRY_OIDC_CA_FILE", issuer.ca_file.to_str().unwrap()),
-    ])
-    .await
+/// A registry trusting `issuer`, whose key set bounds run on `clock`.
+async fn registry_trusting(issuer: &OidcIssuer, clock: Monotonic) -> Harness {
+    let settings = [
+        ("REGISTRY_OIDC_ISSUERS", issuer.issuers_json(false, &[])),
+        ("REGISTRY_OIDC_CA_FILE", issuer.ca_file.to_str().unwrap().to_string()),
+    ];
+    Harness::start_with_clock(&settings.each_ref().map(|(n, v)| (*n, v.as_str())), clock).await
 }
+
+/// Just short of `bound`, and just past it.
+const BEFORE: Duration = Duration::from_millis(1);
 
 const VERSIONS: &str = "/v1/modules/acme/network/aws/versions";
 
@@ -29,12 +34,12 @@ const VERSIONS: &str = "/v1/modules/acme/network/aws/versions";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_rotation_is_picked_up_and_key_set_fetches_are_bounded() {
     let issuer = OidcIssuer::start().await;
-    let h = registry_trusting(&issuer).await;
-    h.upload("modules/acme/network/aws/1.0.0.tar.gz", e2e::module_tar_gz(&[("main.tf", "# network\n")])).await;
+    let clock = Monotonic::manual();
+    let h = registry_trusting(&issuer, clock.clone()).await;
+    h.upload("modules/acme/network/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "# network\n")])).await;
     let old = issuer.sign(&issuer.claims(600));
 
     let (status, body) = h.get_json_as(VERSIONS, &old).await;
-    let first_fetch = Instant::now();
     assert_eq!(status, 200, "{body}");
     assert_eq!(h.get_json_as(VERSIONS, &old).await.0, 200);
     assert_eq!(issuer.jwks_fetches(), 1, "the key set is kept, not fetched per request");
@@ -52,10 +57,12 @@ async fn key_rotation_is_picked_up_and_key_set_fetches_are_bounded() {
     assert!(body.to_string().contains("unknown key"), "{body}");
     assert_eq!(issuer.jwks_fetches(), 1, "unknown kids within the interval fetch nothing");
 
-    tokio::time::sleep(
-        (first_fetch + REFRESH_MIN_INTERVAL + Duration::from_secs(1)).saturating_duration_since(Instant::now()),
-    )
-    .await;
+    clock.advance(REFRESH_MIN_INTERVAL - BEFORE);
+    let (status, body) = h.get_json_as(VERSIONS, &new).await;
+    assert_eq!(status, 401, "still within the interval: {body}");
+    assert_eq!(issuer.jwks_fetches(), 1, "not fetched a moment before the bound");
+
+    clock.advance(BEFORE);
     let (status, body) = h.get_json_as(VERSIONS, &new).await;
     assert_eq!(status, 200, "the rotated key is picked up: {body}");
     assert_eq!(issuer.jwks_fetches(), 2);
@@ -71,17 +78,20 @@ async fn key_rotation_is_picked_up_and_key_set_fetches_are_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_map_to_exactly_the_configured_scopes() {
     let issuer = OidcIssuer::start().await;
-    let h = registry_trusting(&issuer).await;
+    let h = registry_trusting(&issuer, Monotonic::real()).await;
     for namespace in ["acme", "team-network", "team-storage", "other"] {
-        h.upload(&format!("modules/{namespace}/network/aws/1.0.0.tar.gz"), e2e::module_tar_gz(&[("main.tf", "#\n")]))
-            .await;
+        h.upload(
+            &format!("modules/{namespace}/network/aws/1.0.0.tar.gz"),
+            support::module_tar_gz(&[("main.tf", "#\n")]),
+        )
+        .await;
     }
-    let platform = e2e::this_platform();
+    let platform = support::this_platform();
     for (namespace, r#type) in [("hashicorp", "null"), ("acme", "widget")] {
         let key = format!(
             "providers/registry.terraform.io/{namespace}/{type}/terraform-provider-{type}_1.0.0_{platform}.zip"
         );
-        h.upload(&key, e2e::provider_zip(r#type, "1.0.0", &platform)).await;
+        h.upload(&key, support::provider_zip(r#type, "1.0.0", &platform)).await;
     }
     let namespaces = |listing: &serde_json::Value| -> Vec<String> {
         let mut n: Vec<String> = listing["modules"]
@@ -127,37 +137,40 @@ async fn claims_map_to_exactly_the_configured_scopes() {
 
 /// An issuer that goes down: its kept key set still verifies its tokens after the TTL (each
 /// failed fetch at most once per refresh interval), up to the stale bound, then its tokens are
-/// refused with why; back up, the next token fetches again. (`Keys` with times shortened: the
-/// deployed ones are 10 min, 1 h and 30 s.)
+/// refused with why; back up, the next token fetches again. The deployed bounds (10 min, 1 h,
+/// 30 s), on a clock the test moves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_key_set_outlives_an_issuer_outage_for_a_bounded_time() {
     let issuer = OidcIssuer::start().await;
     let issuers = registry::oidc::parse_issuers(&issuer.issuers_json(false, &[])).unwrap();
-    let timing = Timing {
-        ttl: Duration::from_millis(1000),
-        stale_max: Duration::from_millis(3000),
-        refresh_min_interval: Duration::from_millis(400),
-    };
-    let keys = Keys::new(&issuers, issuer.ca_file.to_str()).unwrap().with_timing(timing);
-    let token = issuer.sign(&issuer.claims(600));
+    let clock = Monotonic::manual();
+    let keys = Keys::new(&issuers, issuer.ca_file.to_str()).unwrap().with_clock(clock.clone());
+    let token = issuer.sign(&issuer.claims(7200));
     let verify = || async { keys.verify(&token).await.expect("names a configured issuer") };
 
-    let fetched = Instant::now();
     assert!(verify().await.is_ok());
+    clock.advance(KEYS_TTL - BEFORE);
     assert!(verify().await.is_ok());
     assert_eq!(issuer.jwks_fetches(), 1, "kept within the TTL");
 
     issuer.outage(true);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    clock.advance(BEFORE);
     assert!(verify().await.is_ok(), "past the TTL, the issuer down: the kept set still verifies");
+    assert_eq!(issuer.jwks_fetches(), 1, "the failed fetch is not counted as one");
     assert!(verify().await.is_ok(), "and the next request within the refresh interval does not ask again");
+    assert_eq!(issuer.outage_refusals(), 1, "asked once: {}", issuer.outage_refusals());
+    clock.advance(REFRESH_MIN_INTERVAL);
+    assert!(verify().await.is_ok(), "after the interval: asked again, still the kept set");
+    assert_eq!(issuer.outage_refusals(), 2);
 
-    tokio::time::sleep((fetched + Duration::from_millis(3200)).saturating_duration_since(Instant::now())).await;
+    clock.advance(KEYS_STALE_MAX - KEYS_TTL - REFRESH_MIN_INTERVAL - BEFORE);
+    assert!(verify().await.is_ok(), "a moment before the stale bound");
+    clock.advance(BEFORE);
     let refused = verify().await.unwrap_err();
     assert!(refused.contains("cannot be fetched") && refused.contains("503"), "{refused}");
 
     issuer.outage(false);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    clock.advance(REFRESH_MIN_INTERVAL);
     assert!(verify().await.is_ok(), "the issuer back: fetched again");
     assert_eq!(issuer.jwks_fetches(), 2);
     issuer.stop();

@@ -1,0 +1,10 @@
+//! In-process integration tests, in one binary: the local registry and its embedded S3 over
+//! real HTTP, TLS and SigV4 in this process, without the terraform CLI or a browser (those are
+//! `e2e` and `browser`). `make test`'s "integration" stage, with `hostile`.
+
+mod concurrent_publish;
+mod embedded_s3;
+mod faults;
+mod infra_consistency;
+mod oidc;
+mod pull_through;
