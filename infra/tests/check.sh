@@ -10,6 +10,7 @@ MIRROR="${TF_PLUGIN_MIRROR:-/opt/tf-plugins}"
 if command -v "$TERRAFORM" >/dev/null 2>&1; then
   echo "terraform fmt -check -recursive infra"
   TF_CLI_CONFIG_FILE=/dev/null "$TERRAFORM" fmt -check -recursive infra
+  echo "ok    terraform fmt"
 else
   echo "=== SKIPPED: terraform fmt, validate and test of infra/ (terraform CLI not found) ==="
 fi
@@ -23,6 +24,7 @@ if command -v "$TERRAFORM" >/dev/null 2>&1 && [ -d "$MIRROR/registry.terraform.i
   for example in minimal oidc; do
     echo "terraform validate infra/examples/$example (AWS provider from $MIRROR)"
     (cd "$work/infra/examples/$example" && tf "example-$example" init -input=false -backend=false >/dev/null && tf "example-$example" validate -no-color)
+    echo "ok    terraform validate infra/examples/$example"
   done
   echo "terraform test infra (mocked AWS provider)"
   (cd "$work/infra" && tf module init -input=false -backend=false >/dev/null && tf module test -no-color)
@@ -35,6 +37,7 @@ checkov="${CHECKOV:-checkov}"
 if command -v "$checkov" >/dev/null 2>&1; then
   echo "checkov -d infra"
   "$checkov" -d infra --framework terraform --quiet --compact --skip-download
+  echo "ok    checkov"
 else
   echo "=== SKIPPED: checkov not installed (pip install checkov, or set CHECKOV; .ci/run installs it) ==="
 fi

@@ -14,7 +14,28 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-cargo build -q -p registry-local -p discovery -p modules -p mirror -p providers -p web -p indexer -p puller -p e2e --bin signed-release
+# Every binary this script runs. `--workspace --bins --tests` is the selection `make test`
+# builds with, so this reuses its build (another selection unifies features differently and
+# rebuilds dozens of crates).
+cargo build -q --workspace --bins --tests
+for bin in registry-local signed-release discovery modules mirror providers web indexer puller; do
+  [ -x "$BIN/$bin" ] || { echo "FAIL  $BIN/$bin was not built" >&2; exit 1; }
+done
+
+# wait_for WHAT SECONDS COMMAND...: run COMMAND until it succeeds, at most SECONDS; else fail
+# naming WHAT, with the logs that say why.
+wait_for() {
+  local what="$1" seconds="$2"; shift 2
+  local until=$(( $(date +%s) + seconds ))
+  until "$@" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$until" ]; then
+      echo "FAIL  $what did not appear within ${seconds} s" >&2
+      for log in "$work"/*.log; do echo "--- $log" >&2; tail -n 30 "$log" >&2; done
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
 
 # 1. Archives in the bucket (written as files: the embedded S3 serves its directory).
 bucket="$work/data/s3/registry"
@@ -42,7 +63,8 @@ cp "$work/release/key.asc" "$bucket/signing-keys/$own/acme/release.asc"
 
 "$BIN/registry-local" serve --listen "127.0.0.1:$REG_PORT" --s3-listen "127.0.0.1:$S3_PORT" --data-dir "$work/data" > "$work/registry.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do [ -f "$work/data/local.env" ] && break; sleep 0.1; done
+# local.env is written last, once the registry serves: the files read below exist by then.
+wait_for "the local registry's $work/data/local.env" 120 test -s "$work/data/local.env"
 # The functions' own key: publishers may not write indexed/, where the indexer writes.
 secret="$(cat "$work/data/functions.secret")"
 cat > "$work/lambda.env" <<ENV
@@ -56,9 +78,22 @@ REGISTRY_HOSTNAME=registry.example.com
 RUST_LOG=info
 ENV
 
-cargo lambda watch -A 127.0.0.1 -P "$WATCH_PORT" --env-file "$work/lambda.env" > "$work/watch.log" 2>&1 &
+# The emulator alone (`--only-lambda-apis`), and each function's binary as `make test` built
+# it, polling the emulator under its own name: left to itself, `cargo lambda watch` would
+# `cargo run` each function, a build without the tests' dev-dependencies that compiles the
+# library and every function again (about a minute).
+cargo lambda watch --only-lambda-apis -A 127.0.0.1 -P "$WATCH_PORT" > "$work/watch.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 300); do (echo > "/dev/tcp/127.0.0.1/$WATCH_PORT") 2>/dev/null && break; sleep 0.2; done
+wait_for "cargo lambda watch on port $WATCH_PORT" 120 bash -c "echo > /dev/tcp/127.0.0.1/$WATCH_PORT"
+for function in discovery modules mirror providers web indexer puller; do
+  (
+    set -a; . "$work/lambda.env"; set +a
+    export AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096
+    export AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$WATCH_PORT/.rt/$function"
+    exec "$BIN/$function"
+  ) > "$work/$function.log" 2>&1 &
+  pids+=($!)
+done
 
 # Events: the recorded API Gateway v2 event with another path; an S3 notification batch.
 events=functions/registry/tests/events
@@ -81,7 +116,8 @@ if name:
 print(json.dumps(e))
 PY
 }
-invoke() { cargo lambda invoke "$1" -A 127.0.0.1 -P "$WATCH_PORT" --data-file "$2"; }
+# A function that is not running leaves an invocation waiting: bounded, and then a failure.
+invoke() { timeout 120 cargo lambda invoke "$1" -A 127.0.0.1 -P "$WATCH_PORT" --data-file "$2"; }
 # check NAME FUNCTION PATH STATUS NEEDLE: the answer's status and a string its body or headers hold.
 failures=0
 # SEND_TOKEN overrides the bearer token sent ("" sends none).
@@ -180,7 +216,7 @@ EXTRA_HEADER="x-forwarded-proto=a b" check "modules: an odd X-Forwarded-Proto is
 EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
 
 if [ "$failures" -ne 0 ]; then
-  echo "--- cargo lambda watch log"; tail -n 40 "$work/watch.log"
+  for log in "$work"/*.log; do echo "--- $log"; tail -n 20 "$log"; done
   echo "$failures failed"; exit 1
 fi
 echo "lambda-test: all functions answered through the Runtime API emulator"

