@@ -23,7 +23,7 @@ UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),
 
 ## What each target does (this list): the `##` comment above each target.
 help:
-	@awk '/^## /{doc = doc (doc ? " " : "") substr($$0, 4); next} /^[A-Z_]+ *[:?]?= /{next} \
+	@awk '/^## /{doc = doc (doc ? " " : "") substr($$0, 4); next} /^[A-Z_]+ *[:?]?=/{next} \
 	  /^[a-z][a-z0-9-]*:/{if (doc) printf "  %-14s %s\n", substr($$1, 1, length($$1) - 1), doc; doc = ""; next} {doc = ""}' $(MAKEFILE_LIST)
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
