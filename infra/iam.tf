@@ -86,7 +86,7 @@ data "aws_iam_policy_document" "function" {
     content {
       sid       = "IndexerReadsUploads"
       actions   = ["s3:GetObject"]
-      resources = [for p in local.publisher_prefixes : "${local.bucket_arn}/${p}*"]
+      resources = [for p in concat(local.publisher_prefixes, local.key_admin_prefixes) : "${local.bucket_arn}/${p}*"]
     }
   }
 
@@ -108,7 +108,7 @@ data "aws_iam_policy_document" "function" {
       condition {
         test     = "StringLike"
         variable = "s3:prefix"
-        values   = [for p in concat(local.publisher_prefixes, local.indexer_prefixes) : "${p}*"]
+        values   = [for p in concat(local.publisher_prefixes, local.key_admin_prefixes, local.indexer_prefixes) : "${p}*"]
       }
     }
   }
@@ -202,13 +202,12 @@ locals {
       [for hn in p.providers : "providers/${hn}/*"],
     )
   }
-  # Everything a publisher writes: its archives, and its provider namespaces' public signing
-  # keys (the same grant as its providers; docs/SECURITY.md says what that means).
-  publisher_objects = {
-    for team, p in var.publishers : team => concat(
-      local.publisher_archives[team],
-      [for hn in p.providers : "signing-keys/${hn}/*"],
-    )
+  # Everything a publisher writes: its archives. Never signing-keys/: whoever holds a CI
+  # credential could otherwise install a key of their own and sign anything (key_admins below).
+  publisher_objects = local.publisher_archives
+  # The public signing keys each key admin may upload: signing-keys/HOSTNAME/NAMESPACE/.
+  key_admin_objects = {
+    for team, k in var.key_admins : team => [for hn in k.providers : "signing-keys/${hn}/*"]
   }
 }
 
@@ -260,5 +259,47 @@ resource "aws_iam_policy" "publisher" {
   name        = "${var.name}-publish-${each.key}"
   description = "Publish to the ${var.name} registry: modules ${join(", ", each.value.modules)}; providers ${join(", ", each.value.providers)}."
   policy      = data.aws_iam_policy_document.publisher[each.key].json
+  tags        = var.tags
+}
+
+# Key admins: one managed policy per entry of var.key_admins, for the people (not the CI jobs)
+# who decide which keys sign a namespace's providers. They write and read back only their
+# namespaces' signing-keys/ prefixes; the indexer trusts nothing else there.
+data "aws_iam_policy_document" "key_admin" {
+  for_each = var.key_admins
+
+  statement {
+    sid       = "ManageSigningKeys"
+    actions   = ["s3:PutObject", "s3:DeleteObject", "s3:GetObject"]
+    resources = [for o in local.key_admin_objects[each.key] : "${local.bucket_arn}/${o}"]
+  }
+
+  statement {
+    sid       = "ListOwnKeys"
+    actions   = ["s3:ListBucket"]
+    resources = [local.bucket_arn]
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = local.key_admin_objects[each.key]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn != "" ? [1] : []
+    content {
+      sid       = "UseRegistryKey"
+      actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      resources = [var.kms_key_arn]
+    }
+  }
+}
+
+resource "aws_iam_policy" "key_admin" {
+  for_each = var.key_admins
+
+  name        = "${var.name}-signing-keys-${each.key}"
+  description = "Manage the ${var.name} registry's signing keys of providers ${join(", ", each.value.providers)}."
+  policy      = data.aws_iam_policy_document.key_admin[each.key].json
   tags        = var.tags
 }

@@ -48,7 +48,9 @@ locals {
   # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):
   # publishers write inputs under publisher_prefixes, only the indexer writes indexer_prefixes,
   # and the read functions serve only from what the indexer wrote.
-  publisher_prefixes = ["modules/", "providers/", "signing-keys/"]
+  publisher_prefixes = ["modules/", "providers/"]
+  # Namespaces' public signing keys: key admins write them, publishers may not (var.key_admins).
+  key_admin_prefixes = ["signing-keys/"]
   indexer_prefixes   = ["indexed/", "rejections/"]
   # The mirror function keeps what it learned of upstream registries here (version lists, pull
   # records); nobody else writes it (layout::UPSTREAM_PREFIX).

@@ -23,6 +23,11 @@ output "publisher_policy_arns" {
   value       = { for team, policy in aws_iam_policy.publisher : team => policy.arn }
 }
 
+output "key_admin_policy_arns" {
+  description = "The IAM policy of each entry of var.key_admins, to attach to whoever uploads the namespaces' public signing keys."
+  value       = { for team, policy in aws_iam_policy.key_admin : team => policy.arn }
+}
+
 output "regional_hostname" {
   description = "Target for the custom domain's DNS record (CNAME or alias), when domain_name is set."
   value       = var.domain_name != "" ? aws_apigatewayv2_domain_name.registry[0].domain_name_configuration[0].target_domain_name : null

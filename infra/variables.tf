@@ -252,6 +252,22 @@ variable "publishers" {
   }
 }
 
+variable "key_admins" {
+  description = "Who may upload the public signing keys of which provider namespaces: one IAM policy per entry (output key_admin_policy_arns), for the people who own the keys, not the CI jobs that publish. providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\")."
+  type = map(object({
+    providers = list(string)
+  }))
+  default = {}
+
+  validation {
+    condition = alltrue([for team, k in var.key_admins :
+      can(regex("^[a-zA-Z0-9+=,.@_-]{1,64}$", team)) && length(k.providers) > 0 &&
+      alltrue([for hn in k.providers : hn == "*" || can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
+    ])
+    error_message = "key_admins: each entry names at least one provider HOSTNAME/NAMESPACE (or HOSTNAME/*, or \"*\"); a wildcard hostname with a named namespace (\"*/acme\") is refused, as for publishers."
+  }
+}
+
 variable "disable_execute_api_endpoint" {
   description = "With domain_name set, turn off the API's default execute-api endpoint, so the registry answers only on the custom domain. Ignored without domain_name."
   type        = bool

@@ -105,6 +105,14 @@ impl LocalProcess {
         registry_local::publisher_client(&self.env_value("AWS_ENDPOINT_URL"), &self.env_value("AWS_SECRET_ACCESS_KEY"))
     }
 
+    /// An S3 client with the key admin's key (`KEY_ADMIN_*` in `local.env`): signing keys.
+    pub fn key_admin_client(&self) -> aws_sdk_s3::Client {
+        registry_local::key_admin_client(
+            &self.env_value("AWS_ENDPOINT_URL"),
+            &self.env_value("KEY_ADMIN_SECRET_ACCESS_KEY"),
+        )
+    }
+
     /// The development token it wrote.
     pub fn dev_token(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("dev-token")).unwrap().trim().to_string()

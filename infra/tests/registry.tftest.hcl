@@ -220,11 +220,11 @@ run "publisher_policies_stay_in_their_namespaces" {
     error_message = "one policy per publisher"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*", "signing-keys/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
-    error_message = "acme writes exactly its own upload prefixes"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "acme writes exactly its own upload prefixes, and no signing key"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["platform"].statement : s.resources if contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/signing-keys/registry.terraform.io/*/*"])
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["platform"].statement : s.resources if contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*/*"])
     error_message = "a mirror-sync publisher writes one origin host's providers"
   }
   # The layout's trust boundary: no publisher may write where the indexer or the token command
@@ -232,14 +232,36 @@ run "publisher_policies_stay_in_their_namespaces" {
   assert {
     condition = !anytrue([for team, doc in data.aws_iam_policy_document.publisher : anytrue([
       for s in doc.statement : anytrue([
-        for r in s.resources : anytrue([for p in ["indexed/", "rejections/", "access/"] : startswith(r, "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${p}")])
+        for r in s.resources : anytrue([for p in ["indexed/", "rejections/", "access/", "signing-keys/"] : startswith(r, "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${p}")])
       ]) if contains(s.actions, "s3:PutObject") || contains(s.actions, "s3:DeleteObject")
     ])])
-    error_message = "publishers never write indexed/, rejections/ or access/"
+    error_message = "publishers never write indexed/, rejections/, access/ or signing-keys/"
   }
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if s.sid == "ReadRejections"])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/rejections/${o}"])
     error_message = "publishers read why their own uploads were rejected"
+  }
+}
+
+run "key_admins_write_only_their_namespaces_keys" {
+  command = plan
+
+  variables {
+    publishers = { ci = { providers = ["registry.example.com/acme"] } }
+    key_admins = { security = { providers = ["registry.example.com/acme"] } }
+  }
+
+  assert {
+    condition     = toset(keys(aws_iam_policy.key_admin)) == toset(["security"])
+    error_message = "one policy per key admin"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.key_admin["security"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/signing-keys/registry.example.com/acme/*"])
+    error_message = "a key admin writes its namespaces' signing keys and nothing else"
+  }
+  assert {
+    condition     = !anytrue([for s in data.aws_iam_policy_document.publisher["ci"].statement : anytrue([for r in s.resources : strcontains(r, "signing-keys/")])])
+    error_message = "the publisher of the same namespace may not touch its signing keys"
   }
 }
 

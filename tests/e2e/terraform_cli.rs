@@ -407,8 +407,8 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     let (os, arch) = platform.split_once('_').unwrap();
     let (old_key, rotated, impostor) =
         (TestKey::generate("acme-2025"), TestKey::generate("acme-2026"), TestKey::generate("x"));
-    h.upload(&format!("signing-keys/{host}/acme/2025.asc"), old_key.public_armor().into_bytes()).await;
-    h.upload(&format!("signing-keys/{host}/acme/2026.asc"), rotated.public_armor().into_bytes()).await;
+    h.upload_key(&format!("signing-keys/{host}/acme/2025.asc"), old_key.public_armor().into_bytes()).await;
+    h.upload_key(&format!("signing-keys/{host}/acme/2026.asc"), rotated.public_armor().into_bytes()).await;
     let prefix = format!("providers/{host}/acme/widget/");
     for (version, key) in [("1.0.0", &old_key), ("1.1.0", &rotated), ("2.0.0", &impostor)] {
         for (name, bytes) in release("widget", version, &[(os, arch), ("darwin", "arm64")], Some(&["5.0"]), key) {
@@ -426,10 +426,9 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     let record: serde_json::Value = serde_json::from_slice(&record).unwrap();
     assert!(record["reason"].as_str().unwrap().contains(&impostor.key_id()), "{record}");
 
-    // A CLI configuration with credentials only: no provider_installation block.
-    let rc = std::fs::read_to_string(h.running.data_dir.join("terraform.rc")).unwrap();
-    let credentials_only = h.running.data_dir.join("credentials-only.rc");
-    std::fs::write(&credentials_only, &rc[rc.find("credentials").unwrap()..]).unwrap();
+    // The CLI configuration `make dev` writes, as the README's walk-through uses it: it routes
+    // this host's providers to providers.v1 and every other one to the mirror.
+    let rc = h.running.data_dir.join("terraform.rc");
     let config = |version: &str| {
         format!(
             "terraform {{\n  required_providers {{\n    widget = {{\n      source  = \"{host}/acme/widget\"\n      version = \"{version}\"\n    }}\n  }}\n}}\n"
@@ -438,7 +437,7 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     let init = |workdir: &Path, extra: &[&str]| {
         let mut args = vec!["init", "-input=false", "-no-color"];
         args.extend_from_slice(extra);
-        tokio::task::block_in_place(|| support::terraform_with_config(&tf, &h, &credentials_only, workdir, &args))
+        tokio::task::block_in_place(|| support::terraform_with_config(&tf, &h, &rc, workdir, &args))
     };
 
     let work = TempDir::new("tf-providers-v1");

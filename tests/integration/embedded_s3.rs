@@ -184,6 +184,49 @@ async fn a_providers_mirror_directory_synced_to_the_bucket_is_merged_not_clobber
     h.running.stop().await;
 }
 
+/// `reindex` runs on ephemeral ports; it must judge the registry's own providers under the
+/// hostname the registry serves, or signed releases lose their signature check.
+#[tokio::test]
+async fn reindex_leaves_every_signed_release_byte_identical() {
+    use registry::testing::signing::{TestKey, release};
+    let h = Harness::start().await;
+    let (host, key) = (h.host(), TestKey::generate("acme"));
+    h.upload_key(&format!("signing-keys/{host}/acme/release.asc"), key.public_armor().into_bytes()).await;
+    for version in ["1.0.0", "1.1.0"] {
+        for (name, bytes) in
+            release("widget", version, &[("linux", "amd64"), ("darwin", "arm64")], Some(&["6.0"]), &key)
+        {
+            h.upload(&format!("providers/{host}/acme/widget/{name}"), bytes).await;
+        }
+    }
+    let indexed = format!("indexed/providers/{host}/acme/widget/");
+    let snapshot = || async {
+        let mut all = Vec::new();
+        for object in h.running.storage.list(&indexed).await.unwrap() {
+            all.push((object.key.clone(), h.running.storage.get(&object.key).await.unwrap().unwrap().bytes));
+        }
+        all
+    };
+    let before = snapshot().await;
+    assert_eq!(
+        before.len(),
+        3,
+        "index.json and two VERSION.json: {:?}",
+        before.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
+    let signed: serde_json::Value = serde_json::from_slice(&before[0].1).unwrap();
+    assert!(signed["release"]["signing_key"]["key_id"] == key.key_id(), "{signed}");
+    // Both the rebuild from nothing and the rebuild over what is there.
+    registry_local::reindex(&h.running.data_dir).await.unwrap();
+    assert_eq!(snapshot().await, before, "a re-index changed a signed release");
+    for (key, _) in &before {
+        std::fs::remove_file(h.object_path(key)).unwrap();
+    }
+    registry_local::reindex(&h.running.data_dir).await.unwrap();
+    assert_eq!(snapshot().await, before, "a rebuild from nothing changed a signed release");
+    assert_eq!(h.get_json("/v1/providers/acme/widget/versions").await.0, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reindex_rebuilds_lost_or_corrupt_manifests_and_is_idempotent() {
     let h = Harness::start().await;

@@ -91,6 +91,7 @@ fn notifications_and_prefixes_are_the_layouts() {
         layout::NOTIFICATIONS.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     assert_eq!(infra, code, "infra/main.tf local.notifications vs layout::NOTIFICATIONS");
     assert_eq!(hcl_list("publisher_prefixes"), layout::PUBLISHER_PREFIXES, "publisher prefixes");
+    assert_eq!(hcl_list("key_admin_prefixes"), layout::KEY_ADMIN_PREFIXES, "key admin prefixes");
     assert_eq!(hcl_list("indexer_prefixes"), layout::INDEXER_PREFIXES, "indexer prefixes");
     let infra: BTreeSet<(String, String)> =
         hcl_map("pull_notifications").into_iter().map(|(_, v)| (field(&v, "prefix"), field(&v, "suffix"))).collect();

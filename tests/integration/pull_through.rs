@@ -197,3 +197,46 @@ async fn upstream_bytes_or_signatures_that_do_not_verify_are_never_stored() {
     stop(down).await;
     stop(up).await;
 }
+
+/// While an upstream is down, requests are answered at once instead of each waiting for it:
+/// a host that failed is not asked again for `DOWN_BACKOFF`, then it is. The upstream here
+/// accepts connections and closes them; the test counts them, on a manual clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_is_down_is_not_asked_again_until_its_back_off_ends() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    let closer = tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let clock = registry::clock::Monotonic::manual();
+    let upstream = format!("{}=https://{address}", support::pull_through::UPSTREAM_NAME);
+    let down = Harness::start_with_clock(&[("REGISTRY_UPSTREAM_HOSTS", &upstream)], clock.clone()).await;
+    let index = format!("/v1/mirror/{}/acme/widget/index.json", support::pull_through::UPSTREAM_NAME);
+
+    let (status, first) = down.get_json(&index).await;
+    assert_eq!(status, 502, "{first}");
+    let asked = connections.load(Ordering::SeqCst);
+    assert!(asked >= 1, "the upstream was asked");
+    for _ in 0..5 {
+        let (status, again) = down.get_json(&index).await;
+        assert_eq!(status, 502, "{again}");
+        assert!(again.to_string().contains("not asked again"), "{again}");
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), asked, "no connection while the back-off lasts");
+
+    clock.advance(registry::upstream::DOWN_BACKOFF - std::time::Duration::from_millis(1));
+    assert_eq!(down.get_json(&index).await.0, 502);
+    assert_eq!(connections.load(Ordering::SeqCst), asked, "not yet");
+    clock.advance(std::time::Duration::from_millis(2));
+    assert_eq!(down.get_json(&index).await.0, 502);
+    assert!(connections.load(Ordering::SeqCst) > asked, "asked again once the back-off ended");
+    closer.abort();
+    stop(down).await;
+}

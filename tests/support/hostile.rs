@@ -567,6 +567,13 @@ pub fn objects() -> Vec<ObjectCase> {
             Reaction::Denied,
         ),
         case("the token store", "access/tokens.json".into(), br#"{"format":1,"tokens":[]}"#.to_vec(), Reaction::Denied),
+        // A CI credential must not install a key of its own, then sign anything: key admins only.
+        case(
+            "a signing key of the publisher's own namespace",
+            "signing-keys/registry.terraform.io/hashicorp/mine.asc".into(),
+            b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n-----END PGP PUBLIC KEY BLOCK-----\n".to_vec(),
+            Reaction::Denied,
+        ),
         // Planted where publishers may write: stored, never read.
         case(
             "a manifest beside the archives, naming the token store",

@@ -58,6 +58,11 @@ impl Harness {
         upload(self.running.publisher_client(), key.to_string(), bytes).await
     }
 
+    /// Upload a namespace's public signing key as a key admin would: publishers may not.
+    pub async fn upload_key(&self, key: &str, bytes: Vec<u8>) {
+        upload(self.running.key_admin_client(), key.to_string(), bytes).await
+    }
+
     /// Where the embedded S3 keeps an object's bytes on disk (to tamper with it behind the
     /// indexer's back, as someone with raw bucket access could).
     pub fn object_path(&self, key: &str) -> PathBuf {

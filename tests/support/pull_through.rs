@@ -27,7 +27,9 @@ pub async fn publish(
     platforms: &[&str],
 ) -> Vec<(String, Vec<u8>)> {
     let host = UPSTREAM_NAME;
-    upstream.upload(&format!("signing-keys/{host}/acme/{}.asc", key.key_id()), key.public_armor().into_bytes()).await;
+    upstream
+        .upload_key(&format!("signing-keys/{host}/acme/{}.asc", key.key_id()), key.public_armor().into_bytes())
+        .await;
     let pairs: Vec<(&str, &str)> = platforms.iter().map(|p| p.split_once('_').expect("os_arch")).collect();
     let mut zips = Vec::new();
     for (name, bytes) in release(r#type, version, &pairs, Some(&["5.0"]), key) {

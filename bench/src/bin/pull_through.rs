@@ -43,7 +43,7 @@ async fn main() {
     let key = TestKey::generate("bench-upstream");
     let up_client = upstream.publisher_client();
     support::upload(
-        up_client.clone(),
+        upstream.key_admin_client(),
         format!("signing-keys/{UPSTREAM}/acme/{}.asc", key.key_id()),
         key.public_armor().into(),
     )

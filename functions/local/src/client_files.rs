@@ -5,39 +5,67 @@ use std::path::Path;
 
 use registry::storage::S3Storage;
 
-use crate::embedded_s3::PUBLISHER_ACCESS_KEY;
+use crate::embedded_s3::{KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY};
 use crate::{BUCKET, LocalError, REGION, Running, tls, write_private};
 
 /// The name of the token `make dev` writes into `terraform.rc`.
 pub const DEV_TOKEN_NAME: &str = "local-dev";
+/// Where `make dev` records the hostname it serves its own providers as, for `reindex`.
+pub const HOSTNAME_FILE: &str = "hostname";
 
 pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalError> {
     let dir = &running.data_dir;
+    // The registry's own providers install directly (providers.v1, signatures checked by the
+    // CLI); every other provider through the mirror. The CLI cannot use a mirror for a host
+    // with a port ("first path segment in URL cannot contain colon"), so the own host is
+    // excluded from it.
+    let installation = match &running.app.config.hostname {
+        Some(own) => format!(
+            "# Providers: {own}/NAMESPACE/TYPE (this registry's own, signed) directly through\n\
+             # providers.v1; every other provider through the network mirror.\n\
+             provider_installation {{\n  network_mirror {{\n    url     = \"{base}{mirror_path}\"\n    \
+             exclude = [\"{own}/*/*\"]\n  }}\n  direct {{\n    include = [\"{own}/*/*\"]\n  }}\n}}\n",
+            base = running.base_url(),
+        ),
+        None => format!(
+            "# Providers: through the network mirror.\n\
+             provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n",
+            base = running.base_url(),
+        ),
+    };
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
-         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\". Providers come from the mirror below,\n\
-         # signed private ones ({host}/NAMESPACE/TYPE) too; without this block they use providers.v1.\n\
-         provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n\n\
+         # Modules: source = \"{host}/NAMESPACE/NAME/SYSTEM\".\n\
+         {installation}\n\
          # The local-dev token (every module and provider). The CLI sends it to discovery,\n\
-         # module and mirror requests, never to the archive URLs.\n\
+         # module, providers.v1 and mirror requests, never to the archive URLs.\n\
          credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n",
         rc = dir.join("terraform.rc").display(),
         ca = dir.join(tls::CA_FILE).display(),
         host = running.registry_addr,
-        base = running.base_url(),
         token = running.dev_token,
     );
     // It holds a token: owner-only.
     write_private(&dir.join("terraform.rc"), rc.as_bytes())?;
     let env = format!(
         "# Written by registry-local: `source` it to publish with the AWS CLI or any S3 client.\n\
+         # AWS_* are the publisher's credentials: modules/ and providers/.\n\
          export AWS_ENDPOINT_URL={endpoint}\nexport AWS_ACCESS_KEY_ID={PUBLISHER_ACCESS_KEY}\n\
-         export AWS_SECRET_ACCESS_KEY={secret}\nexport AWS_REGION={REGION}\nexport REGISTRY_BUCKET={BUCKET}\n",
+         export AWS_SECRET_ACCESS_KEY={secret}\nexport AWS_REGION={REGION}\nexport REGISTRY_BUCKET={BUCKET}\n\
+         # The key admin's credentials, the only ones that may write signing-keys/ (publishers may not):\n\
+         #   AWS_ACCESS_KEY_ID=$KEY_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$KEY_ADMIN_SECRET_ACCESS_KEY aws s3 cp ...\n\
+         export KEY_ADMIN_ACCESS_KEY_ID={KEY_ADMIN_ACCESS_KEY}\nexport KEY_ADMIN_SECRET_ACCESS_KEY={key_admin}\n",
         endpoint = running.s3_endpoint(),
         secret = running.publisher_secret,
+        key_admin = running.key_admin_secret,
     );
-    write_private(&dir.join("local.env"), env.as_bytes())
+    write_private(&dir.join("local.env"), env.as_bytes())?;
+    if let Some(hostname) = &running.app.config.hostname {
+        std::fs::write(dir.join(HOSTNAME_FILE), format!("{hostname}\n"))
+            .map_err(|e| LocalError(format!("write {}: {e}", dir.join(HOSTNAME_FILE).display())))?;
+    }
+    Ok(())
 }
 
 /// The `local-dev` token: its plaintext kept in `DATA_DIR/dev-token` (owner-only) so that

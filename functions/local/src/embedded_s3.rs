@@ -16,9 +16,10 @@
 //!   as long as s3s-fs handles it. A GET's body streams afterwards from the file it opened,
 //!   which a later rename does not touch; conditional PUTs are atomic by the same lock.
 //! - **IAM**: the publisher's key may write only under the publisher prefixes
-//!   (`layout::PUBLISHER_PREFIXES`) and may not read the token store, as the publisher policy
-//!   in infra/ allows; anything else answers 403 `AccessDenied` as S3 would. The registry's
-//!   own key (readers, indexer and token command in one process) may do everything.
+//!   (`layout::PUBLISHER_PREFIXES`), the key admin's only under `signing-keys/`
+//!   (`layout::KEY_ADMIN_PREFIXES`), and neither may read the token store, as their policies
+//!   in infra/ allow; anything else answers 403 `AccessDenied` as S3 would. The registry's own
+//!   key (readers, indexer and token command in one process) may do everything.
 //!
 //! Indexing passes run concurrently, as Lambda invocations do; what keeps them from losing
 //! updates is the conditional writes (`If-Match`, `If-None-Match`), atomic here through the
@@ -50,6 +51,9 @@ use registry::storage::S3Storage;
 pub const REGISTRY_ACCESS_KEY: &str = "registry-local";
 /// Access key written to `local.env` for publishers (`aws s3 cp`, SDKs).
 pub const PUBLISHER_ACCESS_KEY: &str = "publisher-local";
+/// Access key written to `local.env` for key admins (`KEY_ADMIN_ACCESS_KEY_ID`): the only one
+/// that may write `signing-keys/`.
+pub const KEY_ADMIN_ACCESS_KEY: &str = "key-admin-local";
 /// Access key for the Lambda binaries run against the embedded S3 (`make lambda-test`), with
 /// the functions' rights: what the registry's own key may do. Its secret is in
 /// `DATA_DIR/functions.secret`.
@@ -214,7 +218,7 @@ impl IndexingS3 {
         let path = request.uri().path().to_string();
         let query = request.uri().query().unwrap_or("").to_string();
         let signed_by = signer(&request);
-        let by_publisher = signed_by.as_deref() == Some(PUBLISHER_ACCESS_KEY);
+        let limited = Limited::of(signed_by.as_deref());
         let mut entry = self.log.as_ref().map(|_| S3Request {
             method: method.clone(),
             signer: signed_by.clone(),
@@ -236,9 +240,10 @@ impl IndexingS3 {
             // DeleteObjects: the keys are in the XML body; read it (bounded) and pass it on.
             match request.body_mut().store_all_limited(DELETE_BODY_LIMIT).await {
                 Ok(bytes) => deleted_keys = keys_in_delete_body(&bytes),
-                Err(e) if by_publisher => {
-                    // Keys that cannot be read cannot be checked against the publisher's rights.
-                    let denied = access_denied(&format!("send a DeleteObjects body that cannot be read ({e})"));
+                Err(e) if limited.is_some() => {
+                    // Keys that cannot be read cannot be checked against the principal's rights.
+                    let denied =
+                        access_denied(limited, &format!("send a DeleteObjects body that cannot be read ({e})"));
                     record(denied.status());
                     return Ok(denied);
                 }
@@ -248,10 +253,10 @@ impl IndexingS3 {
             }
         }
 
-        if by_publisher
-            && let Err(why) = publisher_may(&method, self.object_key(&path).as_deref(), &query, &request, &deleted_keys)
+        if let Some(principal) = limited
+            && let Err(why) = principal.may(&method, self.object_key(&path).as_deref(), &query, &request, &deleted_keys)
         {
-            let denied = access_denied(&why);
+            let denied = access_denied(limited, &why);
             record(denied.status());
             return Ok(denied);
         }
@@ -373,45 +378,75 @@ impl IndexingS3 {
     }
 }
 
-/// What the publisher's key may do, as the publisher policy in infra/ allows it: write and
-/// delete under the publisher prefixes only (never the indexer's `indexed/` or
-/// `rejections/`, never `access/`), read anything but the token store, and no bucket-level
-/// writes.
-fn publisher_may<B>(
-    method: &Method,
-    key: Option<&str>,
-    query: &str,
-    request: &Request<B>,
-    deleted_keys: &[String],
-) -> Result<(), String> {
-    let writable = |key: &str| layout::PUBLISHER_PREFIXES.iter().any(|p| key.starts_with(p));
-    let readable = |key: &str| !key.starts_with("access/");
-    let read = *method == Method::GET || *method == Method::HEAD;
-    match key {
-        Some(key) if read => readable(key).then_some(()).ok_or_else(|| format!("s3:GetObject on {key}")),
-        Some(key) if !writable(key) => Err(format!("{method} on {key}")),
-        Some(_) => match copy_source(request) {
-            // CopyObject also reads its source.
-            Some(source) if !readable(&source) => Err(format!("s3:GetObject on {source}")),
-            _ => Ok(()),
-        },
-        None if read => Ok(()),
-        None if *method == Method::POST && has_param(query, "delete") => {
-            match deleted_keys.iter().find(|k| !writable(k)) {
-                Some(key) => Err(format!("s3:DeleteObject on {key}")),
-                None => Ok(()),
-            }
+/// The principals whose rights IAM limits in AWS, as their policies in infra/ allow: the
+/// publisher (archives) and the key admin (signing keys). Every other key is the registry's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limited {
+    Publisher,
+    KeyAdmin,
+}
+
+impl Limited {
+    fn of(signer: Option<&str>) -> Option<Limited> {
+        match signer {
+            Some(PUBLISHER_ACCESS_KEY) => Some(Limited::Publisher),
+            Some(KEY_ADMIN_ACCESS_KEY) => Some(Limited::KeyAdmin),
+            _ => None,
         }
-        None => Err(format!("{method} on the bucket")),
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Limited::Publisher => "publisher",
+            Limited::KeyAdmin => "key admin",
+        }
+    }
+
+    /// Write and delete under its prefixes only (never the indexer's `indexed/` or
+    /// `rejections/`, never `access/`; the publisher never `signing-keys/`), read anything
+    /// but the token store, and no bucket-level writes.
+    fn may<B>(
+        self,
+        method: &Method,
+        key: Option<&str>,
+        query: &str,
+        request: &Request<B>,
+        deleted_keys: &[String],
+    ) -> Result<(), String> {
+        let prefixes: &[&str] = match self {
+            Limited::Publisher => &layout::PUBLISHER_PREFIXES,
+            Limited::KeyAdmin => &layout::KEY_ADMIN_PREFIXES,
+        };
+        let writable = |key: &str| prefixes.iter().any(|p| key.starts_with(p));
+        let readable = |key: &str| !key.starts_with("access/");
+        let read = *method == Method::GET || *method == Method::HEAD;
+        match key {
+            Some(key) if read => readable(key).then_some(()).ok_or_else(|| format!("s3:GetObject on {key}")),
+            Some(key) if !writable(key) => Err(format!("{method} on {key}")),
+            Some(_) => match copy_source(request) {
+                // CopyObject also reads its source.
+                Some(source) if !readable(&source) => Err(format!("s3:GetObject on {source}")),
+                _ => Ok(()),
+            },
+            None if read => Ok(()),
+            None if *method == Method::POST && has_param(query, "delete") => {
+                match deleted_keys.iter().find(|k| !writable(k)) {
+                    Some(key) => Err(format!("s3:DeleteObject on {key}")),
+                    None => Ok(()),
+                }
+            }
+            None => Err(format!("{method} on the bucket")),
+        }
     }
 }
 
 /// S3's answer to a request IAM does not allow.
-fn access_denied(why: &str) -> Response<Body> {
-    tracing::info!(why, "publisher request denied, as the publisher policy in AWS would");
+fn access_denied(principal: Option<Limited>, why: &str) -> Response<Body> {
+    let who = principal.map_or("caller", Limited::name);
+    tracing::info!(who, why, "request denied, as the principal's policy in AWS would");
     let xml = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
-         <Message>Access Denied: the publisher may not {}</Message></Error>",
+         <Message>Access Denied: the {who} may not {}</Message></Error>",
         xml_escape(why)
     );
     let mut response = Response::new(Body::from(xml));

@@ -26,7 +26,7 @@ pub mod tokens;
 pub use client_files::DEV_TOKEN_NAME;
 pub use tokens::{TokenAction, TokenTarget, token_command};
 
-use embedded_s3::{FUNCTIONS_ACCESS_KEY, IndexingS3, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY};
+use embedded_s3::{FUNCTIONS_ACCESS_KEY, IndexingS3, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY};
 
 /// The bucket the embedded S3 serves (a directory under `DATA_DIR/s3/`).
 pub const BUCKET: &str = "registry";
@@ -94,6 +94,8 @@ pub struct Running {
     pub s3_addr: SocketAddr,
     pub data_dir: PathBuf,
     pub publisher_secret: String,
+    /// The key admin's secret (`KEY_ADMIN_SECRET_ACCESS_KEY` in `local.env`): `signing-keys/`.
+    pub key_admin_secret: String,
     /// The `local-dev` token (all modules and providers), also in `terraform.rc`.
     pub dev_token: String,
     /// Storage as the registry sees it (signed with the registry's key).
@@ -120,6 +122,11 @@ impl Running {
     /// A client with the publisher's credentials, as `aws s3 cp` with `local.env` would use.
     pub fn publisher_client(&self) -> aws_sdk_s3::Client {
         publisher_client(&self.s3_endpoint(), &self.publisher_secret)
+    }
+
+    /// A client with the key admin's credentials, the only ones that may upload signing keys.
+    pub fn key_admin_client(&self) -> aws_sdk_s3::Client {
+        key_admin_client(&self.s3_endpoint(), &self.key_admin_secret)
     }
 
     /// The requests the embedded S3 answered since the last call, oldest first (empty unless
@@ -155,6 +162,16 @@ impl Running {
 /// A client with the publisher's credentials (`local.env`: `AWS_ENDPOINT_URL`,
 /// `AWS_SECRET_ACCESS_KEY`) for a local registry running in this process or another.
 pub fn publisher_client(endpoint: &str, secret: &str) -> aws_sdk_s3::Client {
+    patient_client(endpoint, PUBLISHER_ACCESS_KEY, secret)
+}
+
+/// A client with the key admin's credentials (`local.env`: `KEY_ADMIN_ACCESS_KEY_ID`,
+/// `KEY_ADMIN_SECRET_ACCESS_KEY`).
+pub fn key_admin_client(endpoint: &str, secret: &str) -> aws_sdk_s3::Client {
+    patient_client(endpoint, KEY_ADMIN_ACCESS_KEY, secret)
+}
+
+fn patient_client(endpoint: &str, access_key: &str, secret: &str) -> aws_sdk_s3::Client {
     // An upload answers after its indexing pass, which waits its turn under contention:
     // patient timeouts, like the AWS CLI's.
     let patient = aws_sdk_s3::config::timeout::TimeoutConfig::builder()
@@ -162,7 +179,7 @@ pub fn publisher_client(endpoint: &str, secret: &str) -> aws_sdk_s3::Client {
         .read_timeout(Duration::from_secs(120))
         .build();
     let retries = aws_sdk_s3::config::retry::RetryConfig::standard();
-    s3_client(endpoint, key_pair(PUBLISHER_ACCESS_KEY, secret), patient, retries)
+    s3_client(endpoint, key_pair(access_key, secret), patient, retries)
 }
 
 /// Static credentials of the embedded S3 as a provider (what the registry's presigner signs with).
@@ -196,6 +213,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let data_dir = data_dir.canonicalize().map_err(|e| io("data directory", e))?;
 
     let publisher_secret = load_or_make_secret(&data_dir.join("publisher.secret"))?;
+    let key_admin_secret = load_or_make_secret(&data_dir.join("key-admin.secret"))?;
     let functions_secret = load_or_make_secret(&data_dir.join("functions.secret"))?;
     // The registry's own key never leaves this process.
     let registry_secret = random_hex(20)?;
@@ -222,6 +240,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let mut auth = s3s::auth::SimpleAuth::new();
     auth.register(REGISTRY_ACCESS_KEY.into(), registry_secret.into());
     auth.register(PUBLISHER_ACCESS_KEY.into(), publisher_secret.clone().into());
+    auth.register(KEY_ADMIN_ACCESS_KEY.into(), key_admin_secret.clone().into());
     auth.register(FUNCTIONS_ACCESS_KEY.into(), functions_secret.into());
     builder.set_auth(auth);
 
@@ -272,6 +291,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         s3_addr,
         data_dir,
         publisher_secret,
+        key_admin_secret,
         dev_token,
         storage,
         app,
@@ -341,10 +361,25 @@ pub async fn audit(target: TokenTarget) -> Result<registry::publish_log::audit::
 
 /// Rebuild every manifest from the archives in the data directory, without serving.
 /// Each owner with its outcome: a failing owner does not stop the others.
+///
+/// It judges the registry's own providers under the hostname `make dev` serves them as (the
+/// one it recorded in `DATA_DIR/hostname`, or `REGISTRY_HOSTNAME`), never under this run's
+/// ephemeral port: under another hostname a signed release would lose its signature check.
 pub async fn reindex(
     data_dir: &Path,
 ) -> Result<Vec<(registry::layout::Owner, Result<registry::index::Outcome, registry::Error>)>, LocalError> {
-    let running = start(LocalOptions::ephemeral(data_dir)).await?;
+    let hostname = std::env::var("REGISTRY_HOSTNAME").ok().filter(|h| !h.is_empty());
+    let recorded = std::fs::read_to_string(data_dir.join(client_files::HOSTNAME_FILE)).ok();
+    let Some(hostname) = hostname.or_else(|| recorded.map(|h| h.trim().to_string()).filter(|h| !h.is_empty())) else {
+        return Err(LocalError(format!(
+            "reindex: which hostname does this registry serve its own providers as? {} has no {} (`make dev` \
+             writes it when it starts): run `make dev` once on this data directory, or set REGISTRY_HOSTNAME",
+            data_dir.display(),
+            client_files::HOSTNAME_FILE
+        )));
+    };
+    let settings = vec![("REGISTRY_HOSTNAME".to_string(), hostname)];
+    let running = start(LocalOptions { settings, ..LocalOptions::ephemeral(data_dir) }).await?;
     let indexer = registry::index::Indexer::new(&running.storage, running.app.config.limits.clone())
         .signing_for(running.app.config.hostname.clone());
     let result = indexer.reindex_all().await.map_err(|e| LocalError(e.to_string()));

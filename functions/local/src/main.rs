@@ -268,7 +268,8 @@ async fn serve(command: &Command) -> Result<(), String> {
          \x20 aws s3 cp vpc.tar.gz s3://{bucket}/modules/acme/vpc/aws/1.0.0.tar.gz\n\
          \x20 aws s3 sync ./mirror s3://{bucket}/providers/    # a `terraform providers mirror` directory\n\
          Private providers (providers.v1 at {base}{providers}, source = \"{own}/NAMESPACE/TYPE\"):\n\
-         \x20 aws s3 cp acme.asc s3://{bucket}/signing-keys/{own}/acme/release.asc    # gpg --armor --export KEYID\n\
+         \x20 AWS_ACCESS_KEY_ID=$KEY_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$KEY_ADMIN_SECRET_ACCESS_KEY \\\n\
+         \x20   aws s3 cp acme.asc s3://{bucket}/signing-keys/{own}/acme/release.asc    # key admins only\n\
          \x20 aws s3 cp dist/ s3://{bucket}/providers/{own}/acme/widget/ --recursive   # zips, _SHA256SUMS, .sig, _manifest.json\n\
          \x20 (served once the signature verifies; rejections/ in the bucket says why not: README, Publishing)\n\
          {pull}\n\

@@ -328,7 +328,8 @@ impl<S: Storage> App<S> {
         Self::start_with_clock(config, storage, services, crate::clock::Monotonic::real())
     }
 
-    /// `start`, with the key sets' bounds read from `clock` (tests move a manual one).
+    /// `start`, with the key sets' bounds and the upstreams' back-off read from `clock` (tests
+    /// move a manual one).
     #[cfg(feature = "aws")]
     pub fn start_with_clock(
         config: Config,
@@ -337,7 +338,7 @@ impl<S: Storage> App<S> {
         clock: crate::clock::Monotonic,
     ) -> Result<Self, Error> {
         let upstream = match services.contains(&Service::Mirror) {
-            true => crate::upstream::Upstream::new(&config.upstream)?.map(Arc::new),
+            true => crate::upstream::Upstream::new(&config.upstream)?.map(|u| Arc::new(u.with_clock(clock.clone()))),
             false => None,
         };
         let oidc = match config.oidc_issuers.is_empty() {

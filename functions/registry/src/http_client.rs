@@ -108,7 +108,9 @@ impl HttpClient {
             if status.is_redirection()
                 && let Some(location) = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok())
             {
-                url = url.join(location).map_err(|e| format!("{}: bad redirect: {e}", shown(&url)))?;
+                let next = url.join(location).map_err(|e| format!("{}: bad redirect: {e}", shown(&url)))?;
+                redirect_allowed(&url, &next)?;
+                url = next;
                 continue;
             }
             return match status {
@@ -170,4 +172,70 @@ pub(crate) enum Stopped {
     Upstream(String),
     /// The sink refused the bytes (over a limit, a full disk).
     Sink(Error),
+}
+
+/// Whether to follow a redirect from `from` to `to`: never from HTTPS down to plain HTTP, and
+/// never from a public host into the machine's own or its network's addresses (loopback,
+/// link-local such as the cloud metadata service at 169.254.169.254, private ranges), where an
+/// upstream could otherwise point the registry's functions. Literal addresses only: a name is
+/// resolved by the connector, after this check.
+fn redirect_allowed(from: &Url, to: &Url) -> Result<(), String> {
+    if from.scheme() == "https" && to.scheme() != "https" {
+        return Err(format!("{} redirected from HTTPS to {}: refused", shown(from), shown(to)));
+    }
+    if internal(to) && !internal(from) {
+        return Err(format!("{} redirected to an internal address {}: refused", shown(from), shown(to)));
+    }
+    Ok(())
+}
+
+/// Whether a URL's host is loopback, link-local, private or unspecified (or `localhost`).
+fn internal(url: &Url) -> bool {
+    use url::Host;
+    let v4 = |ip: std::net::Ipv4Addr| ip.is_loopback() || ip.is_link_local() || ip.is_private() || ip.is_unspecified();
+    match url.host() {
+        Some(Host::Ipv4(ip)) => v4(ip),
+        Some(Host::Ipv6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (first & 0xffc0) == 0xfe80 // link-local
+                || (first & 0xfe00) == 0xfc00 // unique local
+                || ip.to_ipv4_mapped().is_some_and(v4)
+        }
+        Some(Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        None => true,
+    }
+}
+
+#[cfg(test)]
+mod redirect_tests {
+    use super::*;
+
+    #[test]
+    fn redirects_never_go_down_to_http_or_into_internal_addresses() {
+        let allowed = |from: &str, to: &str| redirect_allowed(&Url::parse(from).unwrap(), &Url::parse(to).unwrap());
+        assert!(allowed("https://registry.example/v1/x", "https://cdn.example/a.zip").is_ok());
+        assert!(allowed("http://registry.example/x", "http://cdn.example/a.zip").is_ok());
+        // A loopback upstream (the tests' second registry) may redirect within loopback.
+        assert!(allowed("https://127.0.0.1:8443/x", "https://127.0.0.1:9000/a.zip").is_ok());
+        for (from, to) in [
+            ("https://registry.example/x", "http://cdn.example/a.zip"),
+            ("https://registry.example/x", "https://169.254.169.254/latest/meta-data/"),
+            ("https://registry.example/x", "https://127.0.0.1/a.zip"),
+            ("https://registry.example/x", "https://[::1]/a.zip"),
+            ("https://registry.example/x", "https://[fe80::1]/a.zip"),
+            ("https://registry.example/x", "https://[::ffff:10.0.0.1]/a.zip"),
+            ("https://registry.example/x", "https://10.1.2.3/a.zip"),
+            ("https://registry.example/x", "https://192.168.0.1/a.zip"),
+            ("https://registry.example/x", "https://localhost/a.zip"),
+            ("https://registry.example/x", "https://0.0.0.0/a.zip"),
+        ] {
+            let refused = allowed(from, to).unwrap_err();
+            assert!(refused.contains("refused"), "{to}: {refused}");
+        }
+    }
 }

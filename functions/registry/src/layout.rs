@@ -7,7 +7,7 @@
 //! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_SHA256SUMS        publishers
 //!                              …_SHA256SUMS.sig, …_manifest.json   (a signed release, for the
 //!                                                  registry's own HOSTNAME: providers.v1)
-//! signing-keys/HOSTNAME/NAMESPACE/NAME.asc                  a namespace's public keys  publishers
+//! signing-keys/HOSTNAME/NAMESPACE/NAME.asc                  a namespace's public keys  key admins
 //! providers/HOSTNAME/NAMESPACE/TYPE/index.json, VERSION.json  left by a synced
 //!                                                  `terraform providers mirror` directory: never read
 //! indexed/modules/NAMESPACE/NAME/SYSTEM/manifest.json       module manifest          indexer only
@@ -39,7 +39,8 @@ pub const INDEXED_PREFIX: &str = "indexed/";
 /// Why an upload was not indexed; written by the indexer only.
 pub const REJECTIONS_PREFIX: &str = "rejections/";
 /// Public signing keys of the namespaces that publish signed provider releases, uploaded by
-/// their publishers (the same IAM grant as their providers), read by the indexer only.
+/// key admins (never by publishers: a CI credential must not be able to install a key of its
+/// own), read by the indexer only.
 pub const SIGNING_KEYS_PREFIX: &str = "signing-keys/";
 /// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
 /// token command.
@@ -57,7 +58,9 @@ pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
 /// Where publishers write (their IAM policy in infra/, the local registry's publisher key).
-pub const PUBLISHER_PREFIXES: [&str; 3] = [MODULES_PREFIX, PROVIDERS_PREFIX, SIGNING_KEYS_PREFIX];
+pub const PUBLISHER_PREFIXES: [&str; 2] = [MODULES_PREFIX, PROVIDERS_PREFIX];
+/// Where key admins write (their IAM policy in infra/, the local registry's key-admin key).
+pub const KEY_ADMIN_PREFIXES: [&str; 1] = [SIGNING_KEYS_PREFIX];
 /// Where the indexer writes. No notification filter covers these, so its own writes never
 /// invoke it (`notifies`).
 pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];

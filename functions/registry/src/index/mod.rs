@@ -372,8 +372,11 @@ fn immutable(what: &str, published_sha256: &str, uploaded_sha256: &str) -> Strin
 /// bytes are not read again while overwrites are refused, and are read again once
 /// `REGISTRY_ALLOW_OVERWRITE` lets them replace the published version.
 fn immutable_fingerprint(etag: &str) -> String {
-    if etag.is_empty() { String::new() } else { format!("overwrite:{etag}") }
+    if etag.is_empty() { String::new() } else { format!("{OVERWRITE_FINGERPRINT}{etag}") }
 }
+
+/// How [`immutable_fingerprint`] marks a record of an upload refused as an overwrite.
+const OVERWRITE_FINGERPRINT: &str = "overwrite:";
 
 /// What the tests of every pass share.
 #[cfg(test)]

@@ -66,6 +66,12 @@ impl Rejections {
         self.records.get(&layout::rejection(key)).is_some_and(|e| e == etag && !e.is_empty())
     }
 
+    /// The ETag of the upload at `key` that was refused as an overwrite of a published
+    /// version, if its record says so: the record stays while those bytes are there.
+    pub(super) fn refused_overwrite(&self, key: &str) -> Option<&str> {
+        self.records.get(&layout::rejection(key)).and_then(|e| e.strip_prefix(super::OVERWRITE_FINGERPRINT))
+    }
+
     /// Record why `object` is not indexed.
     pub(super) async fn reject<S: Storage>(
         &mut self,

@@ -97,7 +97,15 @@ impl<S: Storage> Indexer<'_, S> {
                 Ok(ProviderVersion { archives, release: Some(release), pending: BTreeMap::new() })
             }
             Err(reason) => {
-                let reason = format!("release {provider} {version} not published: {reason}");
+                let served = existing.and_then(|e| e.release.as_ref().map(|r| (e, r)));
+                let reason = match served {
+                    Some((_, release)) => format!(
+                        "release {provider} {version} stays served as it was (signed by key {}); what changed is \
+                         not accepted: {reason}",
+                        release.signing_key.key_id
+                    ),
+                    None => format!("release {provider} {version} not published: {reason}"),
+                };
                 let fingerprint = verdict_fingerprint(&reason);
                 if !rejections.rejected_before(&record, &fingerprint) {
                     let object = ObjectInfo {
@@ -109,9 +117,9 @@ impl<S: Storage> Indexer<'_, S> {
                 } else {
                     rejections.keep(&record);
                 }
-                match existing.filter(|e| e.release.is_some()) {
+                match served {
                     // Served before: it stays as it was; what was checked now waits aside.
-                    Some(served) => Ok(ProviderVersion { pending: archives, ..served.clone() }),
+                    Some((served, _)) => Ok(ProviderVersion { pending: archives, ..served.clone() }),
                     None => Ok(ProviderVersion { archives: BTreeMap::new(), release: None, pending: archives }),
                 }
             }
@@ -174,7 +182,15 @@ impl<S: Storage> Indexer<'_, S> {
                     rejections.keep(&object.key);
                     mismatches.push(problem);
                 }
-                None => rejections.clear(self.storage, &object.key).await?,
+                None => {
+                    // The published bytes check out; an overwrite refused in their place keeps
+                    // its record while those bytes are still there.
+                    let refused = rejections.refused_overwrite(&object.key).map(str::to_string);
+                    match refused {
+                        Some(etag) if self.listed_etag(object).await? == etag => rejections.keep(&object.key),
+                        _ => rejections.clear(self.storage, &object.key).await?,
+                    }
+                }
             }
         }
         if !mismatches.is_empty() {
@@ -265,15 +281,31 @@ impl<S: Storage> Indexer<'_, S> {
     }
 
     /// A small object's bytes, or why not (gone, or larger than `limit`: refused before it is
-    /// read, so a huge upload under a checksum file's name costs no memory).
+    /// read when listed so, and while it is read when it grew since, so a huge upload under a
+    /// checksum file's name costs no memory either way).
     async fn read_small(&self, object: &ObjectInfo, limit: usize) -> Result<Result<Vec<u8>, String>, Error> {
         let name = crate::address::printable(object.key.rsplit('/').next().unwrap_or_default());
+        let over = |size: u64| format!("{name} is {size} bytes or more, over the {limit} a release file may have");
         if object.size > limit as u64 {
-            return Ok(Err(format!("{name} is {} bytes, over the {limit} a release file may have", object.size)));
+            return Ok(Err(over(object.size)));
         }
-        Ok(match self.storage.get(&object.key).await? {
-            None => Err(format!("{name} is gone")),
-            Some(o) => Ok(o.bytes[..o.bytes.len().min(limit + 1)].to_vec()),
+        let (mut bytes, mut grew) = (Vec::new(), false);
+        let read = self
+            .storage
+            .stream(&object.key, |chunk| {
+                if bytes.len() + chunk.len() > limit {
+                    grew = true;
+                    return Err(Error::Corrupt(format!("over {limit} bytes")));
+                }
+                bytes.extend_from_slice(chunk);
+                Ok(())
+            })
+            .await;
+        Ok(match read {
+            Err(_) if grew => Err(over(limit as u64 + 1)),
+            Err(e) => return Err(e),
+            Ok(None) => Err(format!("{name} is gone")),
+            Ok(Some(_)) => Ok(bytes),
         })
     }
 }
@@ -286,6 +318,7 @@ mod tests {
     use crate::manifest::{ProviderIndex, ProviderVersion};
     use crate::storage::MemoryStorage;
     use crate::testing::signing::{TestKey, release};
+    use sha2::Digest;
 
     const HOST: &str = "registry.example.com";
     const PREFIX: &str = "providers/registry.example.com/acme/widget/";
@@ -364,6 +397,59 @@ mod tests {
         assert_eq!(document(&s, "1.0.0").unwrap().release, doc.release);
         let why = rejection(&s, SUMS).unwrap().reason;
         assert!(why.contains(&impostor.key_id()) && why.contains("not one of the namespace's signing keys"), "{why}");
+        assert!(why.contains("stays served as it was") && !why.contains("not published"), "{why}");
+    }
+
+    /// A served release whose files are replaced: each change has its record, saying what it
+    /// is, and what is served stays. (Reasons once said "not one of the namespace's keys" of
+    /// the namespace's own key, and "not published" of a listed release; an overwritten zip
+    /// had its record deleted by the same pass that wrote it.)
+    #[tokio::test]
+    async fn changes_to_a_served_release_are_recorded_with_their_true_reason() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default()).signing_for(Some(HOST.into()));
+        let key = TestKey::generate("acme");
+        s.insert("signing-keys/registry.example.com/acme/release.asc", key.public_armor());
+        let files = release("widget", "1.0.0", &[("linux", "amd64")], None, &key);
+        upload(&s, &files);
+        index_all(&indexer, &files).await;
+        let served = document(&s, "1.0.0").unwrap();
+        assert!(served.release.is_some());
+
+        // SHA256SUMS replaced, the signature left: the namespace's key is named as the signer.
+        let original_sums = s.peek(SUMS).unwrap();
+        s.insert(
+            SUMS,
+            [original_sums.as_ref(), b"0000000000000000000000000000000000000000000000000000000000000000  x.zip\n"]
+                .concat(),
+        );
+        indexer.on_object_changed(SUMS).await.unwrap();
+        let why = rejection(&s, SUMS).unwrap().reason;
+        assert!(why.contains(&key.key_id()) && why.contains("does not verify over SHA256SUMS"), "{why}");
+        assert!(!why.contains("not one of the namespace's") && why.contains("stays served as it was"), "{why}");
+        let now = document(&s, "1.0.0").unwrap();
+        assert_eq!((now.archives, now.release), (served.archives.clone(), served.release.clone()));
+        s.insert(SUMS, original_sums.to_vec());
+        indexer.on_object_changed(SUMS).await.unwrap();
+        assert!(rejection(&s, SUMS).is_none());
+
+        // A served zip overwritten: its record names both SHA-256s, and stays on the next pass.
+        let zip = format!("{PREFIX}terraform-provider-widget_1.0.0_linux_amd64.zip");
+        let original = s.peek(&zip).unwrap();
+        let other = crate::testing::provider_zip("widget", "1.0.0", "overwritten");
+        s.insert(&zip, other.clone());
+        for _ in 0..2 {
+            indexer.on_object_changed(&zip).await.unwrap();
+            let why = rejection(&s, &zip).map(|r| r.reason).unwrap_or_default();
+            let (old, new) = (hex::encode(sha2::Sha256::digest(&original)), hex::encode(sha2::Sha256::digest(&other)));
+            assert!(why.contains(&old) && why.contains(&new) && why.contains("immutable"), "{why}");
+            let now = document(&s, "1.0.0").unwrap();
+            assert_eq!((now.archives, now.release), (served.archives.clone(), served.release.clone()));
+        }
+        // The original bytes back: the record goes.
+        s.insert(&zip, original.to_vec());
+        indexer.on_object_changed(&zip).await.unwrap();
+        assert!(rejection(&s, &zip).is_none());
     }
 
     #[tokio::test]

@@ -5,8 +5,10 @@
 //!
 //! The checks are the CLI's (`getproviders.signatureAuthentication`, ProtonMail go-crypto)
 //! made stricter where a registry should be: the signature must verify with a key (or signing
-//! subkey) of the namespace whose self-signatures verify, that is not revoked, not expired now,
-//! and not expired when it signed; weak hashes (MD5, SHA-1, RIPEMD-160) are refused by rpgp.
+//! subkey) of the namespace whose self-signatures verify, under OpenPGP's rules for keys,
+//! digests and algorithms ([`policy`], one function for publish, re-index and pull-through).
+
+pub mod policy;
 
 use std::collections::BTreeMap;
 
@@ -85,7 +87,7 @@ fn key_id(key: &SignedPublicKey) -> String {
 
 /// Check `signature` (a binary detached signature, what `gpg --detach-sign` and goreleaser
 /// write) over `document` against `keys` at time `now` (Unix seconds). The key that made it,
-/// or why none did.
+/// or why none did, naming the key, the subkey and the rule ([`policy`]).
 pub fn verify<'k>(
     keys: &'k [SigningKey],
     document: &[u8],
@@ -106,6 +108,7 @@ pub fn verify<'k>(
     if !matches!(sig.typ(), Some(SignatureType::Binary | SignatureType::Text)) {
         return Err(format!("the signature is of type {:?}, not a signature over a document", sig.typ()));
     }
+    policy::digest(&sig)?;
     let created = sig.created().map(|t| u64::from(t.as_secs())).unwrap_or(0);
     if let Some(valid_for) = sig.signature_expiration_time().filter(|d| d.as_secs() > 0)
         && created + u64::from(valid_for.as_secs()) < now
@@ -118,7 +121,7 @@ pub fn verify<'k>(
     let issuers: Vec<String> = sig.issuer_key_id().iter().map(|k| k.to_string().to_uppercase()).collect();
     let mut refusals = Vec::new();
     for key in keys {
-        match check_key(key, &sig, document, created, now) {
+        match check_key(key, &sig, document, &issuers, created, now) {
             Ok(true) => return Ok(key),
             Ok(false) => {}
             Err(why) => refusals.push(why),
@@ -139,62 +142,42 @@ pub fn verify<'k>(
     })
 }
 
-/// Whether `key` (its primary key or a signing subkey) made `sig`: `Ok(false)` if neither did,
-/// `Err` if one did but may not be trusted (revoked, expired, not for signing).
-fn check_key(key: &SigningKey, sig: &Signature, document: &[u8], created: u64, now: u64) -> Result<bool, Refusal> {
+/// Whether `key` (its primary key or one of its subkeys) made `sig`: `Ok(false)` if none did
+/// and none is named as the issuer, `Err` if one did but may not be trusted ([`policy`]), or
+/// is named as the issuer but the signature does not verify over `document`.
+fn check_key(
+    key: &SigningKey,
+    sig: &Signature,
+    document: &[u8],
+    issuers: &[String],
+    created: u64,
+    now: u64,
+) -> Result<bool, Refusal> {
     let k = &key.key;
-    let primary_created = u64::from(k.primary_key.created_at().as_secs());
-    // Expiry of the primary key: from its newest self-signature (a key's owner may extend it).
-    let newest = k
-        .details
-        .users
-        .iter()
-        .flat_map(|u| u.signatures.iter())
-        .chain(k.details.direct_signatures.iter())
-        .max_by_key(|s| s.created().map(|t| t.as_secs()).unwrap_or(0));
-    let primary_expiry = newest
-        .and_then(|s| s.key_expiration_time())
-        .filter(|d| d.as_secs() > 0)
-        .map(|d| primary_created + u64::from(d.as_secs()));
-    let revoked = !k.details.revocation_signatures.is_empty();
-    let usable = |expiry: Option<u64>, what: &str| -> Result<(), Refusal> {
-        if revoked {
-            return Err(format!("signed by key {} ({what}), which is revoked", key.key_id));
-        }
-        match (expiry, primary_expiry) {
-            (Some(e), _) | (None, Some(e)) if e < now || e < created => Err(format!(
-                "signed by key {} ({what}), which expired at {}",
-                key.key_id,
-                crate::clock::rfc3339(e as i64)
-            )),
-            _ => Ok(()),
-        }
-    };
+    let primary = policy::Standing::primary(k, &key.key_id);
     if sig.verify(&k.primary_key, document).is_ok() {
-        usable(None, "primary key")?;
+        policy::strength(&k.primary_key, &primary.what)?;
+        primary.judge(created, now)?;
         return Ok(true);
     }
     for sub in &k.public_subkeys {
-        if sig.verify(&sub.key, document).is_err() {
-            continue;
+        if sig.verify(&sub.key, document).is_ok() {
+            let standing = policy::Standing::subkey(&primary, sub);
+            policy::strength(&sub.key, &standing.what)?;
+            standing.judge(created, now)?;
+            return Ok(true);
         }
-        let what = format!("subkey {}", sub.key.legacy_key_id().to_string().to_uppercase());
-        let binding = sub
-            .signatures
-            .iter()
-            .filter(|s| s.typ() == Some(SignatureType::SubkeyBinding))
-            .max_by_key(|s| s.created().map(|t| t.as_secs()).unwrap_or(0));
-        if sub.signatures.iter().any(|s| s.typ() == Some(SignatureType::SubkeyRevocation)) {
-            return Err(format!("signed by key {} ({what}), which is revoked", key.key_id));
-        }
-        let Some(binding) = binding.filter(|b| b.key_flags().sign()) else {
-            return Err(format!("signed by key {} ({what}), which is not bound for signing", key.key_id));
-        };
-        let sub_created = u64::from(sub.key.created_at().as_secs());
-        let expiry =
-            binding.key_expiration_time().filter(|d| d.as_secs() > 0).map(|d| sub_created + u64::from(d.as_secs()));
-        usable(expiry, &what)?;
-        return Ok(true);
+    }
+    // Named as the issuer, yet no key of it verifies: the document is not what was signed.
+    let ids = std::iter::once(k.primary_key.legacy_key_id())
+        .chain(k.public_subkeys.iter().map(|s| s.key.legacy_key_id()))
+        .map(|id| id.to_string().to_uppercase());
+    if let Some(named) = ids.into_iter().find(|id| issuers.contains(id)) {
+        let what = if named == key.key_id { primary.what } else { format!("subkey {named} of {}", primary.what) };
+        return Err(format!(
+            "the signature names {what}, one of the namespace's keys, as its signer, but does not verify over \
+             SHA256SUMS as it is now: SHA256SUMS changed after it was signed, or the signature is of another file"
+        ));
     }
     Ok(false)
 }
@@ -243,7 +226,7 @@ mod tests {
         assert_eq!(verify(&keys, doc, &sig, NOW).unwrap().key_id, a.key_id());
         // Another document, another key, a key set without the signer: refused, saying why.
         let other = verify(&keys, b"something else", &sig, NOW).unwrap_err();
-        assert!(other.contains("not one of the namespace's signing keys"), "{other}");
+        assert!(other.contains(&a.key_id()) && other.contains("does not verify over SHA256SUMS"), "{other}");
         let by_b = verify(&keys, doc, &b.sign(doc), NOW).unwrap_err();
         assert!(by_b.contains(&b.key_id()) && by_b.contains(&a.key_id()), "{by_b}");
         assert!(verify(&[], doc, &sig, NOW).unwrap_err().contains("no signing keys"));
@@ -267,6 +250,51 @@ mod tests {
         assert!(verify(&keys, doc, &sig, now).is_ok());
         let why = verify(&keys, doc, &sig, now + 7200).unwrap_err();
         assert!(why.contains("expired"), "{why}");
+    }
+
+    /// The corpus `testdata/signing/make.sh` made with GnuPG: each case's key and signature
+    /// over `SHA256SUMS`, judged at an instant, and what the refusal must say (empty: accepted).
+    #[test]
+    fn the_gpg_corpus_is_judged_as_openpgp_says() {
+        const T0: u64 = 1_735_689_600; // when make.sh made every key
+        const DAY: u64 = 86_400;
+        let read = |file: &str| {
+            let path = format!("{}/testdata/signing/{file}", env!("CARGO_MANIFEST_DIR"));
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        let sums = read("SHA256SUMS");
+        let cases: &[(&str, u64, &[&str])] = &[
+            ("good", T0 + 2 * DAY, &[]),
+            ("good", T0 + 3650 * DAY, &[]),
+            ("rsa3072", T0 + 2 * DAY, &[]),
+            ("subkey-outlives-primary", T0 + 100 * DAY, &[]),
+            // The primary expired after a year; its subkey's own five years do not count.
+            (
+                "subkey-outlives-primary",
+                T0 + 400 * DAY,
+                &["subkey", "expired at 2026-01-01", "never valid past its primary key"],
+            ),
+            ("revoked-subkey", T0 + 2 * DAY, &["subkey", "revoked"]),
+            ("revoked-primary", T0 + 2 * DAY, &["revoked"]),
+            ("not-for-signing", T0 + 3 * DAY, &["key flags do not allow signing"]),
+            ("sha1", T0 + 2 * DAY, &["SHA1 digest", "too weak"]),
+            ("md5", T0 + 2 * DAY, &["MD5 digest", "too weak"]),
+            ("rsa1024", T0 + 2 * DAY, &["RSA of 1024 bits", "below the 2048"]),
+            ("other-bytes", T0 + 2 * DAY, &["does not verify over SHA256SUMS"]),
+        ];
+        for &(name, now, why) in cases {
+            let keys = parse_keys(name, &read(&format!("{name}.asc"))).unwrap_or_else(|e| panic!("{name}: {e}"));
+            match verify(&keys, &sums, &read(&format!("{name}.sig")), now) {
+                Ok(k) if why.is_empty() => assert_eq!(k.key_id, keys[0].key_id, "{name}"),
+                Ok(_) => panic!("{name} at {now}: accepted, expected {why:?}"),
+                Err(e) if why.is_empty() => panic!("{name} at {now}: refused: {e}"),
+                Err(e) => {
+                    assert!(why.iter().all(|w| e.contains(w)), "{name} at {now}: {e}\nexpected {why:?}");
+                    // A key's refusal names it; a weak digest is refused before any key is tried.
+                    assert!(e.contains(&keys[0].key_id) || ["sha1", "md5"].contains(&name), "{name}: {e}");
+                }
+            }
+        }
     }
 
     #[test]

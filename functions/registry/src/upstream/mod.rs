@@ -22,7 +22,7 @@ pub mod copy;
 pub use release::{Download, Release};
 
 #[cfg(feature = "aws")]
-pub use client::Upstream;
+pub use client::{DOWN_BACKOFF, Upstream};
 
 #[cfg(feature = "aws")]
 mod client {
@@ -44,6 +44,10 @@ mod client {
 
     /// How long a host's discovered providers.v1 URL is used before asking again.
     const DISCOVERY_TTL: Duration = Duration::from_secs(600);
+    /// How long a host that failed to answer is not asked again: while an upstream is down,
+    /// requests are answered at once (from what the bucket keeps, or 502) instead of each
+    /// waiting for the time-out.
+    pub const DOWN_BACKOFF: Duration = Duration::from_secs(30);
     /// Longest discovery document, version list and download answer read.
     const DISCOVERY_MAX_BYTES: usize = 64 << 10;
     const VERSIONS_MAX_BYTES: usize = 8 << 20;
@@ -58,6 +62,9 @@ mod client {
         http: HttpClient,
         /// Host → its providers.v1 base URL, and when it was discovered.
         services: Mutex<HashMap<String, (Instant, Url)>>,
+        /// Host → when it last failed to answer, and why (`DOWN_BACKOFF`).
+        down: Mutex<HashMap<String, (Instant, String)>>,
+        clock: crate::clock::Monotonic,
     }
 
     #[derive(Deserialize)]
@@ -92,7 +99,38 @@ mod client {
                 versions_ttl: settings.versions_ttl,
                 http: HttpClient::new(settings.ca_file.as_deref(), "REGISTRY_UPSTREAM_CA_FILE", settings.timeout)?,
                 services: Mutex::new(HashMap::new()),
+                down: Mutex::new(HashMap::new()),
+                clock: crate::clock::Monotonic::real(),
             }))
+        }
+
+        /// The same upstreams, with the back-off read from `clock` (tests move a manual one).
+        pub fn with_clock(self, clock: crate::clock::Monotonic) -> Self {
+            Upstream { clock, ..self }
+        }
+
+        /// GET through the client, unless `host` failed within `DOWN_BACKOFF`; a failure to
+        /// answer (unreachable, time-out, an error status) starts its back-off, an answer ends it.
+        async fn get(&self, host: &str, url: Url, limit: usize, api: bool) -> Result<Got<bytes::Bytes>, Error> {
+            let down = || self.down.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, why)) = down().get(host)
+                && self.clock.since(*at) < DOWN_BACKOFF
+            {
+                return Err(Self::failed(
+                    host,
+                    format!("{why} (not asked again for {} s after a failure)", DOWN_BACKOFF.as_secs()),
+                ));
+            }
+            match self.http.get(url, limit, api).await {
+                Ok(got) => {
+                    down().remove(host);
+                    Ok(got)
+                }
+                Err(why) => {
+                    down().insert(host.to_string(), (self.clock.now(), why.clone()));
+                    Err(Self::failed(host, why))
+                }
+            }
         }
 
         /// Whether providers of `hostname` may be fetched from it.
@@ -116,7 +154,7 @@ mod client {
             url: Url,
             limit: usize,
         ) -> Result<Option<(Url, T)>, Error> {
-            match self.http.get(url, limit, true).await.map_err(|e| Self::failed(host, e))? {
+            match self.get(host, url, limit, true).await? {
                 Got::NotFound => Ok(None),
                 Got::Found(url, body) => {
                     let value = serde_json::from_slice(&body)
@@ -130,7 +168,7 @@ mod client {
         async fn providers_base(&self, host: &str) -> Result<Url, Error> {
             let lock = || self.services.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((at, base)) = lock().get(host)
-                && at.elapsed() < DISCOVERY_TTL
+                && self.clock.since(*at) < DISCOVERY_TTL
             {
                 return Ok(base.clone());
             }
@@ -153,7 +191,7 @@ mod client {
             if !base.path().ends_with('/') {
                 base.set_path(&format!("{}/", base.path()));
             }
-            lock().insert(host.to_string(), (Instant::now(), base.clone()));
+            lock().insert(host.to_string(), (self.clock.now(), base.clone()));
             Ok(base)
         }
 
@@ -218,7 +256,7 @@ mod client {
         /// A small file a download answer points at (`SHA256SUMS`, its signature).
         async fn file(&self, host: &str, what: &str, url: &str, limit: usize) -> Result<Vec<u8>, Error> {
             let url = Url::parse(url).map_err(|e| Self::failed(host, format!("bad {what} URL: {e}")))?;
-            match self.http.get(url, limit, false).await.map_err(|e| Self::failed(host, e))? {
+            match self.get(host, url, limit, false).await? {
                 Got::Found(_, body) => Ok(body.to_vec()),
                 Got::NotFound => Err(Self::failed(host, format!("its {what} is missing (404)"))),
             }
