@@ -64,12 +64,17 @@ fuzz_smoke() {
   for t in $FUZZ_TARGETS; do
     mkdir -p "fuzz/corpus/$t"
     len=4096; [ "$t" = archive ] && len=65536
+    local log; log=$(mktemp)
     if (cd fuzz && "$CARGO" +nightly fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
-          -max_total_time="$FUZZ_SECONDS" -max_len="$len" 2>&1 | tail -n 3); then
+          -max_total_time="$FUZZ_SECONDS" -max_len="$len" >"$log" 2>&1); then
+      tail -n 1 "$log"
       echo "ok    fuzz $t (${FUZZ_SECONDS} s)"
     else
-      echo "FAIL  fuzz $t"; status=1
+      # What the target said when it failed (the panic, the input, the artifact's path).
+      grep -v '^ *[0-9]*: \|^ *at \|^ *#[0-9]' "$log" | tail -n 25
+      echo "FAIL  fuzz $t (its input is in fuzz/artifacts/$t/; add it to fuzz/seeds/$t/ once fixed)"; status=1
     fi
+    rm -f "$log"
   done
   return $status
 }

@@ -284,4 +284,13 @@ mod tests {
         let ([a], rest) = length_prefixed::<1>(&[1, 0, 5, 6, 7]);
         assert_eq!((a, rest), (&[5u8][..], &[6u8, 7][..]));
     }
+
+    /// What the fuzzers found, kept so it stays fixed.
+    #[test]
+    fn fuzz_findings_stay_fixed() {
+        // 2026-11-25, web_page: an autolink whose "URL" has a scheme but no `//`; ammonia kept
+        // it as https. Links are now kept only when absolute.
+        let autolink = "<https:E//link:href=\"javascript:alert(1)\">x</> asax</a->";
+        super::check_page_text(autolink).unwrap();
+    }
 }

@@ -23,8 +23,20 @@ pub fn render(markdown: &str) -> String {
         // dropped rather than left to 404 (or to resolve against a page path).
         .url_relative(ammonia::UrlRelative::Deny)
         .link_rel(Some("noopener noreferrer nofollow"))
+        // ammonia checks the scheme only: `https:E//x` (an autolink) passes as https, though it
+        // is no absolute URL. Only links that say where they go, in full, are kept.
+        .attribute_filter(|_, attribute, value| match attribute {
+            "href" | "src" if !absolute(value) => None,
+            _ => Some(value.into()),
+        })
         .clean(&unsafe_html)
         .to_string()
+}
+
+/// Whether a link is an absolute http(s) URL (`scheme://host…`) or a mailto: address.
+fn absolute(url: &str) -> bool {
+    let url = url.trim_start().to_ascii_lowercase();
+    ["http://", "https://", "mailto:"].iter().any(|p| url.starts_with(p))
 }
 
 /// `markdown` cut to at most `max` bytes at a line end (so no construct is cut mid-line),
