@@ -400,6 +400,21 @@ mod tests {
         assert!(why.contains("stays served as it was") && !why.contains("not published"), "{why}");
     }
 
+    /// A release file is read no further than its limit, also when it grew after it was listed.
+    #[tokio::test]
+    async fn a_release_file_that_grew_after_its_listing_is_read_no_further_than_its_limit() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        s.insert(SUMS, vec![b'x'; 10_000]);
+        let listed = crate::storage::ObjectInfo { key: SUMS.into(), etag: String::new(), size: 10 };
+        let why = indexer.read_small(&listed, 100).await.unwrap().unwrap_err();
+        assert!(why.contains("over the 100"), "{why}");
+        s.insert(SUMS, vec![b'x'; 100]);
+        assert_eq!(indexer.read_small(&listed, 100).await.unwrap().unwrap().len(), 100);
+        s.remove(SUMS);
+        assert!(indexer.read_small(&listed, 100).await.unwrap().unwrap_err().contains("is gone"));
+    }
+
     /// A served release whose files are replaced: each change has its record, saying what it
     /// is, and what is served stays. (Reasons once said "not one of the namespace's keys" of
     /// the namespace's own key, and "not published" of a listed release; an overwritten zip
