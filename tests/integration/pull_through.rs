@@ -240,3 +240,43 @@ async fn an_upstream_that_is_down_is_not_asked_again_until_its_back_off_ends() {
     closer.abort();
     stop(down).await;
 }
+
+/// The pull-through copy judges an upstream's signature by the same rules as a publish: a
+/// SHA-1 signature, by the very key the upstream names, is refused (it was copied before).
+/// Real GnuPG signs with RSA (Ed25519 signatures over SHA-1 fail to verify anyway): the
+/// upstream first serves the release signed over SHA-256, then its signature is replaced by
+/// the same key's over SHA-1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_release_signed_over_sha1_is_refused() {
+    use registry::testing::signing::release;
+    let Some(gpg) = support::gpg::Gpg::new_key("upstream-sha1", "rsa2048") else {
+        support::skipped("an_upstream_release_signed_over_sha1_is_refused", "gpg is not installed");
+        return;
+    };
+    let up = upstream().await;
+    let host = support::pull_through::UPSTREAM_NAME;
+    up.upload_key(&format!("signing-keys/{host}/acme/gpg.asc"), gpg.public_armor()).await;
+    let prefix = format!("providers/{host}/acme/weak/");
+    let files = release("weak", "1.0.0", &[("linux", "amd64")], None, &TestKey::generate("unused"));
+    let sums_name = "terraform-provider-weak_1.0.0_SHA256SUMS";
+    let sums = files.iter().find(|(n, _)| n == sums_name).unwrap().1.clone();
+    for (name, bytes) in files.into_iter().filter(|(n, _)| !n.ends_with(".sig")) {
+        up.upload(&format!("{prefix}{name}"), bytes).await;
+    }
+    let signature = format!("{prefix}{sums_name}.sig");
+    up.upload(&signature, gpg.sign(&sums, "SHA256")).await;
+    let (status, body) = up.get_json("/v1/providers/acme/weak/versions").await;
+    assert_eq!(status, 200, "the upstream serves the SHA-256 release: {body}");
+    std::fs::write(up.object_path(&signature), gpg.sign(&sums, "SHA1")).unwrap();
+
+    let down = downstream(&up).await;
+    let (status, error) = down.get_json(&format!("/v1/mirror/{host}/acme/weak/1.0.0.json")).await;
+    assert_eq!(status, 502, "{error}");
+    let message = error["errors"][0].as_str().unwrap();
+    assert!(message.contains("SHA1 digest") && message.contains("too weak"), "{message}");
+    copies_done(&down).await;
+    assert!(keys_under(&down, "upstream/pulls/").await.is_empty(), "no pull recorded");
+    assert!(keys_under(&down, &format!("providers/{host}/")).await.is_empty(), "nothing copied");
+    stop(down).await;
+    stop(up).await;
+}

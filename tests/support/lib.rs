@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use aws_sdk_s3::primitives::ByteStream;
 use registry_local::{LocalOptions, Running};
 
+pub mod gpg;
 pub mod hostile;
 pub mod load;
 pub mod oidc;
