@@ -347,7 +347,7 @@ pub async fn audit(target: TokenTarget) -> Result<registry::publish_log::audit::
     let err = |e: registry::Error| LocalError(format!("audit: {e}"));
     match target {
         TokenTarget::Bucket(bucket) => {
-            let storage = registry::storage::S3Storage::from_env(&registry::Config::new(bucket)).await;
+            let storage = registry::storage::S3Storage::from_env(&bucket, false).await;
             registry::publish_log::audit::audit(&storage).await.map_err(err)
         }
         TokenTarget::DataDir(data_dir) => {

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use registry::Config;
 use registry::storage::S3Storage;
 
 use crate::client_files::new_token;
@@ -31,7 +30,7 @@ pub enum TokenAction {
 pub async fn token_command(action: TokenAction, target: TokenTarget) -> Result<String, LocalError> {
     match target {
         TokenTarget::Bucket(bucket) => {
-            let storage = S3Storage::from_env(&Config::new(bucket)).await;
+            let storage = S3Storage::from_env(&bucket, false).await;
             token_action(&storage, action).await
         }
         TokenTarget::DataDir(data_dir) => {

@@ -42,7 +42,7 @@ async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
     let started = std::time::Instant::now();
     let config = Config::from_env()?;
     let config_done = started.elapsed();
-    let storage = S3Storage::from_env(&config).await;
+    let storage = S3Storage::from_env(&config.bucket, config.s3_force_path_style).await;
     tracing::info!(
         config_us = config_done.as_micros() as u64,
         sdk_us = (started.elapsed() - config_done).as_micros() as u64,

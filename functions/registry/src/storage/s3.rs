@@ -60,15 +60,16 @@ impl S3Storage {
 
     /// The client for a Lambda: region, credentials and endpoint from the standard AWS
     /// environment (`AWS_REGION`, role credentials, `AWS_ENDPOINT_URL`...). Built once per
-    /// container.
-    pub async fn from_env(config: &crate::Config) -> Self {
+    /// container. Takes the two settings it needs, not the configuration: storage sits below
+    /// `config` (whose limits name the index, which names storage).
+    pub async fn from_env(bucket: &str, force_path_style: bool) -> Self {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .timeout_config(timeouts())
             .retry_config(retries())
             .load()
             .await;
-        let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(config.s3_force_path_style).build();
-        S3Storage::new(Client::from_conf(s3), sdk.credentials_provider(), config.bucket.clone())
+        let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(force_path_style).build();
+        S3Storage::new(Client::from_conf(s3), sdk.credentials_provider(), bucket.to_string())
     }
 
     /// `presign_get` as if signed at `at`: a test gets a URL that has expired, or is valid for
