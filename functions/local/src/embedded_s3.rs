@@ -42,7 +42,6 @@ use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use crate::faults::{Fault, Faults, s3_error, spoil};
 
 use registry::Config;
-use registry::events::percent_decode;
 use registry::index::Indexer;
 use registry::layout;
 use registry::storage::S3Storage;
@@ -374,7 +373,7 @@ impl IndexingS3 {
         if rest.is_empty() {
             return None;
         }
-        percent_decode(rest)
+        registry::percent::decode_text(rest, false)
     }
 }
 
@@ -468,7 +467,7 @@ fn injected(response: Response<Body>, record: &mut impl FnMut(http::StatusCode))
 /// The key a CopyObject reads (`x-amz-copy-source: BUCKET/KEY`, percent-encoded).
 fn copy_source<B>(request: &Request<B>) -> Option<String> {
     let source = request.headers().get("x-amz-copy-source")?.to_str().ok()?;
-    let source = percent_decode(source.split('?').next()?)?;
+    let source = registry::percent::decode_text(source.split('?').next()?, false)?;
     Some(source.trim_start_matches('/').split_once('/')?.1.to_string())
 }
 
@@ -488,7 +487,7 @@ fn signer<B>(request: &Request<B>) -> Option<String> {
     from_header.or_else(|| {
         let query = request.uri().query()?;
         let credential = query.split('&').find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
-        percent_decode(credential)?.split('/').next().map(str::to_string)
+        registry::percent::decode_text(credential, false)?.split('/').next().map(str::to_string)
     })
 }
 

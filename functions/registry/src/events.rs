@@ -174,25 +174,7 @@ pub fn pull_records(event: &S3Event, bucket: &str) -> BTreeSet<String> {
 
 /// Decode a key from an S3 notification: `+` is a space, `%XX` an escaped byte.
 pub fn decode_event_key(raw: &str) -> Option<String> {
-    percent_decode(&raw.replace('+', " "))
-}
-
-/// Decode `%XX` escapes; `None` for malformed escapes or non-UTF-8 results.
-pub fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    crate::percent::decode_text(raw, true)
 }
 
 #[cfg(test)]
@@ -206,8 +188,8 @@ mod tests {
             Some("modules/a/b/c/1.0.0+build.5.tar.gz")
         );
         assert_eq!(decode_event_key("a+b").as_deref(), Some("a b"));
-        assert_eq!(percent_decode("bad%zz"), None);
-        assert_eq!(percent_decode("cut%2"), None);
-        assert_eq!(percent_decode("%ff"), None);
+        assert_eq!(decode_event_key("bad%zz"), None);
+        assert_eq!(decode_event_key("cut%2"), None);
+        assert_eq!(decode_event_key("%ff"), None);
     }
 }

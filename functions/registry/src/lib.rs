@@ -59,6 +59,7 @@ pub mod layout;
 pub mod manifest;
 pub mod module_docs;
 pub mod oidc;
+pub mod percent;
 pub mod publish_log;
 #[cfg(feature = "aws")]
 mod pull_through;

@@ -153,7 +153,7 @@ fn number(name: &str, value: &str, max: usize) -> Result<usize, Error> {
 /// bytes that are not UTF-8, control characters or more than `SEARCH_MAX_LEN` bytes are refused.
 fn decode(value: &str) -> Result<String, Error> {
     let bad = |why: &str| Error::BadRequest(format!("q {why}"));
-    let out = form_decode(value).ok_or_else(|| bad("has a bad % escape"))?;
+    let out = crate::percent::decode(value, true).ok_or_else(|| bad("has a bad % escape"))?;
     if out.len() > SEARCH_MAX_LEN {
         return Err(bad(&format!("is longer than {SEARCH_MAX_LEN} bytes")));
     }
@@ -162,29 +162,6 @@ fn decode(value: &str) -> Result<String, Error> {
         return Err(bad("has control characters"));
     }
     Ok(text)
-}
-
-/// `application/x-www-form-urlencoded` value decoding, the one the query strings and the
-/// sign-in form share: `+` is a space, `%XX` a byte; `None` for a `%` not followed by exactly
-/// two hex digits.
-pub(crate) fn form_decode(value: &str) -> Option<Vec<u8>> {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                // Two hex digits exactly (`from_str_radix` alone would take "+1").
-                let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
-                out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    Some(out)
 }
 
 /// The inverse of `decode` for what `next_url` carries: unreserved bytes as they are, the rest

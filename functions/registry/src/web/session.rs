@@ -91,7 +91,7 @@ pub fn form_token(body: &[u8]) -> Result<String, Error> {
 
 /// A form value as text; `None` for a bad escape or bytes that are not UTF-8.
 fn decode(value: &str) -> Option<String> {
-    String::from_utf8(crate::query::form_decode(value)?).ok()
+    crate::percent::decode_text(value, true)
 }
 
 #[cfg(test)]
