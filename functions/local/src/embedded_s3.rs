@@ -360,7 +360,7 @@ impl IndexingS3 {
         for key in written.into_iter().filter(|k| layout::notifies(k)) {
             // What S3 events name as `principalId`: here, the access key that signed it.
             if let Some(signer) = &signed_by {
-                indexer.uploaded_by(&key, &format!("local:{signer}"));
+                indexer.record_principal(&key, &format!("local:{signer}"));
             }
             index_with_retries(&indexer, &key).await;
         }

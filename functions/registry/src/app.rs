@@ -324,14 +324,14 @@ impl<S: Storage> App<S> {
     /// include the mirror, the OpenID Connect issuers' where any are configured. Fails on a
     /// CA file that cannot be read.
     #[cfg(feature = "aws")]
-    pub fn start(config: Config, storage: S, services: &[Service]) -> Result<Self, Error> {
-        Self::start_with_clock(config, storage, services, crate::clock::Monotonic::real())
+    pub fn with_clients(config: Config, storage: S, services: &[Service]) -> Result<Self, Error> {
+        Self::with_clients_and_clock(config, storage, services, crate::clock::Monotonic::real())
     }
 
-    /// `start`, with the key sets' bounds and the upstreams' back-off read from `clock` (tests
+    /// `with_clients`, with the key sets' bounds and the upstreams' back-off read from `clock` (tests
     /// move a manual one).
     #[cfg(feature = "aws")]
-    pub fn start_with_clock(
+    pub fn with_clients_and_clock(
         config: Config,
         storage: S,
         services: &[Service],
@@ -1310,6 +1310,6 @@ mod tests {
         let jwt = format!("Bearer {}", test.sign(&crate::testing::oidc::claims(&test.url, "registry", 60)));
         let reply = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions").authorization(Some(&jwt))).await;
         assert_eq!(reply.status, 500);
-        assert!(App::start(config, MemoryStorage::new(), &Service::ALL).is_ok());
+        assert!(App::with_clients(config, MemoryStorage::new(), &Service::ALL).is_ok());
     }
 }

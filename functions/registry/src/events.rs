@@ -115,7 +115,7 @@ pub async fn process<S: Storage>(
             for record in &event.records {
                 let key = record.s3.object.key.as_deref().and_then(decode_event_key);
                 if let (Some(key), Some(principal)) = (key, record.principal_id.principal_id.as_deref()) {
-                    indexer.uploaded_by(&key, principal);
+                    indexer.record_principal(&key, principal);
                 }
             }
             let (passes, misplaced, ignored) = passes(&event, bucket);

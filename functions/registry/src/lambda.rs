@@ -29,11 +29,11 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
 }
 
 /// The modules, mirror, providers or web function: config and the S3 client, built once,
-/// and the clients its configuration asks for (`App::start`: the mirror's upstreams, the
+/// and the clients its configuration asks for (`App::with_clients`: the mirror's upstreams, the
 /// OpenID Connect issuers' keys).
 pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    Ok(App::start(config, storage, &[service])?)
+    Ok(App::with_clients(config, storage, &[service])?)
 }
 
 /// Configuration and the S3 client, with what each cost in the function's log (the cold-start

@@ -194,7 +194,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
     }
 
     /// Who uploaded or deleted `key` (the S3 event's `principalId`), for the publish log.
-    pub fn uploaded_by(&self, key: &str, principal: &str) {
+    pub fn record_principal(&self, key: &str, principal: &str) {
         self.principals.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), principal.to_string());
     }
 

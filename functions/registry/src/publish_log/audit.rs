@@ -262,7 +262,7 @@ mod tests {
         .iter()
         .enumerate()
         {
-            indexer.uploaded_by(key, "AWS:AIDAPUBLISHER");
+            indexer.record_principal(key, "AWS:AIDAPUBLISHER");
             s.insert(key, tar_gz(&[("main.tf", format!("# {i}").as_bytes())]));
             indexer.on_object_changed(key).await.unwrap();
         }
