@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use hcl_edit::expr::{Expression, ObjectKey};
 use registry::layout;
 use registry::router::BasePaths;
 use registry::router::route_templates;
@@ -14,21 +15,64 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
 }
 
-/// The entries of a `NAME = { ... }` map in `infra/main.tf`'s locals: (key, value) per line.
-fn hcl_map(name: &str) -> Vec<(String, String)> {
+/// The expression of `NAME` in `infra/main.tf`'s `locals`, parsed as Terraform does (hcl-edit),
+/// so that layout, comments and alignment in the file do not matter.
+fn local(name: &str) -> Expression {
     let text = std::fs::read_to_string(repo().join("infra/main.tf")).expect("infra/main.tf");
-    let start = text.find(&format!("\n  {name} = {{")).unwrap_or_else(|| panic!("no `{name} = {{` in infra/main.tf"));
-    let body = &text[start..];
-    let body =
-        &body[body.find('{').unwrap_or(0) + 1..body.find("\n  }").unwrap_or_else(|| panic!("`{name}` not closed"))];
-    body.lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                return None;
-            }
-            let (key, value) = line.split_once('=')?;
-            Some((key.trim().trim_matches('"').to_string(), value.trim().trim_matches('"').to_string()))
+    let body = hcl_edit::parser::parse_body(&text).expect("infra/main.tf parses");
+    body.get_blocks("locals")
+        .find_map(|block| block.body.get_attribute(name).map(|a| a.value.clone()))
+        .unwrap_or_else(|| panic!("no local `{name}` in infra/main.tf"))
+}
+
+/// A literal string, or `None` for anything computed.
+fn string(expr: &Expression) -> Option<String> {
+    match expr {
+        Expression::String(s) => Some(s.as_str().to_string()),
+        _ => None,
+    }
+}
+
+/// A `NAME = { key = value, ... }` local: each key, with its value.
+fn hcl_entries(name: &str) -> Vec<(String, Expression)> {
+    let Expression::Object(object) = local(name) else { panic!("local `{name}` is not a map") };
+    object
+        .iter()
+        .map(|(key, value)| {
+            let key = match key {
+                ObjectKey::Ident(ident) => ident.as_str().to_string(),
+                ObjectKey::Expression(expr) => string(expr).unwrap_or_else(|| panic!("`{name}` has a computed key")),
+            };
+            (key, value.expr().clone())
+        })
+        .collect()
+}
+
+/// A `NAME = { key = "value", ... }` local of strings.
+fn hcl_map(name: &str) -> Vec<(String, String)> {
+    hcl_entries(name)
+        .into_iter()
+        .map(|(key, value)| {
+            let value = string(&value).unwrap_or_else(|| panic!("`{name}.{key}` is not a string"));
+            (key, value)
+        })
+        .collect()
+}
+
+/// A `NAME = { key = { prefix = "...", suffix = "..." }, ... }` local: the (prefix, suffix) pairs.
+fn hcl_filters(name: &str) -> BTreeSet<(String, String)> {
+    hcl_entries(name)
+        .into_iter()
+        .map(|(key, value)| {
+            let Expression::Object(filter) = value else { panic!("`{name}.{key}` is not an object") };
+            let field = |wanted: &str| {
+                filter
+                    .iter()
+                    .find(|(k, _)| matches!(k, ObjectKey::Ident(i) if i.as_str() == wanted))
+                    .and_then(|(_, v)| string(v.expr()))
+                    .unwrap_or_else(|| panic!("`{name}.{key}` has no {wanted}"))
+            };
+            (field("prefix"), field("suffix"))
         })
         .collect()
 }
@@ -57,23 +101,17 @@ fn every_lambda_binary_has_a_function_and_back() {
             binaries.insert(name);
         }
     }
-    let functions: BTreeSet<String> = hcl_map("functions").into_iter().map(|(k, _)| k).collect();
+    let functions: BTreeSet<String> = hcl_entries("functions").into_iter().map(|(k, _)| k).collect();
     assert_eq!(binaries, functions, "Lambda binaries in functions/ vs function resources in infra/main.tf");
     for (_, function) in hcl_map("routes") {
         assert!(functions.contains(&function), "a route targets {function}, which has no function resource");
     }
 }
 
-/// A `NAME = ["a", "b"]` list in `infra/main.tf`'s locals.
+/// A `NAME = ["a", "b"]` local.
 fn hcl_list(name: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(repo().join("infra/main.tf")).expect("infra/main.tf");
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.split('=').next().is_some_and(|k| k.trim() == name) && l.contains('['))
-        .unwrap_or_else(|| panic!("no `{name} = [...]` in infra/main.tf"));
-    let list = &line[line.find('[').unwrap_or(0) + 1..line.rfind(']').unwrap_or(line.len())];
-    list.split(',').map(|i| i.trim().trim_matches('"').to_string()).filter(|i| !i.is_empty()).collect()
+    let Expression::Array(items) = local(name) else { panic!("local `{name}` is not a list") };
+    items.iter().map(|item| string(item).unwrap_or_else(|| panic!("`{name}` holds a computed item"))).collect()
 }
 
 /// The indexer in AWS sees exactly the uploads the local registry indexes: infra's S3
@@ -81,20 +119,14 @@ fn hcl_list(name: &str) -> Vec<String> {
 /// and the indexer are the layout's.
 #[test]
 fn notifications_and_prefixes_are_the_layouts() {
-    let field = |value: &str, name: &str| -> String {
-        let at = value.find(&format!("{name} ")).unwrap_or_else(|| panic!("no {name} in {value}"));
-        value[at..].split('"').nth(1).unwrap_or_default().to_string()
-    };
-    let infra: BTreeSet<(String, String)> =
-        hcl_map("notifications").into_iter().map(|(_, v)| (field(&v, "prefix"), field(&v, "suffix"))).collect();
+    let infra = hcl_filters("notifications");
     let code: BTreeSet<(String, String)> =
         layout::NOTIFICATIONS.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     assert_eq!(infra, code, "infra/main.tf local.notifications vs layout::NOTIFICATIONS");
     assert_eq!(hcl_list("publisher_prefixes"), layout::PUBLISHER_PREFIXES, "publisher prefixes");
     assert_eq!(hcl_list("key_admin_prefixes"), layout::KEY_ADMIN_PREFIXES, "key admin prefixes");
     assert_eq!(hcl_list("indexer_prefixes"), layout::INDEXER_PREFIXES, "indexer prefixes");
-    let infra: BTreeSet<(String, String)> =
-        hcl_map("pull_notifications").into_iter().map(|(_, v)| (field(&v, "prefix"), field(&v, "suffix"))).collect();
+    let infra = hcl_filters("pull_notifications");
     let code: BTreeSet<(String, String)> =
         layout::PULL_NOTIFICATIONS.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     assert_eq!(infra, code, "infra/main.tf local.pull_notifications vs layout::PULL_NOTIFICATIONS");
