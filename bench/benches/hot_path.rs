@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::Method;
-use registry::access::{Policy, Resource, TokenStore, decide, manage};
 use registry::address::ModuleAddress;
 use registry::app::{App, Request};
+use registry::auth::{Policy, Resource, TokenStore, decision_for_header, manage};
 use registry::config::Config;
 use registry::error::Error;
 use registry::manifest::{ModuleManifest, ModuleVersion, ProviderVersion};
@@ -75,7 +75,15 @@ fn access(c: &mut Criterion) {
     let module = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
     let header = format!("Bearer trg_{:064}", 99);
     c.bench_function("access/decide_100_tokens", |b| {
-        b.iter(|| decide(&Policy::default(), Some(&store), Some(black_box(&header)), Resource::Module(&module), 0))
+        b.iter(|| {
+            decision_for_header(
+                &Policy::default(),
+                Some(&store),
+                Some(black_box(&header)),
+                Resource::Module(&module),
+                0,
+            )
+        })
     });
 }
 
@@ -88,7 +96,7 @@ fn oidc(c: &mut Criterion) {
         ("verify_rs256", TestIssuer::rsa("https://issuer.test")),
         ("verify_es256", TestIssuer::ec("https://issuer.test")),
     ] {
-        let issuer = registry::oidc::parse_issuers(
+        let issuer = registry::auth::oidc::parse_issuers(
             r#"[{"issuer": "https://issuer.test", "audience": "registry",
                  "rules": [{"claim": "groups", "equals": "team-*", "modules": ["{value}"]}]}]"#,
         )
@@ -98,7 +106,7 @@ fn oidc(c: &mut Criterion) {
         c.insert("groups".into(), serde_json::json!(["team-network", "everyone"]));
         let token = test.sign(&c);
         let keys = test.jwks();
-        g.bench_function(name, |b| b.iter(|| registry::oidc::verify(black_box(&token), &issuer, &keys).unwrap()));
+        g.bench_function(name, |b| b.iter(|| registry::auth::oidc::verify(black_box(&token), &issuer, &keys).unwrap()));
     }
     g.finish();
 }

@@ -12,6 +12,6 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Some((pattern, subject)) = text.split_once('\n') {
-        let _ = registry::access::glob(pattern, subject);
+        let _ = registry::auth::glob(pattern, subject);
     }
 });

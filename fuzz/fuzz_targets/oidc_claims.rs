@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use registry::oidc::{grant, parse_issuers, unverified_issuer};
+use registry::auth::oidc::{grant, parse_issuers, unverified_issuer};
 use serde_json::{Map, Value};
 
 fn plain(v: &str) -> bool {
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let ([config, claims], token) = registry::invariants::length_prefixed::<2>(data);
     let token = String::from_utf8_lossy(token);
     let _ = unverified_issuer(&token);
-    let _ = registry::access::bearer(&token);
+    let _ = registry::auth::bearer(&token);
 
     let Ok(issuers) = parse_issuers(&String::from_utf8_lossy(config)) else { return };
     let Ok(claims) = serde_json::from_slice::<Map<String, Value>>(claims) else { return };
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     for issuer in &issuers {
         let record = grant(issuer, &claims);
-        let written = |scope: &str, pick: fn(&registry::oidc::Rule) -> &Vec<String>| {
+        let written = |scope: &str, pick: fn(&registry::auth::oidc::Rule) -> &Vec<String>| {
             issuer.rules.iter().flat_map(pick).any(|t| {
                 t == scope || (t.contains("{value}") && values.iter().any(|v| t.replace("{value}", v) == scope))
             })

@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
             panic!("{broken}");
         }
     }
-    if let Some(token) = registry::access::bearer(text) {
+    if let Some(token) = registry::auth::bearer(text) {
         assert!(!token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic()));
     }
 });

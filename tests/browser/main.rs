@@ -96,14 +96,14 @@ async fn the_web_pages_in_a_real_browser() {
     let h = Harness::start().await;
     let (canary, hits) = canary().await;
     // Before any request: the registry keeps the token store it read for a while.
-    let record = registry::access::manage::record(
+    let record = registry::auth::manage::record(
         "browser",
         TOKEN,
         vec!["acme".into()],
         vec!["registry.terraform.io/hashicorp/*".into()],
         None,
     );
-    registry::access::manage::upsert(&h.running.storage, record).await.unwrap();
+    registry::auth::manage::upsert(&h.running.storage, record).await.unwrap();
 
     let vpc = registry::testing::module_tar_gz(&[
         (

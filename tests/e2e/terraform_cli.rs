@@ -338,14 +338,14 @@ async fn terraform_sends_its_token_and_the_registry_enforces_scopes() {
     // A token for the acme modules and hashicorp providers only (added before the registry
     // has read its token store, so no cache is in the way).
     let scoped = "trg_scoped_test_token_0123456789abcdef";
-    let record = registry::access::manage::record(
+    let record = registry::auth::manage::record(
         "scoped",
         scoped,
         vec!["acme".into()],
         vec!["registry.terraform.io/hashicorp/*".into()],
         None,
     );
-    registry::access::manage::upsert(&h.running.storage, record).await.unwrap();
+    registry::auth::manage::upsert(&h.running.storage, record).await.unwrap();
     let rc = std::fs::read_to_string(h.running.data_dir.join("terraform.rc")).unwrap();
     let work = TempDir::new("tf-access");
     let scoped_rc = work.path().join("scoped.rc");
@@ -699,7 +699,7 @@ async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
     let stored = std::fs::read_to_string(login_dir.join(".home/.terraform.d/credentials.tfrc.json")).unwrap();
     let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
     let token = stored["credentials"][h.host()]["token"].as_str().unwrap_or_default().to_string();
-    assert_eq!(registry::oidc::unverified_issuer(&token).as_deref(), Some(issuer.url.as_str()), "{stored}");
+    assert_eq!(registry::auth::oidc::unverified_issuer(&token).as_deref(), Some(issuer.url.as_str()), "{stored}");
 
     let header = format!("Bearer {token}");
     let reply = h

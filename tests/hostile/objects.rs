@@ -140,8 +140,8 @@ async fn every_hostile_object_gets_its_reaction_and_what_was_published_stays() {
 
     // A rebuild from everything in the bucket (with the same limits) serves the same, planted
     // files and all.
-    let indexer = registry::index::Indexer::new(&h.running.storage, h.running.app.config.limits.clone())
-        .signing_for(h.running.app.config.hostname.clone());
+    let indexer = registry::index::Indexer::new(&h.running.storage, h.running.app.config().limits.clone())
+        .signing_for(h.running.app.config().hostname.clone());
     for (owner, outcome) in indexer.reindex_all().await.unwrap() {
         outcome.unwrap_or_else(|e| panic!("{owner}: {e}"));
     }

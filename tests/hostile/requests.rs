@@ -129,7 +129,7 @@ fn mint(issuer: &OidcIssuer, dead: &str) -> std::collections::BTreeMap<String, S
         ("tampered", tampered),
         ("issuer_unreachable", unreachable),
         ("grants_nothing", with("groups", serde_json::json!(["nobody"]))),
-        ("oversized", with("padding", "x".repeat(registry::access::BEARER_BYTES_MAX).into())),
+        ("oversized", with("padding", "x".repeat(registry::auth::BEARER_BYTES_MAX).into())),
     ];
     assert_eq!(jwts.each_ref().map(|(name, _)| *name), hostile::JWTS, "every JWT the corpus names is minted");
     jwts.into_iter().map(|(name, jwt)| (name.to_string(), jwt)).collect()
@@ -157,8 +157,8 @@ async fn fixture() -> (Harness, OidcIssuer, Secrets) {
         support::provider_zip("null", "3.2.1", "hostile"),
     )
     .await;
-    let scoped = registry::access::manage::record("scoped", hostile::SCOPED_TOKEN, vec!["acme".into()], vec![], None);
-    let expired = registry::access::manage::record(
+    let scoped = registry::auth::manage::record("scoped", hostile::SCOPED_TOKEN, vec!["acme".into()], vec![], None);
+    let expired = registry::auth::manage::record(
         "expired",
         hostile::EXPIRED_TOKEN,
         vec!["*".into()],
@@ -166,7 +166,7 @@ async fn fixture() -> (Harness, OidcIssuer, Secrets) {
         Some("2020-01-01T00:00:00Z".into()),
     );
     for record in [scoped, expired] {
-        registry::access::manage::upsert(&h.running.storage, record).await.unwrap();
+        registry::auth::manage::upsert(&h.running.storage, record).await.unwrap();
     }
     // The fixture is in place: from here on the log holds only what requests cause.
     let _ = h.running.take_s3_requests();
@@ -386,7 +386,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
     let (h, issuer, secrets) = fixture().await;
     // One app serving every route, over the same embedded S3, as the read Lambdas together,
     // built as each Lambda builds its own (with the OpenID Connect issuers' keys).
-    let app = App::with_clients(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL).unwrap();
+    let app = App::with_clients(h.running.app.config().clone(), h.running.storage.clone(), &Service::ALL).unwrap();
     let mut corpus = hostile::corpus();
     // In an event, characters no HTTP request line can carry are just string contents: the
     // handler must refuse those too.

@@ -184,7 +184,7 @@ async fn every_storage_fault_on_a_read_gets_its_answer() {
         .await;
         next_version += 1;
         // A fresh function: its cache is empty, or warmed by one request.
-        let app = App::new(h.running.app.config.clone(), h.running.storage.clone(), &Service::ALL);
+        let app = App::new(h.running.app.config().clone(), h.running.storage.clone(), &Service::ALL);
         if c.warm {
             assert_eq!(app.handle(&Request::get(VERSIONS).authorization(Some(&token))).await.status, 200, "{what}");
         }
@@ -279,8 +279,8 @@ async fn storage_faults_while_indexing_are_retried_not_rejected() {
     let before = h.running.app.handle(&Request::get(versions).authorization(Some(&token))).await.status;
     h.running.faults.clear();
     let record = h.running.storage.get(&layout::rejection(key)).await.unwrap();
-    let indexer = registry::index::Indexer::new(&h.running.storage, h.running.app.config.limits.clone())
-        .signing_for(h.running.app.config.hostname.clone());
+    let indexer = registry::index::Indexer::new(&h.running.storage, h.running.app.config().limits.clone())
+        .signing_for(h.running.app.config().hostname.clone());
     for (owner, outcome) in indexer.reindex_all().await.unwrap() {
         outcome.unwrap_or_else(|e| panic!("{owner}: {e}"));
     }

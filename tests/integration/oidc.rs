@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
+use registry::auth::oidc::keys::{KEYS_STALE_MAX, KEYS_TTL, Keys, REFRESH_MIN_INTERVAL};
 use registry::clock::Monotonic;
-use registry::oidc::keys::{KEYS_STALE_MAX, KEYS_TTL, Keys, REFRESH_MIN_INTERVAL};
 use support::Harness;
 use support::oidc::OidcIssuer;
 
@@ -142,7 +142,7 @@ async fn claims_map_to_exactly_the_configured_scopes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_key_set_outlives_an_issuer_outage_for_a_bounded_time() {
     let issuer = OidcIssuer::start().await;
-    let issuers = registry::oidc::parse_issuers(&issuer.issuers_json(false, &[])).unwrap();
+    let issuers = registry::auth::oidc::parse_issuers(&issuer.issuers_json(false, &[])).unwrap();
     let clock = Monotonic::manual();
     let keys = Keys::new(&issuers, issuer.ca_file.to_str()).unwrap().with_clock(clock.clone());
     let token = issuer.sign(&issuer.claims(7200));

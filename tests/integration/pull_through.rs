@@ -100,7 +100,7 @@ async fn the_mirror_verifies_an_upstream_release_copies_it_and_then_serves_the_c
         let url = served["archives"][platform]["url"].as_str().unwrap();
         let (signed_at, lifetime) = presigned::signed(url);
         assert!((before..=after).contains(&signed_at), "signed at {signed_at}, asked within {before}..={after}");
-        assert_eq!(lifetime, down.running.app.config.presign_ttl.as_secs(), "{url}");
+        assert_eq!(lifetime, down.running.app.config().presign_ttl.as_secs(), "{url}");
         let (status, body) = presigned::fetch(url).await;
         assert_eq!((status, body.as_ref()), (200, bytes.as_slice()), "{platform} from the copy: {url}");
     }

@@ -84,7 +84,7 @@ pub fn is_page(target: &str) -> bool {
 }
 
 fn cookie(token: &str) -> String {
-    format!("{}={token}", registry::web::session::COOKIE)
+    format!("{}={token}", registry::auth::session::COOKIE)
 }
 
 fn case(status: u16, target: impl Into<String>) -> Case {

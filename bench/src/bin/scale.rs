@@ -80,7 +80,7 @@ async fn main() {
 
     let warm = registry(&data, &[]).await;
     let indexer =
-        Indexer::new(&warm.storage, warm.app.config.limits.clone()).signing_for(warm.app.config.hostname.clone());
+        Indexer::new(&warm.storage, warm.app.config().limits.clone()).signing_for(warm.app.config().hostname.clone());
     let started = Instant::now();
     indexer.reindex_all().await.unwrap();
     let full_pass = started.elapsed();

@@ -19,7 +19,7 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(
     // CLI); every other provider through the mirror. The CLI cannot use a mirror for a host
     // with a port ("first path segment in URL cannot contain colon"), so the own host is
     // excluded from it.
-    let installation = match &running.app.config.hostname {
+    let installation = match &running.app.config().hostname {
         Some(own) => format!(
             "# Providers: {own}/NAMESPACE/TYPE (this registry's own, signed) directly through\n\
              # providers.v1; every other provider through the network mirror.\n\
@@ -61,7 +61,7 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(
         key_admin = running.key_admin_secret,
     );
     write_private(&dir.join("local.env"), env.as_bytes())?;
-    if let Some(hostname) = &running.app.config.hostname {
+    if let Some(hostname) = &running.app.config().hostname {
         std::fs::write(dir.join(HOSTNAME_FILE), format!("{hostname}\n"))
             .map_err(|e| LocalError(format!("write {}: {e}", dir.join(HOSTNAME_FILE).display())))?;
     }
@@ -73,25 +73,25 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(
 pub(crate) async fn ensure_dev_token(storage: &S3Storage, data_dir: &Path) -> Result<String, LocalError> {
     let path = data_dir.join("dev-token");
     let token = match std::fs::read_to_string(&path).map(|t| t.trim().to_string()) {
-        Ok(t) if t.starts_with(registry::access::TOKEN_PREFIX) => t,
+        Ok(t) if t.starts_with(registry::auth::TOKEN_PREFIX) => t,
         _ => {
             let t = new_token()?;
             write_private(&path, t.as_bytes())?;
             t
         }
     };
-    let tokens = registry::access::manage::list(storage).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+    let tokens = registry::auth::manage::list(storage).await.map_err(|e| LocalError(format!("token store: {e}")))?;
     let current =
-        tokens.iter().any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::access::hash(&token)));
+        tokens.iter().any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::auth::hash(&token)));
     if !current {
         let all = vec!["*".to_string()];
-        let record = registry::access::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None);
-        registry::access::manage::upsert(storage, record).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+        let record = registry::auth::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None);
+        registry::auth::manage::upsert(storage, record).await.map_err(|e| LocalError(format!("token store: {e}")))?;
     }
     Ok(token)
 }
 
 /// A new token: the prefix and 32 random bytes, hex (256 bits of entropy).
 pub fn new_token() -> Result<String, LocalError> {
-    Ok(format!("{}{}", registry::access::TOKEN_PREFIX, crate::random_hex(32)?))
+    Ok(format!("{}{}", registry::auth::TOKEN_PREFIX, crate::random_hex(32)?))
 }

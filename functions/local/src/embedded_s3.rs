@@ -212,16 +212,21 @@ impl IndexingS3 {
         self.pulls.clone()
     }
 
+    /// One request, as S3 in AWS answers it: the principal's rights checked (IAM), a fault
+    /// injected where a test asked for one, the request served by s3s-fs under the key locks
+    /// (atomic PUTs), `If-None-Match` answered, and the writes S3 notifies handed to the
+    /// indexer and the puller once they succeeded.
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
         let method = request.method().clone();
         let path = request.uri().path().to_string();
         let query = request.uri().query().unwrap_or("").to_string();
         let signed_by = signer(&request);
         let limited = Limited::of(signed_by.as_deref());
+        let key = self.object_key(&path);
         let mut entry = self.log.as_ref().map(|_| S3Request {
             method: method.clone(),
             signer: signed_by.clone(),
-            key: self.object_key(&path),
+            key: key.clone(),
             query: query.clone(),
             if_none_match: request.headers().contains_key(http::header::IF_NONE_MATCH),
             status: 0,
@@ -233,105 +238,21 @@ impl IndexingS3 {
             }
         };
         let mut request = request.map(Body::from);
-
-        let mut deleted_keys = Vec::new();
-        if method == Method::POST && has_param(&query, "delete") {
-            // DeleteObjects: the keys are in the XML body; read it (bounded) and pass it on.
-            match request.body_mut().store_all_limited(DELETE_BODY_LIMIT).await {
-                Ok(bytes) => deleted_keys = keys_in_delete_body(&bytes),
-                Err(e) if limited.is_some() => {
-                    // Keys that cannot be read cannot be checked against the principal's rights.
-                    let denied =
-                        access_denied(limited, &format!("send a DeleteObjects body that cannot be read ({e})"));
-                    record(denied.status());
-                    return Ok(denied);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "DeleteObjects body unreadable; its keys will not be reindexed")
-                }
-            }
-        }
-
+        let deleted_keys = match deleted_keys(&method, &query, &mut request, limited).await {
+            Ok(keys) => keys,
+            Err(denied) => return Ok(injected(denied, &mut record)),
+        };
         if let Some(principal) = limited
-            && let Err(why) = principal.may(&method, self.object_key(&path).as_deref(), &query, &request, &deleted_keys)
+            && let Err(why) = principal.may(&method, key.as_deref(), &query, &request, &deleted_keys)
         {
-            let denied = access_denied(limited, &why);
-            record(denied.status());
-            return Ok(denied);
+            return Ok(injected(access_denied(limited, &why), &mut record));
         }
-
-        let key = self.object_key(&path);
         let fault = self.faults.pick(&method, key.as_deref());
-        match fault {
-            Some(Fault::SlowDown) => {
-                return Ok(injected(
-                    s3_error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown", "Please reduce your request rate."),
-                    &mut record,
-                ));
-            }
-            Some(Fault::InternalError) => {
-                return Ok(injected(
-                    s3_error(
-                        http::StatusCode::INTERNAL_SERVER_ERROR,
-                        "InternalError",
-                        "We encountered an internal error. Please try again.",
-                    ),
-                    &mut record,
-                ));
-            }
-            Some(Fault::NotFound) => {
-                return Ok(injected(
-                    s3_error(http::StatusCode::NOT_FOUND, "NoSuchKey", "The specified key does not exist."),
-                    &mut record,
-                ));
-            }
-            Some(Fault::Reset) => {
-                record(http::StatusCode::from_u16(599).unwrap_or_default());
-                return Err(HttpError::new("injected fault: connection reset".into()));
-            }
-            Some(Fault::Slow(delay)) => tokio::time::sleep(delay).await,
-            Some(Fault::Truncated | Fault::ChecksumMismatch) | None => {}
+        if let Some(answer) = answer_fault(fault, &mut record).await {
+            return answer;
         }
-
-        // What the request writes (the keys indexing reacts to, once it succeeded) and reads.
-        let written: Vec<String> = match key.clone() {
-            Some(key)
-                if method == Method::PUT && !has_param(&query, "partNumber") && !has_param(&query, "uploadId") =>
-            {
-                vec![key]
-            }
-            Some(key) if method == Method::POST && has_param(&query, "uploadId") => vec![key],
-            Some(key) if method == Method::DELETE && !has_param(&query, "uploadId") => vec![key],
-            None if method == Method::POST && has_param(&query, "delete") => deleted_keys,
-            _ => vec![],
-        };
-        let copy_source = copy_source(&request);
-        let read: Vec<&str> = match &key {
-            Some(key) if method == Method::GET || method == Method::HEAD => vec![key.as_str()],
-            _ => copy_source.iter().map(String::as_str).collect(),
-        };
-        // s3s-fs ignores If-None-Match on reads; S3 answers 304 when the ETag matches.
-        let revalidating = (method == Method::GET || method == Method::HEAD)
-            .then(|| request.headers().get(http::header::IF_NONE_MATCH).cloned())
-            .flatten();
-        let response = {
-            let _ordered = self.locks.lock(&read, &written).await;
-            self.inner.call(request).await?
-        };
-        if let Some(condition) = revalidating
-            && response.status() == http::StatusCode::OK
-            && response.headers().get(http::header::ETAG) == Some(&condition)
-        {
-            let mut not_modified = Response::new(Body::empty());
-            *not_modified.status_mut() = http::StatusCode::NOT_MODIFIED;
-            for name in [http::header::ETAG, http::header::LAST_MODIFIED] {
-                if let Some(value) = response.headers().get(&name) {
-                    not_modified.headers_mut().insert(name, value.clone());
-                }
-            }
-            record(not_modified.status());
-            return Ok(not_modified);
-        }
+        let written = written_keys(&method, &query, key.as_deref(), deleted_keys);
+        let response = self.serve(request, key.as_deref(), &written).await?;
         record(response.status());
         if !response.status().is_success() {
             return Ok(response);
@@ -341,30 +262,75 @@ impl IndexingS3 {
         {
             return Ok(spoil(response, fault).await);
         }
-        if let Some(upstream) = &self.upstream {
-            for key in written.iter().filter(|k| method == Method::PUT && layout::notifies_puller(k)) {
-                let (storage, upstream, key) = (self.storage.clone(), upstream.clone(), key.clone());
-                let limit = self.config.limits.provider_zip_bytes;
-                let pulls = self.pulls.clone();
-                pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tokio::spawn(async move {
-                    match registry::upstream::copy::copy_release(&storage, &upstream, &key, limit).await {
-                        Ok(report) => tracing::info!(key, ?report, "pulled"),
-                        Err(e) => tracing::warn!(key, error = %e, "pull failed (in AWS, Lambda retries the event)"),
-                    }
-                    pulls.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                });
-            }
+        if method == Method::PUT {
+            self.pull(&written);
         }
+        self.index(written, signed_by.as_deref()).await;
+        Ok(response)
+    }
+
+    /// s3s-fs's answer, with the keys the request reads and writes locked (an object is
+    /// replaced whole, as in S3), and 304 where S3 gives it: s3s-fs ignores `If-None-Match`.
+    async fn serve(
+        &self,
+        request: Request<Body>,
+        key: Option<&str>,
+        written: &[String],
+    ) -> Result<Response<Body>, HttpError> {
+        let method = request.method().clone();
+        let copy_source = copy_source(&request);
+        let read: Vec<&str> = match key {
+            Some(key) if method == Method::GET || method == Method::HEAD => vec![key],
+            _ => copy_source.iter().map(String::as_str).collect(),
+        };
+        let revalidating = (method == Method::GET || method == Method::HEAD)
+            .then(|| request.headers().get(http::header::IF_NONE_MATCH).cloned())
+            .flatten();
+        let response = {
+            let _ordered = self.locks.lock(&read, written).await;
+            self.inner.call(request).await?
+        };
+        match revalidating {
+            Some(condition)
+                if response.status() == http::StatusCode::OK
+                    && response.headers().get(http::header::ETAG) == Some(&condition) =>
+            {
+                Ok(not_modified(&response))
+            }
+            _ => Ok(response),
+        }
+    }
+
+    /// Run the puller for the written keys its notification covers (`layout::notifies_puller`),
+    /// in the background, as S3 invokes the puller Lambda asynchronously.
+    fn pull(&self, written: &[String]) {
+        let Some(upstream) = &self.upstream else { return };
+        for key in written.iter().filter(|k| layout::notifies_puller(k)) {
+            let (storage, upstream, key) = (self.storage.clone(), upstream.clone(), key.clone());
+            let limit = self.config.limits.provider_zip_bytes;
+            let pulls = self.pulls.clone();
+            pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                match registry::upstream::copy::copy_release(&storage, &upstream, &key, limit).await {
+                    Ok(report) => tracing::info!(key, ?report, "pulled"),
+                    Err(e) => tracing::warn!(key, error = %e, "pull failed (in AWS, Lambda retries the event)"),
+                }
+                pulls.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+    }
+
+    /// Index the written keys S3 notifies the indexer of (`layout::notifies`), before the
+    /// write is answered (locally; in AWS the event follows the write within seconds).
+    async fn index(&self, written: Vec<String>, signed_by: Option<&str>) {
         let indexer = Indexer::new(&self.storage, self.config.limits.clone()).signing_for(self.config.hostname.clone());
         for key in written.into_iter().filter(|k| layout::notifies(k)) {
             // What S3 events name as `principalId`: here, the access key that signed it.
-            if let Some(signer) = &signed_by {
+            if let Some(signer) = signed_by {
                 indexer.record_principal(&key, &format!("local:{signer}"));
             }
             index_with_retries(&indexer, &key).await;
         }
-        Ok(response)
     }
 
     /// The object key of a path-style request to our bucket (`/BUCKET/KEY`), decoded.
@@ -459,6 +425,85 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// An injected fault's answer, logged as answered.
+/// The keys a DeleteObjects request names (in its XML body, read bounded and passed on);
+/// none for other requests. A limited principal's unreadable body is refused: keys that
+/// cannot be read cannot be checked against its rights.
+async fn deleted_keys(
+    method: &Method,
+    query: &str,
+    request: &mut Request<Body>,
+    limited: Option<Limited>,
+) -> Result<Vec<String>, Response<Body>> {
+    if *method != Method::POST || !has_param(query, "delete") {
+        return Ok(Vec::new());
+    }
+    match request.body_mut().store_all_limited(DELETE_BODY_LIMIT).await {
+        Ok(bytes) => Ok(keys_in_delete_body(&bytes)),
+        Err(e) if limited.is_some() => {
+            Err(access_denied(limited, &format!("send a DeleteObjects body that cannot be read ({e})")))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "DeleteObjects body unreadable; its keys will not be reindexed");
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The answer an injected fault replaces the request with, if it replaces it (a slow answer
+/// only waits; a spoiled body is applied to the real answer).
+async fn answer_fault(
+    fault: Option<Fault>,
+    record: &mut impl FnMut(http::StatusCode),
+) -> Option<Result<Response<Body>, HttpError>> {
+    let error = match fault? {
+        Fault::SlowDown => {
+            s3_error(http::StatusCode::SERVICE_UNAVAILABLE, "SlowDown", "Please reduce your request rate.")
+        }
+        Fault::InternalError => s3_error(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "We encountered an internal error. Please try again.",
+        ),
+        Fault::NotFound => s3_error(http::StatusCode::NOT_FOUND, "NoSuchKey", "The specified key does not exist."),
+        Fault::Reset => {
+            record(http::StatusCode::from_u16(599).unwrap_or_default());
+            return Some(Err(HttpError::new("injected fault: connection reset".into())));
+        }
+        Fault::Slow(delay) => {
+            tokio::time::sleep(delay).await;
+            return None;
+        }
+        Fault::Truncated | Fault::ChecksumMismatch => return None,
+    };
+    Some(Ok(injected(error, record)))
+}
+
+/// The keys a request writes, which S3 notifies once it succeeded: a PUT (not a part of a
+/// multipart upload), a completed multipart upload, a DELETE, a DeleteObjects' keys.
+fn written_keys(method: &Method, query: &str, key: Option<&str>, deleted_keys: Vec<String>) -> Vec<String> {
+    match key {
+        Some(key) if *method == Method::PUT && !has_param(query, "partNumber") && !has_param(query, "uploadId") => {
+            vec![key.to_string()]
+        }
+        Some(key) if *method == Method::POST && has_param(query, "uploadId") => vec![key.to_string()],
+        Some(key) if *method == Method::DELETE && !has_param(query, "uploadId") => vec![key.to_string()],
+        None if *method == Method::POST && has_param(query, "delete") => deleted_keys,
+        _ => vec![],
+    }
+}
+
+/// S3's 304 for `response` (an unchanged object): no body, its ETag and date kept.
+fn not_modified(response: &Response<Body>) -> Response<Body> {
+    let mut not_modified = Response::new(Body::empty());
+    *not_modified.status_mut() = http::StatusCode::NOT_MODIFIED;
+    for name in [http::header::ETAG, http::header::LAST_MODIFIED] {
+        if let Some(value) = response.headers().get(&name) {
+            not_modified.headers_mut().insert(name, value.clone());
+        }
+    }
+    not_modified
+}
+
 fn injected(response: Response<Body>, record: &mut impl FnMut(http::StatusCode)) -> Response<Body> {
     record(response.status());
     response

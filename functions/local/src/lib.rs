@@ -380,8 +380,8 @@ pub async fn reindex(
     };
     let settings = vec![("REGISTRY_HOSTNAME".to_string(), hostname)];
     let running = start(LocalOptions { settings, ..LocalOptions::ephemeral(data_dir) }).await?;
-    let indexer = registry::index::Indexer::new(&running.storage, running.app.config.limits.clone())
-        .signing_for(running.app.config.hostname.clone());
+    let indexer = registry::index::Indexer::new(&running.storage, running.app.config().limits.clone())
+        .signing_for(running.app.config().hostname.clone());
     let result = indexer.reindex_all().await.map_err(|e| LocalError(e.to_string()));
     running.stop().await;
     result

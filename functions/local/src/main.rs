@@ -254,7 +254,7 @@ async fn serve(command: &Command) -> Result<(), String> {
     .await
     .map_err(|e| e.to_string())?;
     let dir = running.data_dir.display();
-    let paths = &running.app.config.paths;
+    let paths = &running.app.config().paths;
     println!(
         "\nregistry-local is serving\n\
          \x20 registry (HTTPS):  {base}   modules: {host}/NAMESPACE/NAME/SYSTEM\n\
@@ -278,10 +278,10 @@ async fn serve(command: &Command) -> Result<(), String> {
         host = running.registry_addr,
         mirror = paths.mirror,
         providers = paths.providers,
-        own = running.app.config.hostname.clone().unwrap_or_else(|| "REGISTRY_HOSTNAME".into()),
+        own = running.app.config().hostname.clone().unwrap_or_else(|| "REGISTRY_HOSTNAME".into()),
         s3 = running.s3_endpoint(),
         bucket = registry_local::BUCKET,
-        pull = match running.app.config.upstream.hosts.as_slice() {
+        pull = match running.app.config().upstream.hosts.as_slice() {
             [] => "Pull-through mirror: off (make dev UPSTREAM=https://HOST, or UPSTREAM=NAME=https://HOST:PORT \
                  UPSTREAM_CA=ca.pem, turns it on: README, Use it as a pull-through mirror)\n"
                 .to_string(),

@@ -43,7 +43,7 @@ pub async fn token_command(action: TokenAction, target: TokenTarget) -> Result<S
 }
 
 async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String, LocalError> {
-    use registry::access::manage;
+    use registry::auth::manage;
     let err = |e: registry::Error| LocalError(format!("token store: {e}"));
     match action {
         TokenAction::Create { name, modules, providers, expires_days } => {

@@ -9,141 +9,17 @@
 //! `source`, `downloads`, `verified`: docs/API.md says why), so decoders of the public
 //! registry's answers still find them.
 
-use std::sync::Arc;
-
-use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::access::{Resource, Viewer};
 use crate::address::ModuleAddress;
-use crate::app::{App, NO_CACHE, Reply};
-use crate::catalog::{self, Catalog, ModuleEntry};
-use crate::error::Error;
-use crate::layout;
+
+use crate::catalog::{Catalog, ModuleEntry};
 use crate::manifest::{ModuleManifest, ModuleVersion};
 use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
-use crate::storage::Storage;
 
 /// Search words read from `q`; more are ignored.
 const SEARCH_TERMS_MAX: usize = 8;
-
-impl<S: Storage> App<S> {
-    /// `GET /v1/modules` and `GET /v1/modules/search`: a page of the catalog's modules this
-    /// viewer may read, from one read.
-    pub(crate) async fn module_listing(
-        &self,
-        listing: &Listing,
-        viewer: &Viewer,
-        deadline: tokio::time::Instant,
-    ) -> Result<Reply, Error> {
-        let (catalog, stale) = self.catalog(deadline).await?;
-        let policy = &self.config.access;
-        let visible = |m: &ModuleAddress| viewer.may_read(policy, Resource::Module(m));
-        let base = self.config.paths.modules.trim_end_matches('/');
-        let path = if listing.q.is_some() { format!("{base}/search") } else { base.to_string() };
-        let body = page(&catalog, listing, visible, &path);
-        Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(stale))
-    }
-
-    /// The catalog (empty before anything is published), and whether it is a copy served
-    /// through a storage fault.
-    pub(crate) async fn catalog(&self, deadline: tokio::time::Instant) -> Result<(Arc<Catalog>, bool), Error> {
-        let missing = || Error::NotFound(String::new());
-        match self.manifest(layout::CATALOG, Catalog::parse, |_| false, missing, deadline).await {
-            Ok(read) => Ok((read.value, read.stale)),
-            Err(Error::NotFound(_)) => Ok((Arc::new(Catalog::default()), false)),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// `GET /v1/modules/:namespace/:name/:system[/:version]`: the version's details (the latest
-    /// when none is named), its docs, and every version. Access was checked by the caller.
-    pub(crate) async fn module_details(
-        &self,
-        module: &ModuleAddress,
-        version: Option<&semver::Version>,
-        absent: impl Fn() -> Error,
-        deadline: tokio::time::Instant,
-    ) -> Result<Reply, Error> {
-        let view = self.module_version(module, version, absent, deadline).await?;
-        let body = details(module, view.entry(), &view.manifest, view.docs.as_deref());
-        Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
-    }
-
-    /// A module version as the API and the web page show it: the manifest, the version (the
-    /// latest when none is named), and its docs when they were read from the served archive.
-    /// Two reads, at once when the version is named.
-    pub(crate) async fn module_version(
-        &self,
-        module: &ModuleAddress,
-        version: Option<&semver::Version>,
-        absent: impl Fn() -> Error,
-        deadline: tokio::time::Instant,
-    ) -> Result<ModuleView, Error> {
-        let manifest_key = layout::module_manifest(module);
-        let manifest =
-            || self.manifest(&manifest_key, ModuleManifest::parse, |m| m.versions.is_empty(), &absent, deadline);
-        let docs_key = |v: &semver::Version| layout::module_docs(module, v);
-        let no_docs = || Error::NotFound(String::new());
-        let (manifest, docs, wanted) = match version {
-            // Both keys are known: read them at once.
-            Some(v) => {
-                let key = docs_key(v);
-                let (manifest, docs) =
-                    tokio::join!(manifest(), self.manifest(&key, parse_docs, |_| false, no_docs, deadline));
-                (manifest?, docs, v.clone())
-            }
-            None => {
-                let manifest = manifest().await?;
-                let latest = catalog::latest(manifest.value.versions.iter().map(|v| v.version.as_str()))
-                    .and_then(|v| crate::address::parse_version(v).ok())
-                    .ok_or_else(&absent)?;
-                let docs = self.manifest(&docs_key(&latest), parse_docs, |_| false, no_docs, deadline).await;
-                (manifest, docs, latest)
-            }
-        };
-        let wanted_text = wanted.to_string();
-        let index = manifest
-            .value
-            .versions
-            .iter()
-            .position(|v| v.version == wanted_text)
-            .ok_or_else(|| Error::NotFound(format!("module {module} has no version {wanted}")))?;
-        let docs = match docs {
-            Ok(read) => Some(read.value),
-            Err(Error::NotFound(_)) => None,
-            Err(e) => return Err(e),
-        };
-        // Docs read from other bytes than those served are not these docs.
-        let sha256 = &manifest.value.versions[index].sha256;
-        let docs = docs.filter(|d| d.sha256 == *sha256);
-        Ok(ModuleView { manifest: manifest.value, index, docs, stale: manifest.stale })
-    }
-}
-
-/// What `module_version` read.
-pub(crate) struct ModuleView {
-    /// Every version.
-    pub(crate) manifest: Arc<ModuleManifest>,
-    /// The shown version's place in `manifest.versions`.
-    index: usize,
-    /// Its docs, when read from the bytes served.
-    pub(crate) docs: Option<Arc<ModuleDocs>>,
-    /// Made from a copy kept through a storage fault.
-    pub(crate) stale: bool,
-}
-
-impl ModuleView {
-    /// The shown version.
-    pub(crate) fn entry(&self) -> &ModuleVersion {
-        &self.manifest.versions[self.index]
-    }
-}
-
-fn parse_docs(bytes: &[u8]) -> Result<ModuleDocs, Error> {
-    serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("module docs: {e}")))
-}
 
 /// One page of a list or search answer: `meta` (`limit`, `current_offset`, and `next_offset`
 /// / `next_url`, `prev_offset` / `prev_url` where there is such a page) and `modules`. Modules
@@ -328,9 +204,10 @@ fn directory(dir: &ModuleDir, root_name: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::Request;
+    use crate::app::{App, Request};
     use crate::config::Config;
     use crate::index::{Indexer, Limits};
+    use crate::layout;
     use crate::router::Service;
     use crate::storage::MemoryStorage;
 
@@ -448,8 +325,8 @@ mod tests {
             storage.insert(key, bytes);
             indexer.on_object_changed(key).await.unwrap();
         }
-        let acme = crate::access::manage::record("acme", "trg_acme", vec!["acme".into()], vec![], None);
-        let store = crate::access::TokenStore { format: 1, tokens: vec![acme] };
+        let acme = crate::auth::manage::record("acme", "trg_acme", vec!["acme".into()], vec![], None);
+        let store = crate::auth::TokenStore { format: 1, tokens: vec![acme] };
         storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
         let app = App::new(Config::new("bucket"), storage, &[Service::Web]);
         let call = |path: &'static str, query: Option<&'static str>, token: Option<&'static str>| {
@@ -470,9 +347,9 @@ mod tests {
         assert_eq!(status, 200, "{list}");
         assert_eq!(ids(&list), ["acme/vpc/aws/1.1.0"], "nothing of namespace secret");
         assert_eq!(list["modules"][0]["description"], "A network with subnets.");
-        let before = app.storage.request_count();
+        let before = app.storage().request_count();
         assert_eq!(call("/v1/modules", Some("limit=1"), acme).await.0, 200);
-        assert_eq!(app.storage.request_count() - before, 1, "warm: the catalog only");
+        assert_eq!(app.storage().request_count() - before, 1, "warm: the catalog only");
         let (_, found) = call("/v1/modules/search", Some("q=vault"), acme).await;
         assert!(ids(&found).is_empty(), "{found}");
         let (_, found) = call("/v1/modules/search", Some("q=network"), acme).await;
@@ -499,10 +376,10 @@ mod tests {
         );
         assert_eq!(latest["submodules"][0]["path"], "modules/subnet");
         assert_eq!(latest["submodules"][0]["inputs"][0]["name"], "az");
-        let before = app.storage.request_count();
+        let before = app.storage().request_count();
         let (status, one) = call("/v1/modules/acme/vpc/aws/1.0.0", None, acme).await;
         assert_eq!((status, one["id"].as_str()), (200, Some("acme/vpc/aws/1.0.0")));
-        assert!(app.storage.request_count() - before <= 2, "the manifest and the docs");
+        assert!(app.storage().request_count() - before <= 2, "the manifest and the docs");
 
         // Out of scope and absent: the same 404.
         let hidden = call("/v1/modules/secret/vault/aws", None, acme).await;
@@ -513,9 +390,9 @@ mod tests {
 
         // Docs that do not match the archive served are not shown as its docs.
         let key = "indexed/modules/acme/vpc/aws/docs/1.0.0.json";
-        let mut docs: ModuleDocs = serde_json::from_slice(&app.storage.peek(key).unwrap()).unwrap();
+        let mut docs: ModuleDocs = serde_json::from_slice(&app.storage().peek(key).unwrap()).unwrap();
         docs.sha256 = "0".repeat(64);
-        app.storage.insert(key, serde_json::to_vec(&docs).unwrap());
+        app.storage().insert(key, serde_json::to_vec(&docs).unwrap());
         let (_, stale) = call("/v1/modules/acme/vpc/aws/1.0.0", None, acme).await;
         assert_eq!(stale["root"]["inputs"], json!([]));
         assert!(stale["warnings"][0].as_str().unwrap().contains("not been read yet"), "{stale}");

@@ -1,9 +1,11 @@
 //! Typed configuration, loaded once per process from the environment. Errors name the variable.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::index::Limits;
 use crate::router::{BasePaths, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT, PROVIDERS_BASE_PATH_DEFAULT};
+pub use crate::upstream::{UPSTREAM_HOST_DEFAULT, UpstreamSettings};
 
 /// Bounds for presigned URL lifetimes: long enough for a slow `terraform init` to start the
 /// download, short enough that a URL printed in a CI log is useless soon after.
@@ -33,7 +35,7 @@ pub struct Config {
     /// What the indexer accepts.
     pub limits: Limits,
     /// Who may read without a token (`REGISTRY_ANONYMOUS_MODULES`, `REGISTRY_ANONYMOUS_PROVIDERS`).
-    pub access: crate::access::Policy,
+    pub access: crate::auth::Policy,
     /// `REGISTRY_TOKENS_CACHE_SECONDS` (default 30, at most 300): how long a container keeps
     /// the token store before reading it again; a revoked token stops working within this.
     pub tokens_cache: Duration,
@@ -52,52 +54,10 @@ pub struct Config {
     /// `REGISTRY_OIDC_ISSUERS` (a JSON array, `oidc::parse_issuers`; unset or empty: none):
     /// OpenID Connect issuers whose JWTs are accepted as bearer tokens, each with its audience
     /// and claims-to-scopes rules, one of them optionally with the `terraform login` client.
-    pub oidc_issuers: Vec<crate::oidc::Issuer>,
+    pub oidc_issuers: Vec<crate::auth::oidc::Issuer>,
     /// `REGISTRY_OIDC_CA_FILE`: PEM certificates trusted for the issuers besides the system's
     /// roots (an issuer inside the organisation, or the tests' issuer on loopback).
     pub oidc_ca_file: Option<String>,
-}
-
-/// Where the network mirror may fetch a provider the bucket does not have (`upstream`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpstreamSettings {
-    /// `REGISTRY_UPSTREAM_HOSTS`: comma-separated provider hostnames (`registry.terraform.io`,
-    /// the default when unset; empty turns the pull-through off). A mirror request for a
-    /// provider of one of these hosts that the bucket lacks is answered from that host's
-    /// providers.v1 service, and its packages are copied into the bucket.
-    pub hosts: Vec<String>,
-    /// Hosts reached at another address than their name (`HOST=https://ADDRESS[:PORT]` in
-    /// `REGISTRY_UPSTREAM_HOSTS`): an internal endpoint of the public registry, or a registry
-    /// on a port. Provider addresses keep naming HOST: the terraform CLI cannot ask a network
-    /// mirror for a provider whose host has a port ("first path segment in URL cannot contain
-    /// colon"), so such an upstream needs a name without one.
-    pub endpoints: std::collections::BTreeMap<String, String>,
-    /// `REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS` (default 600, at most 86400): how long an
-    /// upstream's version list kept in the bucket is used without asking the upstream again;
-    /// new upstream releases appear after this.
-    pub versions_ttl: Duration,
-    /// `REGISTRY_UPSTREAM_TIMEOUT_SECONDS` (default 4, 1 to 8): the longest one upstream
-    /// request may take on the request path (the request's whole budget is `REQUEST_BUDGET`).
-    pub timeout: Duration,
-    /// `REGISTRY_UPSTREAM_CA_FILE`: PEM certificates trusted for upstreams besides the
-    /// system's roots (a private upstream, or the local registry's `make dev UPSTREAM=`).
-    pub ca_file: Option<String>,
-}
-
-/// The public registry: the upstream when `REGISTRY_UPSTREAM_HOSTS` is unset.
-pub const UPSTREAM_HOST_DEFAULT: &str = "registry.terraform.io";
-
-impl UpstreamSettings {
-    /// No upstream: the pull-through is off.
-    pub fn off() -> Self {
-        UpstreamSettings {
-            hosts: Vec::new(),
-            endpoints: Default::default(),
-            versions_ttl: Duration::from_secs(600),
-            timeout: Duration::from_secs(4),
-            ca_file: None,
-        }
-    }
 }
 
 /// Default (and deployed value) of `Config::request_budget`. One storage read gives up after
@@ -132,7 +92,7 @@ impl Config {
             hostname: None,
             s3_force_path_style: false,
             limits: Limits::default(),
-            access: crate::access::Policy::default(),
+            access: crate::auth::Policy::default(),
             tokens_cache: Duration::from_secs(30),
             manifest_cache_bytes: MANIFEST_CACHE_BYTES_DEFAULT,
             manifest_cache_ttl: Duration::ZERO,
@@ -150,197 +110,218 @@ impl Config {
 
     /// Load from any lookup function (tests pass a map).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let bucket = get("REGISTRY_BUCKET")
-            .filter(|b| !b.trim().is_empty())
-            .ok_or_else(|| ConfigError("REGISTRY_BUCKET is not set".into()))?;
+        let env = Env(&get);
+        let bucket = env.text("REGISTRY_BUCKET").ok_or_else(|| ConfigError("REGISTRY_BUCKET is not set".into()))?;
         let presign_ttl = match get("REGISTRY_PRESIGN_TTL_SECONDS") {
             None => PRESIGN_TTL_DEFAULT,
             Some(raw) => parse_ttl(&raw)?,
         };
-        let paths = BasePaths {
-            modules: base_path(
-                "REGISTRY_MODULES_BASE_PATH",
-                get("REGISTRY_MODULES_BASE_PATH"),
-                MODULES_BASE_PATH_DEFAULT,
-            )?,
-            mirror: base_path("REGISTRY_MIRROR_BASE_PATH", get("REGISTRY_MIRROR_BASE_PATH"), MIRROR_BASE_PATH_DEFAULT)?,
-            providers: base_path(
-                "REGISTRY_PROVIDERS_BASE_PATH",
-                get("REGISTRY_PROVIDERS_BASE_PATH"),
-                PROVIDERS_BASE_PATH_DEFAULT,
-            )?,
-        };
-        let named = [
-            ("REGISTRY_MODULES_BASE_PATH", &paths.modules),
-            ("REGISTRY_MIRROR_BASE_PATH", &paths.mirror),
-            ("REGISTRY_PROVIDERS_BASE_PATH", &paths.providers),
-        ];
-        for (i, (a, pa)) in named.iter().enumerate() {
-            for (b, pb) in &named[i + 1..] {
-                if pa.starts_with(pb.as_str()) || pb.starts_with(pa.as_str()) {
-                    return Err(ConfigError(format!("{a} ({pa}) and {b} ({pb}) must not overlap")));
-                }
-            }
-        }
-        let hostname = match get("REGISTRY_HOSTNAME").map(|h| h.trim().to_string()).filter(|h| !h.is_empty()) {
-            None => None,
-            Some(h) => match crate::address::ProviderAddress::parse(&h, "x", "x") {
-                Ok(_) => Some(h),
-                Err(_) => {
-                    return Err(ConfigError(format!(
-                        "REGISTRY_HOSTNAME must be a lower-case host name with an optional :port, as in a provider \
-                         source address (registry.example.com), got {:?}",
-                        crate::address::printable(&h)
-                    )));
-                }
-            },
-        };
-        let flag = |var: &str| match get(var).as_deref().map(str::trim) {
-            None | Some("" | "false" | "0") => Ok(false),
-            Some("true" | "1") => Ok(true),
-            Some(other) => Err(ConfigError(format!("{var} must be true or false, got {other:?}"))),
-        };
-        let s3_force_path_style = flag("REGISTRY_S3_FORCE_PATH_STYLE")?;
-        let defaults = Limits::default();
-        let limit = |var: &str, default: u64| bytes_var(var, get(var), default);
-        let limits = Limits {
-            module_archive_bytes: limit("REGISTRY_MAX_MODULE_ARCHIVE_BYTES", defaults.module_archive_bytes)?,
-            provider_zip_bytes: limit("REGISTRY_MAX_PROVIDER_ZIP_BYTES", defaults.provider_zip_bytes)?,
-            unpacked_bytes: limit("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
-            archive_entries: bounded(
-                "REGISTRY_MAX_ARCHIVE_ENTRIES",
-                get("REGISTRY_MAX_ARCHIVE_ENTRIES"),
-                defaults.archive_entries,
-                1_000_000,
-                "entries",
-            )?,
-            overwrite_published: flag("REGISTRY_ALLOW_OVERWRITE")?,
-        };
-        let globs = |var: &str| -> Result<Vec<String>, ConfigError> {
-            let list: Vec<String> = get(var)
-                .unwrap_or_default()
-                .split(',')
-                .map(|g| g.trim().to_string())
-                .filter(|g| !g.is_empty())
-                .collect();
-            match list.iter().find(|g| g.len() > 300 || !g.bytes().all(|b| b.is_ascii_graphic())) {
-                Some(bad) => Err(ConfigError(format!("{var} holds an invalid glob {bad:?}"))),
-                None => Ok(list),
-            }
-        };
-        let access = crate::access::Policy {
-            anonymous_modules: globs("REGISTRY_ANONYMOUS_MODULES")?,
-            anonymous_providers: globs("REGISTRY_ANONYMOUS_PROVIDERS")?,
-        };
-        let tokens_cache = Duration::from_secs(bounded(
-            "REGISTRY_TOKENS_CACHE_SECONDS",
-            get("REGISTRY_TOKENS_CACHE_SECONDS"),
-            30,
-            300,
-            "seconds",
-        )?);
-        let manifest_cache_bytes = bounded(
-            "REGISTRY_MANIFEST_CACHE_BYTES",
-            get("REGISTRY_MANIFEST_CACHE_BYTES"),
-            MANIFEST_CACHE_BYTES_DEFAULT as u64,
-            1 << 30,
-            "bytes",
-        )? as usize;
-        let manifest_cache_ttl = Duration::from_secs(bounded(
-            "REGISTRY_MANIFEST_CACHE_SECONDS",
-            get("REGISTRY_MANIFEST_CACHE_SECONDS"),
-            0,
-            60,
-            "seconds",
-        )?);
-        let mut upstream_endpoints = std::collections::BTreeMap::new();
-        let upstream_hosts = match get("REGISTRY_UPSTREAM_HOSTS") {
-            None => vec![UPSTREAM_HOST_DEFAULT.to_string()],
-            Some(raw) => {
-                let mut hosts = Vec::new();
-                for item in raw.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-                    let (host, endpoint) = match item.split_once('=') {
-                        Some((host, endpoint)) => (host.trim(), Some(endpoint.trim())),
-                        None => (item, None),
-                    };
-                    if crate::address::ProviderAddress::parse(host, "x", "x").is_err() {
-                        return Err(ConfigError(format!(
-                            "REGISTRY_UPSTREAM_HOSTS holds {:?}, not a lower-case provider host name \
-                             (registry.terraform.io, or NAME=https://ADDRESS:PORT)",
-                            crate::address::printable(host)
-                        )));
-                    }
-                    if let Some(endpoint) = endpoint {
-                        let origin = endpoint.strip_prefix("https://").map(|a| a.trim_end_matches('/'));
-                        match origin {
-                            Some(address) if !address.is_empty() && !address.contains(['/', '?', '#', '@']) => {
-                                upstream_endpoints.insert(host.to_string(), format!("https://{address}"));
-                            }
-                            _ => {
-                                return Err(ConfigError(format!(
-                                    "REGISTRY_UPSTREAM_HOSTS: {host} is reached at {:?}, not an https://ADDRESS[:PORT]",
-                                    crate::address::printable(endpoint)
-                                )));
-                            }
-                        }
-                    }
-                    hosts.push(host.to_string());
-                }
-                hosts
-            }
-        };
-        if let Some(own) = &hostname
-            && upstream_hosts.contains(own)
-        {
-            return Err(ConfigError(format!(
-                "REGISTRY_UPSTREAM_HOSTS holds this registry's own host {own:?} (REGISTRY_HOSTNAME): it would be its own upstream"
-            )));
-        }
-        let upstream = UpstreamSettings {
-            hosts: upstream_hosts,
-            endpoints: upstream_endpoints,
-            versions_ttl: Duration::from_secs(bounded(
-                "REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS",
-                get("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS"),
-                600,
-                86_400,
-                "seconds",
-            )?),
-            timeout: match bounded(
-                "REGISTRY_UPSTREAM_TIMEOUT_SECONDS",
-                get("REGISTRY_UPSTREAM_TIMEOUT_SECONDS"),
-                4,
-                8,
-                "seconds",
-            )? {
-                0 => return Err(ConfigError("REGISTRY_UPSTREAM_TIMEOUT_SECONDS must be 1 to 8 seconds, got 0".into())),
-                secs => Duration::from_secs(secs),
-            },
-            ca_file: get("REGISTRY_UPSTREAM_CA_FILE").map(|f| f.trim().to_string()).filter(|f| !f.is_empty()),
-        };
-        let oidc_issuers = match get("REGISTRY_OIDC_ISSUERS").filter(|raw| !raw.trim().is_empty()) {
+        let hostname = hostname(&env)?;
+        let upstream = upstream(&env, hostname.as_deref())?;
+        let oidc_issuers = match env.text("REGISTRY_OIDC_ISSUERS") {
             None => Vec::new(),
-            Some(raw) => {
-                crate::oidc::parse_issuers(&raw).map_err(|e| ConfigError(format!("REGISTRY_OIDC_ISSUERS: {e}")))?
-            }
+            Some(raw) => crate::auth::oidc::parse_issuers(&raw)
+                .map_err(|e| ConfigError(format!("REGISTRY_OIDC_ISSUERS: {e}")))?,
         };
         Ok(Config {
             bucket,
             presign_ttl,
-            paths,
+            paths: paths(&env)?,
             hostname,
-            s3_force_path_style,
-            limits,
-            access,
-            tokens_cache,
-            manifest_cache_bytes,
-            manifest_cache_ttl,
+            s3_force_path_style: env.flag("REGISTRY_S3_FORCE_PATH_STYLE")?,
+            limits: limits(&env)?,
+            access: access(&env)?,
+            tokens_cache: Duration::from_secs(env.bounded("REGISTRY_TOKENS_CACHE_SECONDS", 30, 300, "seconds")?),
+            manifest_cache_bytes: env.bounded(
+                "REGISTRY_MANIFEST_CACHE_BYTES",
+                MANIFEST_CACHE_BYTES_DEFAULT as u64,
+                1 << 30,
+                "bytes",
+            )? as usize,
+            manifest_cache_ttl: Duration::from_secs(env.bounded(
+                "REGISTRY_MANIFEST_CACHE_SECONDS",
+                0,
+                60,
+                "seconds",
+            )?),
             request_budget: REQUEST_BUDGET,
             upstream,
             oidc_issuers,
-            oidc_ca_file: get("REGISTRY_OIDC_CA_FILE").map(|f| f.trim().to_string()).filter(|f| !f.is_empty()),
+            oidc_ca_file: env.text("REGISTRY_OIDC_CA_FILE"),
         })
     }
+}
+
+/// The environment as `from_lookup` reads it: each kind of value read one way, each error
+/// naming its variable.
+struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
+
+impl Env<'_> {
+    fn raw(&self, var: &str) -> Option<String> {
+        (self.0)(var)
+    }
+
+    /// Trimmed; unset and blank are the same.
+    fn text(&self, var: &str) -> Option<String> {
+        self.raw(var).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+    }
+
+    fn flag(&self, var: &str) -> Result<bool, ConfigError> {
+        match self.raw(var).as_deref().map(str::trim) {
+            None | Some("" | "false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(other) => Err(ConfigError(format!("{var} must be true or false, got {other:?}"))),
+        }
+    }
+
+    /// A whole number from 0 to `max` (`default` when unset).
+    fn bounded(&self, var: &str, default: u64, max: u64, unit: &str) -> Result<u64, ConfigError> {
+        let Some(raw) = self.raw(var) else { return Ok(default) };
+        match raw.trim().parse::<u64>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(ConfigError(format!("{var} must be 0 to {max} {unit}, got {raw:?}"))),
+        }
+    }
+
+    fn bytes(&self, var: &str, default: u64) -> Result<u64, ConfigError> {
+        let Some(raw) = self.raw(var) else { return Ok(default) };
+        match raw.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(ConfigError(format!("{var} must be a positive number of bytes, got {raw:?}"))),
+        }
+    }
+
+    /// A comma-separated list of scope globs.
+    fn globs(&self, var: &str) -> Result<Vec<String>, ConfigError> {
+        let list: Vec<String> = self
+            .raw(var)
+            .unwrap_or_default()
+            .split(',')
+            .map(|g| g.trim().to_string())
+            .filter(|g| !g.is_empty())
+            .collect();
+        match list.iter().find(|g| g.len() > 300 || !g.bytes().all(|b| b.is_ascii_graphic())) {
+            Some(bad) => Err(ConfigError(format!("{var} holds an invalid glob {bad:?}"))),
+            None => Ok(list),
+        }
+    }
+}
+
+/// The three base paths, which must not overlap (a route must belong to one protocol).
+fn paths(env: &Env<'_>) -> Result<BasePaths, ConfigError> {
+    let path = |var: &str, default: &str| base_path(var, env.raw(var), default);
+    let paths = BasePaths {
+        modules: path("REGISTRY_MODULES_BASE_PATH", MODULES_BASE_PATH_DEFAULT)?,
+        mirror: path("REGISTRY_MIRROR_BASE_PATH", MIRROR_BASE_PATH_DEFAULT)?,
+        providers: path("REGISTRY_PROVIDERS_BASE_PATH", PROVIDERS_BASE_PATH_DEFAULT)?,
+    };
+    let named = [
+        ("REGISTRY_MODULES_BASE_PATH", &paths.modules),
+        ("REGISTRY_MIRROR_BASE_PATH", &paths.mirror),
+        ("REGISTRY_PROVIDERS_BASE_PATH", &paths.providers),
+    ];
+    for (i, (a, pa)) in named.iter().enumerate() {
+        for (b, pb) in &named[i + 1..] {
+            if pa.starts_with(pb.as_str()) || pb.starts_with(pa.as_str()) {
+                return Err(ConfigError(format!("{a} ({pa}) and {b} ({pb}) must not overlap")));
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// `REGISTRY_HOSTNAME`, as a provider source address names a host.
+fn hostname(env: &Env<'_>) -> Result<Option<String>, ConfigError> {
+    let Some(h) = env.text("REGISTRY_HOSTNAME") else { return Ok(None) };
+    match crate::address::ProviderAddress::parse(&h, "x", "x") {
+        Ok(_) => Ok(Some(h)),
+        Err(_) => Err(ConfigError(format!(
+            "REGISTRY_HOSTNAME must be a lower-case host name with an optional :port, as in a provider source \
+             address (registry.example.com), got {:?}",
+            crate::address::printable(&h)
+        ))),
+    }
+}
+
+fn limits(env: &Env<'_>) -> Result<Limits, ConfigError> {
+    let defaults = Limits::default();
+    Ok(Limits {
+        module_archive_bytes: env.bytes("REGISTRY_MAX_MODULE_ARCHIVE_BYTES", defaults.module_archive_bytes)?,
+        provider_zip_bytes: env.bytes("REGISTRY_MAX_PROVIDER_ZIP_BYTES", defaults.provider_zip_bytes)?,
+        unpacked_bytes: env.bytes("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
+        archive_entries: env.bounded("REGISTRY_MAX_ARCHIVE_ENTRIES", defaults.archive_entries, 1_000_000, "entries")?,
+        overwrite_published: env.flag("REGISTRY_ALLOW_OVERWRITE")?,
+    })
+}
+
+fn access(env: &Env<'_>) -> Result<crate::auth::Policy, ConfigError> {
+    Ok(crate::auth::Policy {
+        anonymous_modules: env.globs("REGISTRY_ANONYMOUS_MODULES")?,
+        anonymous_providers: env.globs("REGISTRY_ANONYMOUS_PROVIDERS")?,
+    })
+}
+
+/// The pull-through's upstreams; never this registry's own host (`hostname`).
+fn upstream(env: &Env<'_>, hostname: Option<&str>) -> Result<UpstreamSettings, ConfigError> {
+    let (hosts, endpoints) = match env.raw("REGISTRY_UPSTREAM_HOSTS") {
+        None => (vec![UPSTREAM_HOST_DEFAULT.to_string()], Default::default()),
+        Some(raw) => upstream_hosts(&raw)?,
+    };
+    if let Some(own) = hostname.filter(|own| hosts.iter().any(|h| h == own)) {
+        return Err(ConfigError(format!(
+            "REGISTRY_UPSTREAM_HOSTS holds this registry's own host {own:?} (REGISTRY_HOSTNAME): it would be its own upstream"
+        )));
+    }
+    let timeout = match env.bounded("REGISTRY_UPSTREAM_TIMEOUT_SECONDS", 4, 8, "seconds")? {
+        0 => return Err(ConfigError("REGISTRY_UPSTREAM_TIMEOUT_SECONDS must be 1 to 8 seconds, got 0".into())),
+        secs => Duration::from_secs(secs),
+    };
+    Ok(UpstreamSettings {
+        hosts,
+        endpoints,
+        versions_ttl: Duration::from_secs(env.bounded(
+            "REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS",
+            600,
+            86_400,
+            "seconds",
+        )?),
+        timeout,
+        ca_file: env.text("REGISTRY_UPSTREAM_CA_FILE"),
+    })
+}
+
+/// `REGISTRY_UPSTREAM_HOSTS`: `HOST` or `HOST=https://ADDRESS[:PORT]`, comma-separated.
+fn upstream_hosts(raw: &str) -> Result<(Vec<String>, BTreeMap<String, String>), ConfigError> {
+    let (mut hosts, mut endpoints) = (Vec::new(), BTreeMap::new());
+    for item in raw.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let (host, endpoint) = match item.split_once('=') {
+            Some((host, endpoint)) => (host.trim(), Some(endpoint.trim())),
+            None => (item, None),
+        };
+        if crate::address::ProviderAddress::parse(host, "x", "x").is_err() {
+            return Err(ConfigError(format!(
+                "REGISTRY_UPSTREAM_HOSTS holds {:?}, not a lower-case provider host name \
+                 (registry.terraform.io, or NAME=https://ADDRESS:PORT)",
+                crate::address::printable(host)
+            )));
+        }
+        if let Some(endpoint) = endpoint {
+            let origin = endpoint.strip_prefix("https://").map(|a| a.trim_end_matches('/'));
+            match origin {
+                Some(address) if !address.is_empty() && !address.contains(['/', '?', '#', '@']) => {
+                    endpoints.insert(host.to_string(), format!("https://{address}"));
+                }
+                _ => {
+                    return Err(ConfigError(format!(
+                        "REGISTRY_UPSTREAM_HOSTS: {host} is reached at {:?}, not an https://ADDRESS[:PORT]",
+                        crate::address::printable(endpoint)
+                    )));
+                }
+            }
+        }
+        hosts.push(host.to_string());
+    }
+    Ok((hosts, endpoints))
 }
 
 fn parse_ttl(raw: &str) -> Result<Duration, ConfigError> {
@@ -356,23 +337,6 @@ fn parse_ttl(raw: &str) -> Result<Duration, ConfigError> {
         )));
     }
     Ok(ttl)
-}
-
-/// A whole number from 0 to `max` (`default` when unset).
-fn bounded(var: &str, raw: Option<String>, default: u64, max: u64, unit: &str) -> Result<u64, ConfigError> {
-    let Some(raw) = raw else { return Ok(default) };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n <= max => Ok(n),
-        _ => Err(ConfigError(format!("{var} must be 0 to {max} {unit}, got {raw:?}"))),
-    }
-}
-
-fn bytes_var(var: &str, raw: Option<String>, default: u64) -> Result<u64, ConfigError> {
-    let Some(raw) = raw else { return Ok(default) };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(ConfigError(format!("{var} must be a positive number of bytes, got {raw:?}"))),
-    }
 }
 
 fn base_path(var: &str, raw: Option<String>, default: &str) -> Result<String, ConfigError> {

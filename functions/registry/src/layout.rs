@@ -42,7 +42,7 @@ pub const REJECTIONS_PREFIX: &str = "rejections/";
 /// key admins (never by publishers: a CI credential must not be able to install a key of its
 /// own), read by the indexer only.
 pub const SIGNING_KEYS_PREFIX: &str = "signing-keys/";
-/// Token hashes and scopes (`access::TokenStore`); read by the read functions, written by the
+/// Token hashes and scopes (`auth::TokenStore`); read by the read functions, written by the
 /// token command.
 pub const TOKENS: &str = "access/tokens.json";
 /// What the network mirror keeps of upstream registries (pull-through); written by the mirror

@@ -33,162 +33,168 @@ const CATALOG_RETRY: Backoff =
 /// Manifests read at once when the whole catalog is rebuilt.
 const REBUILD_READS: usize = 16;
 
-impl<S: Storage> Indexer<'_, S> {
-    /// Bring `owner`'s catalog entry in line with its manifest as stored now (added, changed,
-    /// or removed when it serves nothing). Nothing is written when the entry is already right.
-    pub(super) async fn update_catalog(&self, owner: &Owner) -> Result<(), Error> {
-        retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-            let read = Self::read_document(self.storage, layout::CATALOG).await?;
-            // (the catalog, whether what is stored must be replaced whatever this entry is)
-            // None yet (a new bucket, or one from before the catalog existed) or unreadable:
-            // every owner's entry, not only this one's.
-            let (mut catalog, replace) = match read.as_ref().map(|o| Catalog::parse(&o.bytes)) {
-                Some(Ok(catalog)) => (catalog, false),
-                None => (self.every_entry(&Catalog::default()).await?, true),
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "stored catalog unreadable; rebuilding it from every manifest");
-                    (self.every_entry(&Catalog::default()).await?, true)
-                }
+/// Bring `owner`'s catalog entry in line with its manifest as stored now (added, changed,
+/// or removed when it serves nothing). Nothing is written when the entry is already right.
+pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: &Owner) -> Result<(), Error> {
+    retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
+        let read = Indexer::read_document(indexer.storage, layout::CATALOG).await?;
+        // (the catalog, whether what is stored must be replaced whatever this entry is)
+        // None yet (a new bucket, or one from before the catalog existed) or unreadable:
+        // every owner's entry, not only this one's.
+        let (mut catalog, replace) = match read.as_ref().map(|o| Catalog::parse(&o.bytes)) {
+            Some(Ok(catalog)) => (catalog, false),
+            None => (every_entry(indexer, &Catalog::default()).await?, true),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "stored catalog unreadable; rebuilding it from every manifest");
+                (every_entry(indexer, &Catalog::default()).await?, true)
+            }
+        };
+        let changed = match owner {
+            Owner::Module(m) => {
+                let entry = module_entry(indexer, m, catalog.module(m)).await?;
+                catalog.set_module(m, entry)
+            }
+            Owner::Provider(p) => {
+                let entry = provider_entry(indexer, p, catalog.provider(p)).await?;
+                catalog.set_provider(p, entry)
+            }
+        };
+        if !changed && !replace {
+            return Ok(());
+        }
+        write_catalog(indexer, &catalog, read.as_ref()).await
+    })
+    .await
+}
+
+/// Rebuild every entry from the manifests present (repair, migration): entries of owners
+/// that serve nothing go, descriptions are read again only where the latest version changed.
+pub(super) async fn rebuild_catalog<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
+    retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
+        let read = Indexer::read_document(indexer.storage, layout::CATALOG).await?;
+        let previous = read.as_ref().and_then(|o| Catalog::parse(&o.bytes).ok()).unwrap_or_default();
+        let catalog = every_entry(indexer, &previous).await?;
+        if read.is_some() && catalog == previous {
+            return Ok(());
+        }
+        write_catalog(indexer, &catalog, read.as_ref()).await
+    })
+    .await
+}
+
+async fn write_catalog<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    catalog: &Catalog,
+    read: Option<&Object>,
+) -> Result<(), Error> {
+    let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
+    indexer.storage.put(layout::CATALOG, catalog.to_bytes()?, CONTENT_TYPE_JSON, precondition).await
+}
+
+/// The catalog as every manifest in the bucket says, reusing `previous`'s descriptions.
+async fn every_entry<S: Storage>(indexer: &Indexer<'_, S>, previous: &Catalog) -> Result<Catalog, Error> {
+    let mut owners = Vec::new();
+    for documents in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX] {
+        let prefix = format!("{}{documents}", layout::INDEXED_PREFIX);
+        for object in indexer.storage.list(&prefix).await? {
+            match layout::classify(&object.key) {
+                Some(ObjectKind::ModuleManifest(m)) => owners.push(Owner::Module(m)),
+                Some(ObjectKind::ProviderIndex(p)) => owners.push(Owner::Provider(p)),
+                _ => {}
+            }
+        }
+    }
+    // An owner whose manifest cannot be read now keeps the entry it had (its own pass
+    // reports the failure): one poisoned owner does not block the others' entries.
+    let mut entries = futures_util::stream::iter(owners)
+        .map(|owner| async move {
+            let mut one = Catalog::default();
+            match &owner {
+                Owner::Module(m) => match module_entry(indexer, m, previous.module(m)).await {
+                    Ok(entry) => one.set_module(m, entry),
+                    Err(e) => {
+                        tracing::warn!(%owner, error = %e, "manifest unreadable; its catalog entry kept as it was");
+                        one.set_module(m, previous.module(m).cloned())
+                    }
+                },
+                Owner::Provider(p) => match provider_entry(indexer, p, previous.provider(p)).await {
+                    Ok(entry) => one.set_provider(p, entry),
+                    Err(e) => {
+                        tracing::warn!(%owner, error = %e, "index unreadable; its catalog entry kept as it was");
+                        one.set_provider(p, previous.provider(p).cloned())
+                    }
+                },
             };
-            let changed = match owner {
-                Owner::Module(m) => {
-                    let entry = self.module_entry(m, catalog.module(m)).await?;
-                    catalog.set_module(m, entry)
-                }
-                Owner::Provider(p) => {
-                    let entry = self.provider_entry(p, catalog.provider(p)).await?;
-                    catalog.set_provider(p, entry)
-                }
-            };
-            if !changed && !replace {
-                return Ok(());
-            }
-            self.write_catalog(&catalog, read.as_ref()).await
+            one
         })
-        .await
+        .buffer_unordered(REBUILD_READS);
+    let mut catalog = Catalog::default();
+    while let Some(one) = entries.next().await {
+        catalog.modules.extend(one.modules);
+        catalog.providers.extend(one.providers);
     }
+    Ok(catalog)
+}
 
-    /// Rebuild every entry from the manifests present (repair, migration): entries of owners
-    /// that serve nothing go, descriptions are read again only where the latest version changed.
-    pub(super) async fn rebuild_catalog(&self) -> Result<(), Error> {
-        retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-            let read = Self::read_document(self.storage, layout::CATALOG).await?;
-            let previous = read.as_ref().and_then(|o| Catalog::parse(&o.bytes).ok()).unwrap_or_default();
-            let catalog = self.every_entry(&previous).await?;
-            if read.is_some() && catalog == previous {
-                return Ok(());
-            }
-            self.write_catalog(&catalog, read.as_ref()).await
-        })
-        .await
-    }
+/// A module's entry from its manifest as stored; the description from `previous` while the
+/// latest version's archive is the same, else from that version's docs.
+async fn module_entry<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    previous: Option<&ModuleEntry>,
+) -> Result<Option<ModuleEntry>, Error> {
+    let Some(object) = indexer.storage.get(&layout::module_manifest(module)).await? else {
+        return Ok(None);
+    };
+    let manifest = ModuleManifest::parse(&object.bytes)?;
+    let Some(latest) = catalog::latest(manifest.versions.iter().map(|v| v.version.as_str())) else {
+        return Ok(None);
+    };
+    let Some(version) = manifest.versions.iter().find(|v| v.version == latest) else {
+        return Ok(None);
+    };
+    let description = match previous {
+        Some(p) if p.latest == version.version && p.sha256 == version.sha256 => p.description.clone(),
+        _ => description(indexer, module, version).await?,
+    };
+    Ok(ModuleEntry::from_manifest(module, &manifest, |_| description))
+}
 
-    async fn write_catalog(&self, catalog: &Catalog, read: Option<&Object>) -> Result<(), Error> {
-        let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
-        self.storage.put(layout::CATALOG, catalog.to_bytes()?, CONTENT_TYPE_JSON, precondition).await
-    }
-
-    /// The catalog as every manifest in the bucket says, reusing `previous`'s descriptions.
-    async fn every_entry(&self, previous: &Catalog) -> Result<Catalog, Error> {
-        let mut owners = Vec::new();
-        for documents in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX] {
-            let prefix = format!("{}{documents}", layout::INDEXED_PREFIX);
-            for object in self.storage.list(&prefix).await? {
-                match layout::classify(&object.key) {
-                    Some(ObjectKind::ModuleManifest(m)) => owners.push(Owner::Module(m)),
-                    Some(ObjectKind::ProviderIndex(p)) => owners.push(Owner::Provider(p)),
-                    _ => {}
-                }
-            }
-        }
-        // An owner whose manifest cannot be read now keeps the entry it had (its own pass
-        // reports the failure): one poisoned owner does not block the others' entries.
-        let mut entries = futures_util::stream::iter(owners)
-            .map(|owner| async move {
-                let mut one = Catalog::default();
-                match &owner {
-                    Owner::Module(m) => match self.module_entry(m, previous.module(m)).await {
-                        Ok(entry) => one.set_module(m, entry),
-                        Err(e) => {
-                            tracing::warn!(%owner, error = %e, "manifest unreadable; its catalog entry kept as it was");
-                            one.set_module(m, previous.module(m).cloned())
-                        }
-                    },
-                    Owner::Provider(p) => match self.provider_entry(p, previous.provider(p)).await {
-                        Ok(entry) => one.set_provider(p, entry),
-                        Err(e) => {
-                            tracing::warn!(%owner, error = %e, "index unreadable; its catalog entry kept as it was");
-                            one.set_provider(p, previous.provider(p).cloned())
-                        }
-                    },
-                };
-                one
-            })
-            .buffer_unordered(REBUILD_READS);
-        let mut catalog = Catalog::default();
-        while let Some(one) = entries.next().await {
-            catalog.modules.extend(one.modules);
-            catalog.providers.extend(one.providers);
-        }
-        Ok(catalog)
-    }
-
-    /// A module's entry from its manifest as stored; the description from `previous` while the
-    /// latest version's archive is the same, else from that version's docs.
-    async fn module_entry(
-        &self,
-        module: &ModuleAddress,
-        previous: Option<&ModuleEntry>,
-    ) -> Result<Option<ModuleEntry>, Error> {
-        let Some(object) = self.storage.get(&layout::module_manifest(module)).await? else {
-            return Ok(None);
-        };
-        let manifest = ModuleManifest::parse(&object.bytes)?;
-        let Some(latest) = catalog::latest(manifest.versions.iter().map(|v| v.version.as_str())) else {
-            return Ok(None);
-        };
-        let Some(version) = manifest.versions.iter().find(|v| v.version == latest) else {
-            return Ok(None);
-        };
-        let description = match previous {
-            Some(p) if p.latest == version.version && p.sha256 == version.sha256 => p.description.clone(),
-            _ => self.description(module, version).await?,
-        };
-        Ok(ModuleEntry::from_manifest(module, &manifest, |_| description))
-    }
-
-    /// The first paragraph of a version's README, from its stored docs (when they were read
-    /// from the archive the manifest serves).
-    async fn description(&self, module: &ModuleAddress, version: &ModuleVersion) -> Result<Option<String>, Error> {
-        let Ok(parsed) = crate::address::parse_version(&version.version) else { return Ok(None) };
-        let Some(object) = self.storage.get(&layout::module_docs(module, &parsed)).await? else {
-            return Ok(None);
-        };
-        let docs: ModuleDocs = match serde_json::from_slice(&object.bytes) {
-            Ok(docs) => docs,
-            Err(e) => {
-                tracing::warn!(%module, version = version.version, error = %e, "stored docs unreadable; no description");
-                return Ok(None);
-            }
-        };
-        if docs.sha256 != version.sha256 {
+/// The first paragraph of a version's README, from its stored docs (when they were read
+/// from the archive the manifest serves).
+async fn description<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    version: &ModuleVersion,
+) -> Result<Option<String>, Error> {
+    let Ok(parsed) = crate::address::parse_version(&version.version) else { return Ok(None) };
+    let Some(object) = indexer.storage.get(&layout::module_docs(module, &parsed)).await? else {
+        return Ok(None);
+    };
+    let docs: ModuleDocs = match serde_json::from_slice(&object.bytes) {
+        Ok(docs) => docs,
+        Err(e) => {
+            tracing::warn!(%module, version = version.version, error = %e, "stored docs unreadable; no description");
             return Ok(None);
         }
-        Ok(docs.root.readme.as_deref().and_then(module_docs::summary))
+    };
+    if docs.sha256 != version.sha256 {
+        return Ok(None);
     }
+    Ok(docs.root.readme.as_deref().and_then(module_docs::summary))
+}
 
-    /// A provider's entry from its `index.json` as stored.
-    async fn provider_entry(
-        &self,
-        provider: &ProviderAddress,
-        previous: Option<&ProviderEntry>,
-    ) -> Result<Option<ProviderEntry>, Error> {
-        let Some(object) = self.storage.get(&layout::provider_index(provider)).await? else {
-            return Ok(None);
-        };
-        let index = ProviderIndex::parse(&object.bytes)?;
-        Ok(ProviderEntry::from_index(provider, &index, previous, &crate::clock::rfc3339_now()))
-    }
+/// A provider's entry from its `index.json` as stored.
+async fn provider_entry<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    previous: Option<&ProviderEntry>,
+) -> Result<Option<ProviderEntry>, Error> {
+    let Some(object) = indexer.storage.get(&layout::provider_index(provider)).await? else {
+        return Ok(None);
+    };
+    let index = ProviderIndex::parse(&object.bytes)?;
+    Ok(ProviderEntry::from_index(provider, &index, previous, &crate::clock::rfc3339_now()))
 }
 
 #[cfg(test)]

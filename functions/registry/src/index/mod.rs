@@ -258,7 +258,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
     pub async fn run(&self, pass: &Pass) -> Result<Outcome, Error> {
         let outcome = self.run_pass(pass).await?;
         if self.catalog {
-            self.update_catalog(&pass.owner()).await?;
+            catalog::update_catalog(self, &pass.owner()).await?;
         }
         Ok(outcome)
     }
@@ -267,9 +267,9 @@ impl<'a, S: Storage> Indexer<'a, S> {
     async fn run_pass(&self, pass: &Pass) -> Result<Outcome, Error> {
         let outcome = retry::on_conflict(PASS_RETRY, &pass.to_string(), |_| async {
             match pass {
-                Pass::Owner(Owner::Module(m)) => self.module_pass(m).await,
-                Pass::Owner(Owner::Provider(p)) => self.provider_pass(p).await,
-                Pass::ProviderVersion(p, v) => self.provider_version_pass(p, v).await,
+                Pass::Owner(Owner::Module(m)) => modules::module_pass(self, m).await,
+                Pass::Owner(Owner::Provider(p)) => providers::provider_pass(self, p).await,
+                Pass::ProviderVersion(p, v) => providers::provider_version_pass(self, p, v).await,
             }
         })
         .await?;
@@ -301,7 +301,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
             results.push((owner, outcome));
         }
         // Once for all owners, not once per owner: each update reads and writes the whole catalog.
-        self.rebuild_catalog().await?;
+        catalog::rebuild_catalog(self).await?;
         Ok(results)
     }
 

@@ -15,158 +15,159 @@ use crate::module_docs::{self, ModuleDocs};
 use crate::publish_log::{Action, Change};
 use crate::storage::{ObjectInfo, Precondition, Storage};
 
-impl<S: Storage> Indexer<'_, S> {
-    /// Rebuild one module's manifest from its archives.
-    pub(super) async fn module_pass(&self, module: &ModuleAddress) -> Result<Outcome, Error> {
-        let manifest_key = layout::module_manifest(module);
-        let prefix = layout::module_prefix(module);
-        // Rule 1: the manifest (and its ETag) before the listing.
-        let read = Self::read_document(self.storage, &manifest_key).await?;
-        let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
-            tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
-            None
-        });
-        let objects = self.storage.list(&prefix).await?;
-        let mut rejections = Rejections::load(self.storage, &prefix, self.principals()).await?;
+/// Rebuild one module's manifest from its archives.
+pub(super) async fn module_pass<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+) -> Result<Outcome, Error> {
+    let manifest_key = layout::module_manifest(module);
+    let prefix = layout::module_prefix(module);
+    // Rule 1: the manifest (and its ETag) before the listing.
+    let read = Indexer::read_document(indexer.storage, &manifest_key).await?;
+    let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
+        tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
+        None
+    });
+    let objects = indexer.storage.list(&prefix).await?;
+    let mut rejections = Rejections::load(indexer.storage, &prefix, indexer.principals()).await?;
 
-        // One archive per version. Two formats of one version is a publishing mistake: keep
-        // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
-        let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
-        let mut misnamed = Vec::new();
-        for object in objects {
-            match layout::classify(&object.key) {
-                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
-                Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
-                    let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
-                    match chosen.get(&version) {
-                        Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
-                            tracing::warn!(
-                                kept = kept.key,
-                                ignored = object.key,
-                                "two archives for one version; serving the first"
-                            );
-                        }
-                        _ => {
-                            chosen.insert(version, (object, extension));
-                        }
+    // One archive per version. Two formats of one version is a publishing mistake: keep
+    // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
+    let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
+    let mut misnamed = Vec::new();
+    for object in objects {
+        match layout::classify(&object.key) {
+            Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+            Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
+                let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
+                match chosen.get(&version) {
+                    Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
+                        tracing::warn!(
+                            kept = kept.key,
+                            ignored = object.key,
+                            "two archives for one version; serving the first"
+                        );
+                    }
+                    _ => {
+                        chosen.insert(version, (object, extension));
                     }
                 }
-                _ => {}
             }
+            _ => {}
         }
+    }
 
-        rejections.reject_misnamed(self.storage, &misnamed).await?;
-        let mut versions = Vec::with_capacity(chosen.len());
-        for (version, (object, extension)) in chosen {
-            let previous = existing.as_ref().and_then(|m| m.find(&version));
-            // Reused only with its docs: a manifest from before docs were read is read again.
-            let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs);
-            let reusable = match same_archive {
-                Some(e) if self.listed_etag(&object).await? == e.etag => Some(e),
-                _ => None,
+    rejections.reject_misnamed(indexer.storage, &misnamed).await?;
+    let mut versions = Vec::with_capacity(chosen.len());
+    for (version, (object, extension)) in chosen {
+        let previous = existing.as_ref().and_then(|m| m.find(&version));
+        // Reused only with its docs: a manifest from before docs were read is read again.
+        let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs);
+        let reusable = match same_archive {
+            Some(e) if indexer.listed_etag(&object).await? == e.etag => Some(e),
+            _ => None,
+        };
+        if let Some(entry) = reusable {
+            versions.push(entry.clone());
+            rejections.keep(&object.key);
+            continue;
+        }
+        match (index_module_archive(indexer, &object, extension, &mut rejections).await?, previous) {
+            // The same bytes again (a re-upload, a copy): still the object first published,
+            // which a versioned bucket keeps serving by its version id.
+            (Some((entry, docs)), Some(published)) if entry.sha256 == published.sha256 => {
+                if !published.docs {
+                    put_docs(indexer, module, &version, &docs).await?;
+                }
+                versions.push(ModuleVersion { etag: entry.etag, docs: true, ..published.clone() });
+            }
+            (Some((entry, _)), Some(published)) if !indexer.limits.overwrite_published => {
+                let what = format!("version {version} of module {module}");
+                let reason = super::immutable(&what, &published.sha256, &entry.sha256);
+                let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&entry.etag), ..object.clone() };
+                rejections.reject(indexer.storage, &uploaded, reason).await?;
+                versions.push(published.clone());
+            }
+            // Docs first, so the manifest never names a version whose docs are not there.
+            (Some((entry, docs)), _) => {
+                put_docs(indexer, module, &version, &docs).await?;
+                versions.push(entry);
+            }
+            // Rejected: what was published for this version stays as it was.
+            (None, previous) => versions.extend(previous.cloned()),
+        }
+    }
+    rejections.clear_stale(indexer.storage).await?;
+
+    let manifest = ModuleManifest::new(versions);
+    let unchanged = match &existing {
+        Some(e) => *e == manifest,
+        None => manifest.versions.is_empty(),
+    };
+    if unchanged {
+        return Ok(Outcome::Unchanged);
+    }
+    let count = manifest.versions.len();
+    let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
+    indexer.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
+    indexer.log_changes(changes(existing.as_ref(), &manifest)).await?;
+    Ok(Outcome::Written { versions: count })
+}
+
+/// Store the docs of one version (`layout::module_docs`), read from its archive.
+async fn put_docs<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    docs: &ModuleDocs,
+) -> Result<(), Error> {
+    let key = layout::module_docs(module, version);
+    indexer.storage.put(&key, to_json(docs)?, CONTENT_TYPE_JSON, Precondition::None).await
+}
+
+/// Validate and hash a module archive, reading its docs in the same pass; `None` (with a
+/// rejection record) if it is bad.
+async fn index_module_archive<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    object: &ObjectInfo,
+    extension: &'static str,
+    rejections: &mut Rejections,
+) -> Result<Option<(ModuleVersion, ModuleDocs)>, Error> {
+    let limit = (indexer.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
+    let Some(Spooled { mut file, sha256, size, etag, version_id }) =
+        indexer.spool_or_reject(object, limit, rejections).await?
+    else {
+        return Ok(None);
+    };
+    let bounds = indexer.limits.bounds();
+    let verdict = blocking(move || {
+        file.rewind().map_err(|e| e.to_string())?;
+        archive::read_module_archive(file, extension, &bounds, &module_docs::wanted)
+    })
+    .await?;
+    let version = match layout::classify(&object.key) {
+        Some(ObjectKind::ModuleArchive { version, .. }) => version.to_string(),
+        _ => return Ok(None),
+    };
+    match verdict {
+        Ok(kept) => {
+            rejections.clear(indexer.storage, &object.key).await?;
+            let docs = module_docs::extract(&kept, &sha256);
+            let entry = ModuleVersion {
+                version,
+                archive: object.key.clone(),
+                size,
+                sha256,
+                etag,
+                version_id,
+                docs: true,
+                published_at: Some(crate::clock::rfc3339_now()),
             };
-            if let Some(entry) = reusable {
-                versions.push(entry.clone());
-                rejections.keep(&object.key);
-                continue;
-            }
-            match (self.index_module_archive(&object, extension, &mut rejections).await?, previous) {
-                // The same bytes again (a re-upload, a copy): still the object first published,
-                // which a versioned bucket keeps serving by its version id.
-                (Some((entry, docs)), Some(published)) if entry.sha256 == published.sha256 => {
-                    if !published.docs {
-                        self.put_docs(module, &version, &docs).await?;
-                    }
-                    versions.push(ModuleVersion { etag: entry.etag, docs: true, ..published.clone() });
-                }
-                (Some((entry, _)), Some(published)) if !self.limits.overwrite_published => {
-                    let what = format!("version {version} of module {module}");
-                    let reason = super::immutable(&what, &published.sha256, &entry.sha256);
-                    let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&entry.etag), ..object.clone() };
-                    rejections.reject(self.storage, &uploaded, reason).await?;
-                    versions.push(published.clone());
-                }
-                // Docs first, so the manifest never names a version whose docs are not there.
-                (Some((entry, docs)), _) => {
-                    self.put_docs(module, &version, &docs).await?;
-                    versions.push(entry);
-                }
-                // Rejected: what was published for this version stays as it was.
-                (None, previous) => versions.extend(previous.cloned()),
-            }
+            Ok(Some((entry, docs)))
         }
-        rejections.clear_stale(self.storage).await?;
-
-        let manifest = ModuleManifest::new(versions);
-        let unchanged = match &existing {
-            Some(e) => *e == manifest,
-            None => manifest.versions.is_empty(),
-        };
-        if unchanged {
-            return Ok(Outcome::Unchanged);
-        }
-        let count = manifest.versions.len();
-        let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
-        self.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
-        self.log_changes(changes(existing.as_ref(), &manifest)).await?;
-        Ok(Outcome::Written { versions: count })
-    }
-
-    /// Store the docs of one version (`layout::module_docs`), read from its archive.
-    async fn put_docs(
-        &self,
-        module: &ModuleAddress,
-        version: &semver::Version,
-        docs: &ModuleDocs,
-    ) -> Result<(), Error> {
-        let key = layout::module_docs(module, version);
-        self.storage.put(&key, to_json(docs)?, CONTENT_TYPE_JSON, Precondition::None).await
-    }
-
-    /// Validate and hash a module archive, reading its docs in the same pass; `None` (with a
-    /// rejection record) if it is bad.
-    async fn index_module_archive(
-        &self,
-        object: &ObjectInfo,
-        extension: &'static str,
-        rejections: &mut Rejections,
-    ) -> Result<Option<(ModuleVersion, ModuleDocs)>, Error> {
-        let limit = (self.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
-        let Some(Spooled { mut file, sha256, size, etag, version_id }) =
-            self.spool_or_reject(object, limit, rejections).await?
-        else {
-            return Ok(None);
-        };
-        let bounds = self.limits.bounds();
-        let verdict = blocking(move || {
-            file.rewind().map_err(|e| e.to_string())?;
-            archive::read_module_archive(file, extension, &bounds, &module_docs::wanted)
-        })
-        .await?;
-        let version = match layout::classify(&object.key) {
-            Some(ObjectKind::ModuleArchive { version, .. }) => version.to_string(),
-            _ => return Ok(None),
-        };
-        match verdict {
-            Ok(kept) => {
-                rejections.clear(self.storage, &object.key).await?;
-                let docs = module_docs::extract(&kept, &sha256);
-                let entry = ModuleVersion {
-                    version,
-                    archive: object.key.clone(),
-                    size,
-                    sha256,
-                    etag,
-                    version_id,
-                    docs: true,
-                    published_at: Some(crate::clock::rfc3339_now()),
-                };
-                Ok(Some((entry, docs)))
-            }
-            Err(reason) => {
-                rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
-                Ok(None)
-            }
+        Err(reason) => {
+            rejections.reject(indexer.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
+            Ok(None)
         }
     }
 }

@@ -38,292 +38,297 @@ struct Documents {
     index: Option<Object>,
 }
 
-impl<S: Storage> Indexer<'_, S> {
-    /// Rebuild one provider's mirror documents from its zips.
-    pub(super) async fn provider_pass(&self, provider: &ProviderAddress) -> Result<Outcome, Error> {
-        let read = self.read_documents(provider).await?;
-        let (listing, mut rejections) = self.list_zips(provider, &layout::provider_prefix(provider)).await?;
+/// Rebuild one provider's mirror documents from its zips.
+pub(super) async fn provider_pass<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+) -> Result<Outcome, Error> {
+    let read = read_documents(indexer, provider).await?;
+    let (listing, mut rejections) = list_zips(indexer, provider, &layout::provider_prefix(provider)).await?;
 
-        let mut changed = false;
-        let mut listed = BTreeMap::new();
-        let all_versions: BTreeSet<semver::Version> =
-            listing.zips.keys().chain(listing.releases.keys()).chain(read.versions.keys()).cloned().collect();
-        for version in all_versions {
-            let platforms = listing.zips.get(&version).cloned().unwrap_or_default();
-            let release = listing.releases.get(&version).cloned().unwrap_or_default();
-            let stored = read.versions.get(&version);
-            let (document, written) =
-                self.update_version_document(provider, &version, &platforms, &release, stored, &mut rejections).await?;
-            if !document.archives.is_empty() {
-                listed.insert(version.to_string(), document.index_line());
-            }
-            changed |= written;
+    let mut changed = false;
+    let mut listed = BTreeMap::new();
+    let all_versions: BTreeSet<semver::Version> =
+        listing.zips.keys().chain(listing.releases.keys()).chain(read.versions.keys()).cloned().collect();
+    for version in all_versions {
+        let platforms = listing.zips.get(&version).cloned().unwrap_or_default();
+        let release = listing.releases.get(&version).cloned().unwrap_or_default();
+        let stored = read.versions.get(&version);
+        let (document, written) =
+            update_version_document(indexer, provider, &version, &platforms, &release, stored, &mut rejections).await?;
+        if !document.archives.is_empty() {
+            listed.insert(version.to_string(), document.index_line());
         }
-        rejections.clear_stale(self.storage).await?;
-
-        // index.json last: it never lists a version whose VERSION.json is not written yet.
-        let index = ProviderIndex { versions: listed };
-        let existing_index = read.index.as_ref().and_then(|o| ProviderIndex::parse(&o.bytes).ok());
-        let same = match &existing_index {
-            Some(e) => *e == index,
-            None => index.versions.is_empty() && read.index.is_none(),
-        };
-        if !same {
-            let precondition = Precondition::replacing(read.index.as_ref().map(|o| o.etag.as_str()));
-            self.storage
-                .put(&layout::provider_index(provider), to_json(&index)?, CONTENT_TYPE_JSON, precondition)
-                .await?;
-            changed = true;
-        }
-        Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
+        changed |= written;
     }
+    rejections.clear_stale(indexer.storage).await?;
 
-    /// One version: its `VERSION.json` from a listing of its zips alone, then its line in
-    /// `index.json` (added when the version has a servable zip, removed when none is left).
-    /// Rules 1 and 2 as in every pass: both documents read before the listing, both written
-    /// only if still what was read. An `index.json` that does not parse is repaired by the
-    /// full pass instead.
-    pub(super) async fn provider_version_pass(
-        &self,
-        provider: &ProviderAddress,
-        version: &semver::Version,
-    ) -> Result<Outcome, Error> {
-        let (index_key, document_key) = (layout::provider_index(provider), layout::provider_version(provider, version));
-        let stored_index = Self::read_document(self.storage, &index_key).await?;
-        let stored = Self::read_document(self.storage, &document_key).await?;
-        let mut index = match &stored_index {
-            None => ProviderIndex::default(),
-            Some(o) => match ProviderIndex::parse(&o.bytes) {
-                Ok(index) => index,
-                Err(e) => {
-                    tracing::warn!(key = index_key, error = %e, "unreadable; rebuilding the whole provider");
-                    return self.provider_pass(provider).await;
+    // index.json last: it never lists a version whose VERSION.json is not written yet.
+    let index = ProviderIndex { versions: listed };
+    let existing_index = read.index.as_ref().and_then(|o| ProviderIndex::parse(&o.bytes).ok());
+    let same = match &existing_index {
+        Some(e) => *e == index,
+        None => index.versions.is_empty() && read.index.is_none(),
+    };
+    if !same {
+        let precondition = Precondition::replacing(read.index.as_ref().map(|o| o.etag.as_str()));
+        indexer
+            .storage
+            .put(&layout::provider_index(provider), to_json(&index)?, CONTENT_TYPE_JSON, precondition)
+            .await?;
+        changed = true;
+    }
+    Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
+}
+
+/// One version: its `VERSION.json` from a listing of its zips alone, then its line in
+/// `index.json` (added when the version has a servable zip, removed when none is left).
+/// Rules 1 and 2 as in every pass: both documents read before the listing, both written
+/// only if still what was read. An `index.json` that does not parse is repaired by the
+/// full pass instead.
+pub(super) async fn provider_version_pass<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    version: &semver::Version,
+) -> Result<Outcome, Error> {
+    let (index_key, document_key) = (layout::provider_index(provider), layout::provider_version(provider, version));
+    let stored_index = Indexer::read_document(indexer.storage, &index_key).await?;
+    let stored = Indexer::read_document(indexer.storage, &document_key).await?;
+    let mut index = match &stored_index {
+        None => ProviderIndex::default(),
+        Some(o) => match ProviderIndex::parse(&o.bytes) {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::warn!(key = index_key, error = %e, "unreadable; rebuilding the whole provider");
+                return provider_pass(indexer, provider).await;
+            }
+        },
+    };
+    let prefix = layout::provider_version_prefix(provider, version);
+    let (mut listing, mut rejections) = list_zips(indexer, provider, &prefix).await?;
+    let platforms = listing.zips.remove(version).unwrap_or_default();
+    let release = listing.releases.remove(version).unwrap_or_default();
+    let (document, mut changed) =
+        update_version_document(indexer, provider, version, &platforms, &release, stored.as_ref(), &mut rejections)
+            .await?;
+    rejections.clear_stale(indexer.storage).await?;
+
+    // index.json after the document: it never lists a version whose VERSION.json is not written yet.
+    let line = version.to_string();
+    let before = index.versions.get(&line).cloned();
+    let after = (!document.archives.is_empty()).then(|| document.index_line());
+    match &after {
+        Some(value) => index.versions.insert(line, value.clone()),
+        None => index.versions.remove(&line),
+    };
+    if before != after {
+        let precondition = Precondition::replacing(stored_index.as_ref().map(|o| o.etag.as_str()));
+        indexer.storage.put(&index_key, to_json(&index)?, CONTENT_TYPE_JSON, precondition).await?;
+        changed = true;
+    }
+    Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
+}
+
+/// The provider's zips under `prefix` (all of them, or one version's), by version and
+/// platform, and the rejection records under it; keys there that fit no name of the layout
+/// get theirs now.
+async fn list_zips<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    prefix: &str,
+) -> Result<(Listing, Rejections), Error> {
+    let objects = indexer.storage.list(prefix).await?;
+    let mut rejections = Rejections::load(indexer.storage, prefix, indexer.principals()).await?;
+    let mut listing = Listing::default();
+    let mut misnamed = Vec::new();
+    for object in objects {
+        match layout::classify(&object.key) {
+            Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+            Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
+                listing.zips.entry(version).or_default().insert(platform, object);
+            }
+            // Only a release of the registry's own host is signed; elsewhere (a mirrored
+            // provider) these files are what a release directory holds, never read.
+            Some(ObjectKind::ProviderReleaseFile { provider: p, version, file })
+                if &p == provider && super::releases::signs(indexer, provider) =>
+            {
+                listing.releases.entry(version).or_default().set(file, object);
+            }
+            // index.json / VERSION.json from a synced `terraform providers mirror`
+            // directory: a name the layout accepts, never read.
+            _ => {}
+        }
+    }
+    rejections.reject_misnamed(indexer.storage, &misnamed).await?;
+    Ok((listing, rejections))
+}
+
+/// Rule 1: every document this pass may replace, before the listing it computes from.
+/// They are the indexer's own, under `indexed/`: a `VERSION.json` a publisher uploaded
+/// beside the zips is never read, so no hash in it is ever believed. A provider may have
+/// hundreds of versions: their documents are read concurrently, a bounded number at a time.
+async fn read_documents<S: Storage>(indexer: &Indexer<'_, S>, provider: &ProviderAddress) -> Result<Documents, Error> {
+    let index_key = layout::provider_index(provider);
+    let written = indexer.storage.list(&layout::provider_documents_prefix(provider)).await?;
+    let has_index = written.iter().any(|o| o.key == index_key);
+    let mut reads = Vec::new();
+    for object in &written {
+        if let Some(ObjectKind::ProviderVersion { provider: p, version }) = layout::classify(&object.key)
+            && &p == provider
+        {
+            let (storage, key) = (indexer.storage, object.key.clone());
+            reads.push(
+                async move { Indexer::read_document(storage, &key).await.map(|doc| doc.map(|doc| (version, doc))) },
+            );
+        }
+    }
+    let reads: Vec<_> = futures_util::stream::iter(reads).buffer_unordered(DOCUMENT_READS_IN_FLIGHT).collect().await;
+    let mut versions = BTreeMap::new();
+    for read in reads {
+        if let Some((version, doc)) = read? {
+            versions.insert(version, doc);
+        }
+    }
+    let index = if has_index { Indexer::read_document(indexer.storage, &index_key).await? } else { None };
+    Ok(Documents { versions, index })
+}
+
+/// Rebuild one version's document from its zips and write it if it changed (only over
+/// what was read: `stored`). Returns the document and whether it was written.
+async fn update_version_document<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    version: &semver::Version,
+    platforms: &BTreeMap<Platform, ObjectInfo>,
+    release: &ReleaseObjects,
+    stored: Option<&Object>,
+    rejections: &mut Rejections,
+) -> Result<(ProviderVersion, bool), Error> {
+    let key = layout::provider_version(provider, version);
+    let existing = stored.and_then(|o| {
+        ProviderVersion::parse(&o.bytes)
+            .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
+            .ok()
+    });
+    let document =
+        version_document(indexer, provider, version, platforms, release, existing.as_ref(), rejections).await?;
+    let same = match &existing {
+        Some(e) => *e == document,
+        None => document == ProviderVersion::default() && stored.is_none(),
+    };
+    if !same {
+        let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
+        indexer.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
+        indexer.log_changes(changes(provider, existing.as_ref(), &document)).await?;
+    }
+    Ok((document, !same))
+}
+
+/// One version's document: each platform's zip as recorded before if its ETag is
+/// unchanged, else checked and hashed now; a zip rejected now keeps what was published for
+/// its platform. Under the registry's own host, the release's signature then decides what
+/// is served (`releases`).
+async fn version_document<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    version: &semver::Version,
+    platforms: &BTreeMap<Platform, ObjectInfo>,
+    release: &ReleaseObjects,
+    existing: Option<&ProviderVersion>,
+    rejections: &mut Rejections,
+) -> Result<ProviderVersion, Error> {
+    let mut checked = BTreeMap::new();
+    for (platform, object) in platforms {
+        let file = layout::provider_archive_name(provider, version, platform);
+        // Served, or checked and waiting for its release's signature.
+        let published = existing.and_then(|d| d.archives.get(&platform.key()));
+        let previous = published.or_else(|| existing.and_then(|d| d.pending.get(&platform.key())));
+        let recorded = previous
+            .filter(|a| a.url == file)
+            .and_then(|a| a.indexed.as_ref().filter(|i| !i.etag.is_empty()).map(|i| (a, i.etag.as_str())));
+        let unchanged = match recorded {
+            Some((a, etag)) if indexer.listed_etag(object).await? == etag => Some(a),
+            _ => None,
+        };
+        let archive = match unchanged {
+            Some(a) => {
+                rejections.keep(&object.key);
+                Some(a.clone())
+            }
+            None => match (index_provider_zip(indexer, provider, object, file, rejections).await?, published) {
+                (Some(new), Some(old)) if new.zh() == old.zh() => {
+                    // The same bytes again: still the object first published.
+                    let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
+                    let mut kept = old.clone();
+                    if let Some(indexed) = kept.indexed.as_mut() {
+                        indexed.etag = etag;
+                    }
+                    Some(kept)
                 }
+                (Some(new), Some(old)) if !indexer.limits.overwrite_published => {
+                    let what = format!("{} of provider {provider} {version}", platform.key());
+                    let reason = super::immutable(&what, old.zh(), new.zh());
+                    let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
+                    let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&etag), ..object.clone() };
+                    rejections.reject(indexer.storage, &uploaded, reason).await?;
+                    Some(old.clone())
+                }
+                (Some(new), _) => Some(new),
+                (None, published) => published.cloned(),
             },
         };
-        let prefix = layout::provider_version_prefix(provider, version);
-        let (mut listing, mut rejections) = self.list_zips(provider, &prefix).await?;
-        let platforms = listing.zips.remove(version).unwrap_or_default();
-        let release = listing.releases.remove(version).unwrap_or_default();
-        let (document, mut changed) = self
-            .update_version_document(provider, version, &platforms, &release, stored.as_ref(), &mut rejections)
-            .await?;
-        rejections.clear_stale(self.storage).await?;
-
-        // index.json after the document: it never lists a version whose VERSION.json is not written yet.
-        let line = version.to_string();
-        let before = index.versions.get(&line).cloned();
-        let after = (!document.archives.is_empty()).then(|| document.index_line());
-        match &after {
-            Some(value) => index.versions.insert(line, value.clone()),
-            None => index.versions.remove(&line),
-        };
-        if before != after {
-            let precondition = Precondition::replacing(stored_index.as_ref().map(|o| o.etag.as_str()));
-            self.storage.put(&index_key, to_json(&index)?, CONTENT_TYPE_JSON, precondition).await?;
-            changed = true;
+        if let Some(archive) = archive {
+            checked.insert(platform.clone(), (object.clone(), archive));
         }
-        Ok(if changed { Outcome::Written { versions: index.versions.len() } } else { Outcome::Unchanged })
     }
-
-    /// The provider's zips under `prefix` (all of them, or one version's), by version and
-    /// platform, and the rejection records under it; keys there that fit no name of the layout
-    /// get theirs now.
-    async fn list_zips(&self, provider: &ProviderAddress, prefix: &str) -> Result<(Listing, Rejections), Error> {
-        let objects = self.storage.list(prefix).await?;
-        let mut rejections = Rejections::load(self.storage, prefix, self.principals()).await?;
-        let mut listing = Listing::default();
-        let mut misnamed = Vec::new();
-        for object in objects {
-            match layout::classify(&object.key) {
-                Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
-                Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
-                    listing.zips.entry(version).or_default().insert(platform, object);
-                }
-                // Only a release of the registry's own host is signed; elsewhere (a mirrored
-                // provider) these files are what a release directory holds, never read.
-                Some(ObjectKind::ProviderReleaseFile { provider: p, version, file })
-                    if &p == provider && self.signs(provider) =>
-                {
-                    listing.releases.entry(version).or_default().set(file, object);
-                }
-                // index.json / VERSION.json from a synced `terraform providers mirror`
-                // directory: a name the layout accepts, never read.
-                _ => {}
-            }
-        }
-        rejections.reject_misnamed(self.storage, &misnamed).await?;
-        Ok((listing, rejections))
+    if super::releases::signs(indexer, provider) {
+        return super::releases::sign_off(indexer, provider, version, checked, release, existing, rejections).await;
     }
+    let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
+    Ok(ProviderVersion { archives, ..ProviderVersion::default() })
+}
 
-    /// Rule 1: every document this pass may replace, before the listing it computes from.
-    /// They are the indexer's own, under `indexed/`: a `VERSION.json` a publisher uploaded
-    /// beside the zips is never read, so no hash in it is ever believed. A provider may have
-    /// hundreds of versions: their documents are read concurrently, a bounded number at a time.
-    async fn read_documents(&self, provider: &ProviderAddress) -> Result<Documents, Error> {
-        let index_key = layout::provider_index(provider);
-        let written = self.storage.list(&layout::provider_documents_prefix(provider)).await?;
-        let has_index = written.iter().any(|o| o.key == index_key);
-        let mut reads = Vec::new();
-        for object in &written {
-            if let Some(ObjectKind::ProviderVersion { provider: p, version }) = layout::classify(&object.key)
-                && &p == provider
-            {
-                let (storage, key) = (self.storage, object.key.clone());
-                reads.push(
-                    async move { Self::read_document(storage, &key).await.map(|doc| doc.map(|doc| (version, doc))) },
+/// Validate and hash a provider zip; `None` (with a rejection record) if it is bad.
+async fn index_provider_zip<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    object: &ObjectInfo,
+    url: String,
+    rejections: &mut Rejections,
+) -> Result<Option<ProviderArchive>, Error> {
+    let limit = (indexer.limits.provider_zip_bytes, "REGISTRY_MAX_PROVIDER_ZIP_BYTES");
+    let Some(Spooled { mut file, sha256, size, etag, version_id }) =
+        indexer.spool_or_reject(object, limit, rejections).await?
+    else {
+        return Ok(None);
+    };
+    let (r#type, bounds) = (provider.r#type.clone(), indexer.limits.bounds());
+    let verdict = blocking(move || {
+        file.rewind().map_err(|e| e.to_string())?;
+        archive::check_provider_zip(file, &r#type, &bounds)
+    })
+    .await?;
+    match verdict {
+        Ok(summary) => {
+            if summary.directory_entries > 0 {
+                tracing::warn!(
+                    key = object.key,
+                    directory_entries = summary.directory_entries,
+                    "provider zip has directory entries: the CLI checks them as empty files but then locks a files-only hash, \
+                     so the next `terraform init` with that lock file fails; rebuild the zip without them (zip -D)"
                 );
             }
+            rejections.clear(indexer.storage, &object.key).await?;
+            Ok(Some(ProviderArchive {
+                url,
+                // `zh:` first: the cheaper check for the CLI (`hashes_for_cli`).
+                hashes: vec![format!("zh:{sha256}"), summary.h1],
+                indexed: Some(Indexed { size, etag, version_id }),
+            }))
         }
-        let reads: Vec<_> =
-            futures_util::stream::iter(reads).buffer_unordered(DOCUMENT_READS_IN_FLIGHT).collect().await;
-        let mut versions = BTreeMap::new();
-        for read in reads {
-            if let Some((version, doc)) = read? {
-                versions.insert(version, doc);
-            }
-        }
-        let index = if has_index { Self::read_document(self.storage, &index_key).await? } else { None };
-        Ok(Documents { versions, index })
-    }
-
-    /// Rebuild one version's document from its zips and write it if it changed (only over
-    /// what was read: `stored`). Returns the document and whether it was written.
-    async fn update_version_document(
-        &self,
-        provider: &ProviderAddress,
-        version: &semver::Version,
-        platforms: &BTreeMap<Platform, ObjectInfo>,
-        release: &ReleaseObjects,
-        stored: Option<&Object>,
-        rejections: &mut Rejections,
-    ) -> Result<(ProviderVersion, bool), Error> {
-        let key = layout::provider_version(provider, version);
-        let existing = stored.and_then(|o| {
-            ProviderVersion::parse(&o.bytes)
-                .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
-                .ok()
-        });
-        let document =
-            self.version_document(provider, version, platforms, release, existing.as_ref(), rejections).await?;
-        let same = match &existing {
-            Some(e) => *e == document,
-            None => document == ProviderVersion::default() && stored.is_none(),
-        };
-        if !same {
-            let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
-            self.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
-            self.log_changes(changes(provider, existing.as_ref(), &document)).await?;
-        }
-        Ok((document, !same))
-    }
-
-    /// One version's document: each platform's zip as recorded before if its ETag is
-    /// unchanged, else checked and hashed now; a zip rejected now keeps what was published for
-    /// its platform. Under the registry's own host, the release's signature then decides what
-    /// is served (`releases`).
-    async fn version_document(
-        &self,
-        provider: &ProviderAddress,
-        version: &semver::Version,
-        platforms: &BTreeMap<Platform, ObjectInfo>,
-        release: &ReleaseObjects,
-        existing: Option<&ProviderVersion>,
-        rejections: &mut Rejections,
-    ) -> Result<ProviderVersion, Error> {
-        let mut checked = BTreeMap::new();
-        for (platform, object) in platforms {
-            let file = layout::provider_archive_name(provider, version, platform);
-            // Served, or checked and waiting for its release's signature.
-            let published = existing.and_then(|d| d.archives.get(&platform.key()));
-            let previous = published.or_else(|| existing.and_then(|d| d.pending.get(&platform.key())));
-            let recorded = previous
-                .filter(|a| a.url == file)
-                .and_then(|a| a.indexed.as_ref().filter(|i| !i.etag.is_empty()).map(|i| (a, i.etag.as_str())));
-            let unchanged = match recorded {
-                Some((a, etag)) if self.listed_etag(object).await? == etag => Some(a),
-                _ => None,
-            };
-            let archive = match unchanged {
-                Some(a) => {
-                    rejections.keep(&object.key);
-                    Some(a.clone())
-                }
-                None => match (self.index_provider_zip(provider, object, file, rejections).await?, published) {
-                    (Some(new), Some(old)) if new.zh() == old.zh() => {
-                        // The same bytes again: still the object first published.
-                        let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
-                        let mut kept = old.clone();
-                        if let Some(indexed) = kept.indexed.as_mut() {
-                            indexed.etag = etag;
-                        }
-                        Some(kept)
-                    }
-                    (Some(new), Some(old)) if !self.limits.overwrite_published => {
-                        let what = format!("{} of provider {provider} {version}", platform.key());
-                        let reason = super::immutable(&what, old.zh(), new.zh());
-                        let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
-                        let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&etag), ..object.clone() };
-                        rejections.reject(self.storage, &uploaded, reason).await?;
-                        Some(old.clone())
-                    }
-                    (Some(new), _) => Some(new),
-                    (None, published) => published.cloned(),
-                },
-            };
-            if let Some(archive) = archive {
-                checked.insert(platform.clone(), (object.clone(), archive));
-            }
-        }
-        if self.signs(provider) {
-            return self.sign_off(provider, version, checked, release, existing, rejections).await;
-        }
-        let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
-        Ok(ProviderVersion { archives, ..ProviderVersion::default() })
-    }
-
-    /// Validate and hash a provider zip; `None` (with a rejection record) if it is bad.
-    async fn index_provider_zip(
-        &self,
-        provider: &ProviderAddress,
-        object: &ObjectInfo,
-        url: String,
-        rejections: &mut Rejections,
-    ) -> Result<Option<ProviderArchive>, Error> {
-        let limit = (self.limits.provider_zip_bytes, "REGISTRY_MAX_PROVIDER_ZIP_BYTES");
-        let Some(Spooled { mut file, sha256, size, etag, version_id }) =
-            self.spool_or_reject(object, limit, rejections).await?
-        else {
-            return Ok(None);
-        };
-        let (r#type, bounds) = (provider.r#type.clone(), self.limits.bounds());
-        let verdict = blocking(move || {
-            file.rewind().map_err(|e| e.to_string())?;
-            archive::check_provider_zip(file, &r#type, &bounds)
-        })
-        .await?;
-        match verdict {
-            Ok(summary) => {
-                if summary.directory_entries > 0 {
-                    tracing::warn!(
-                        key = object.key,
-                        directory_entries = summary.directory_entries,
-                        "provider zip has directory entries: the CLI checks them as empty files but then locks a files-only hash, \
-                         so the next `terraform init` with that lock file fails; rebuild the zip without them (zip -D)"
-                    );
-                }
-                rejections.clear(self.storage, &object.key).await?;
-                Ok(Some(ProviderArchive {
-                    url,
-                    // `zh:` first: the cheaper check for the CLI (`hashes_for_cli`).
-                    hashes: vec![format!("zh:{sha256}"), summary.h1],
-                    indexed: Some(Indexed { size, etag, version_id }),
-                }))
-            }
-            Err(reason) => {
-                rejections.reject(self.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
-                Ok(None)
-            }
+        Err(reason) => {
+            rejections.reject(indexer.storage, &ObjectInfo { etag, ..object.clone() }, reason).await?;
+            Ok(None)
         }
     }
 }

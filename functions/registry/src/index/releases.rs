@@ -61,259 +61,265 @@ fn verdict_fingerprint(reason: &str) -> String {
     format!("verdict:{}", hex::encode(&sha2::Sha256::digest(reason.as_bytes())[..12]))
 }
 
-impl<S: Storage> Indexer<'_, S> {
-    /// Whether this provider's releases must be signed: it is under the registry's own host.
-    pub(super) fn signs(&self, provider: &ProviderAddress) -> bool {
-        self.registry_hostname.as_deref() == Some(provider.hostname.as_str())
-    }
+/// Whether this provider's releases must be signed: it is under the registry's own host.
+pub(super) fn signs<S: Storage>(indexer: &Indexer<'_, S>, provider: &ProviderAddress) -> bool {
+    indexer.registry_hostname.as_deref() == Some(provider.hostname.as_str())
+}
 
-    /// What of a signed release is served, from its zips as checked now (`checked`: platform
-    /// key → archive) and its other files; writes or clears the rejection records.
-    pub(super) async fn sign_off(
-        &self,
-        provider: &ProviderAddress,
-        version: &semver::Version,
-        checked: BTreeMap<Platform, (ObjectInfo, ProviderArchive)>,
-        objects: &ReleaseObjects,
-        existing: Option<&ProviderVersion>,
-        rejections: &mut Rejections,
-    ) -> Result<ProviderVersion, Error> {
-        let record = format!(
-            "{}{}",
-            layout::provider_prefix(provider),
-            layout::provider_release_file_name(provider, version, ReleaseFile::Shasums)
-        );
-        for object in [&objects.signature, &objects.manifest].into_iter().flatten() {
-            rejections.keep(&object.key);
+/// What of a signed release is served, from its zips as checked now (`checked`: platform
+/// key → archive) and its other files; writes or clears the rejection records.
+pub(super) async fn sign_off<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    version: &semver::Version,
+    checked: BTreeMap<Platform, (ObjectInfo, ProviderArchive)>,
+    objects: &ReleaseObjects,
+    existing: Option<&ProviderVersion>,
+    rejections: &mut Rejections,
+) -> Result<ProviderVersion, Error> {
+    let record = format!(
+        "{}{}",
+        layout::provider_prefix(provider),
+        layout::provider_release_file_name(provider, version, ReleaseFile::Shasums)
+    );
+    for object in [&objects.signature, &objects.manifest].into_iter().flatten() {
+        rejections.keep(&object.key);
+    }
+    if checked.is_empty() && objects.is_empty() {
+        return Ok(ProviderVersion::default());
+    }
+    let verdict = verify_release(indexer, provider, objects, &checked, rejections).await?;
+    let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
+    match verdict {
+        Ok(release) => {
+            rejections.clear(indexer.storage, &record).await?;
+            Ok(ProviderVersion { archives, release: Some(release), pending: BTreeMap::new() })
         }
-        if checked.is_empty() && objects.is_empty() {
-            return Ok(ProviderVersion::default());
-        }
-        let verdict = self.verify_release(provider, objects, &checked, rejections).await?;
-        let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
-        match verdict {
-            Ok(release) => {
-                rejections.clear(self.storage, &record).await?;
-                Ok(ProviderVersion { archives, release: Some(release), pending: BTreeMap::new() })
-            }
-            Err(reason) => {
-                let served = existing.and_then(|e| e.release.as_ref().map(|r| (e, r)));
-                let reason = match served {
-                    Some((_, release)) => format!(
-                        "release {provider} {version} stays served as it was (signed by key {}); what changed is \
-                         not accepted: {reason}",
-                        release.signing_key.key_id
-                    ),
-                    None => format!("release {provider} {version} not published: {reason}"),
+        Err(reason) => {
+            let served = existing.and_then(|e| e.release.as_ref().map(|r| (e, r)));
+            let reason = match served {
+                Some((_, release)) => format!(
+                    "release {provider} {version} stays served as it was (signed by key {}); what changed is \
+                     not accepted: {reason}",
+                    release.signing_key.key_id
+                ),
+                None => format!("release {provider} {version} not published: {reason}"),
+            };
+            let fingerprint = verdict_fingerprint(&reason);
+            if !rejections.rejected_before(&record, &fingerprint) {
+                let object = ObjectInfo {
+                    key: record.clone(),
+                    etag: fingerprint,
+                    size: objects.shasums.as_ref().map(|o| o.size).unwrap_or(0),
                 };
-                let fingerprint = verdict_fingerprint(&reason);
-                if !rejections.rejected_before(&record, &fingerprint) {
-                    let object = ObjectInfo {
-                        key: record.clone(),
-                        etag: fingerprint,
-                        size: objects.shasums.as_ref().map(|o| o.size).unwrap_or(0),
-                    };
-                    rejections.reject(self.storage, &object, reason).await?;
-                } else {
-                    rejections.keep(&record);
+                rejections.reject(indexer.storage, &object, reason).await?;
+            } else {
+                rejections.keep(&record);
+            }
+            match served {
+                // Served before: it stays as it was; what was checked now waits aside.
+                Some((served, _)) => Ok(ProviderVersion { pending: archives, ..served.clone() }),
+                None => Ok(ProviderVersion { archives: BTreeMap::new(), release: None, pending: archives }),
+            }
+        }
+    }
+}
+
+/// The checks of one release; `Ok(Err(reason))` for a release that is not (yet) good.
+async fn verify_release<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+    objects: &ReleaseObjects,
+    checked: &BTreeMap<Platform, (ObjectInfo, ProviderArchive)>,
+    rejections: &mut Rejections,
+) -> Result<Result<SignedRelease, String>, Error> {
+    let (Some(shasums), Some(signature)) = (&objects.shasums, &objects.signature) else {
+        let missing = if objects.shasums.is_none() { "SHA256SUMS is missing" } else { "SHA256SUMS.sig is missing" };
+        return Ok(Err(format!(
+            "{missing}: a signed release is its zips, terraform-provider-TYPE_VERSION_SHA256SUMS and its binary \
+             detached signature terraform-provider-TYPE_VERSION_SHA256SUMS.sig (goreleaser's Terraform provider \
+             configuration makes all of them)"
+        )));
+    };
+    let sums_bytes = match read_small(indexer, shasums, signing::SHASUMS_MAX_BYTES).await? {
+        Ok(bytes) => bytes,
+        Err(why) => return Ok(Err(why)),
+    };
+    let sig_bytes = match read_small(indexer, signature, signing::SIGNATURE_MAX_BYTES).await? {
+        Ok(bytes) => bytes,
+        Err(why) => return Ok(Err(why)),
+    };
+    let namespace = namespace_keys(indexer, provider).await?;
+    let (keys, key_problems) = (&namespace.keys, &namespace.problems);
+    let now = u64::try_from(crate::clock::now_unix()).unwrap_or(0);
+    let key = match signing::verify(keys, &sums_bytes, &sig_bytes, now) {
+        Ok(key) => key,
+        Err(why) if key_problems.is_empty() => return Ok(Err(why)),
+        Err(why) => return Ok(Err(format!("{why}; key files not used: {}", key_problems.join("; ")))),
+    };
+    let sums = match signing::parse_shasums(&sums_bytes) {
+        Ok(sums) => sums,
+        Err(why) => return Ok(Err(why)),
+    };
+    let mut mismatches = Vec::new();
+    for (object, archive) in checked.values() {
+        let sha256 = archive.zh();
+        let problem = match sums.get(&archive.url) {
+            None => Some(format!("{} is not listed in SHA256SUMS", archive.url)),
+            Some(listed) if listed != sha256 => {
+                Some(format!("{} has SHA-256 {sha256}, SHA256SUMS lists {listed}", archive.url))
+            }
+            Some(_) => None,
+        };
+        match problem {
+            Some(problem) => {
+                let fingerprint = verdict_fingerprint(&format!("{}+{problem}", object.etag));
+                if !rejections.rejected_before(&object.key, &fingerprint) {
+                    let record = ObjectInfo { etag: fingerprint, ..object.clone() };
+                    rejections.reject(indexer.storage, &record, problem.clone()).await?;
                 }
-                match served {
-                    // Served before: it stays as it was; what was checked now waits aside.
-                    Some((served, _)) => Ok(ProviderVersion { pending: archives, ..served.clone() }),
-                    None => Ok(ProviderVersion { archives: BTreeMap::new(), release: None, pending: archives }),
+                rejections.keep(&object.key);
+                mismatches.push(problem);
+            }
+            None => {
+                // The published bytes check out; an overwrite refused in their place keeps
+                // its record while those bytes are still there.
+                let refused = rejections.refused_overwrite(&object.key).map(str::to_string);
+                match refused {
+                    Some(etag) if indexer.listed_etag(object).await? == etag => rejections.keep(&object.key),
+                    _ => rejections.clear(indexer.storage, &object.key).await?,
                 }
             }
         }
     }
-
-    /// The checks of one release; `Ok(Err(reason))` for a release that is not (yet) good.
-    async fn verify_release(
-        &self,
-        provider: &ProviderAddress,
-        objects: &ReleaseObjects,
-        checked: &BTreeMap<Platform, (ObjectInfo, ProviderArchive)>,
-        rejections: &mut Rejections,
-    ) -> Result<Result<SignedRelease, String>, Error> {
-        let (Some(shasums), Some(signature)) = (&objects.shasums, &objects.signature) else {
-            let missing = if objects.shasums.is_none() { "SHA256SUMS is missing" } else { "SHA256SUMS.sig is missing" };
-            return Ok(Err(format!(
-                "{missing}: a signed release is its zips, terraform-provider-TYPE_VERSION_SHA256SUMS and its binary \
-                 detached signature terraform-provider-TYPE_VERSION_SHA256SUMS.sig (goreleaser's Terraform provider \
-                 configuration makes all of them)"
-            )));
-        };
-        let sums_bytes = match self.read_small(shasums, signing::SHASUMS_MAX_BYTES).await? {
-            Ok(bytes) => bytes,
-            Err(why) => return Ok(Err(why)),
-        };
-        let sig_bytes = match self.read_small(signature, signing::SIGNATURE_MAX_BYTES).await? {
-            Ok(bytes) => bytes,
-            Err(why) => return Ok(Err(why)),
-        };
-        let namespace = self.namespace_keys(provider).await?;
-        let (keys, key_problems) = (&namespace.keys, &namespace.problems);
-        let now = u64::try_from(crate::clock::now_unix()).unwrap_or(0);
-        let key = match signing::verify(keys, &sums_bytes, &sig_bytes, now) {
-            Ok(key) => key,
-            Err(why) if key_problems.is_empty() => return Ok(Err(why)),
-            Err(why) => return Ok(Err(format!("{why}; key files not used: {}", key_problems.join("; ")))),
-        };
-        let sums = match signing::parse_shasums(&sums_bytes) {
-            Ok(sums) => sums,
-            Err(why) => return Ok(Err(why)),
-        };
-        let mut mismatches = Vec::new();
-        for (object, archive) in checked.values() {
-            let sha256 = archive.zh();
-            let problem = match sums.get(&archive.url) {
-                None => Some(format!("{} is not listed in SHA256SUMS", archive.url)),
-                Some(listed) if listed != sha256 => {
-                    Some(format!("{} has SHA-256 {sha256}, SHA256SUMS lists {listed}", archive.url))
-                }
-                Some(_) => None,
-            };
-            match problem {
-                Some(problem) => {
-                    let fingerprint = verdict_fingerprint(&format!("{}+{problem}", object.etag));
-                    if !rejections.rejected_before(&object.key, &fingerprint) {
-                        let record = ObjectInfo { etag: fingerprint, ..object.clone() };
-                        rejections.reject(self.storage, &record, problem.clone()).await?;
-                    }
-                    rejections.keep(&object.key);
-                    mismatches.push(problem);
-                }
-                None => {
-                    // The published bytes check out; an overwrite refused in their place keeps
-                    // its record while those bytes are still there.
-                    let refused = rejections.refused_overwrite(&object.key).map(str::to_string);
-                    match refused {
-                        Some(etag) if self.listed_etag(object).await? == etag => rejections.keep(&object.key),
-                        _ => rejections.clear(self.storage, &object.key).await?,
-                    }
-                }
-            }
-        }
-        if !mismatches.is_empty() {
-            return Ok(Err(mismatches.join("; ")));
-        }
-        let protocols = match &objects.manifest {
-            None => Vec::new(),
-            Some(manifest) => match self.release_protocols(manifest, &sums).await? {
-                Ok(protocols) => protocols,
-                Err(why) => return Ok(Err(why)),
-            },
-        };
-        Ok(Ok(SignedRelease {
-            protocols,
-            signing_key: RecordedKey { key_id: key.key_id.clone(), ascii_armor: key.ascii_armor.clone() },
-        }))
+    if !mismatches.is_empty() {
+        return Ok(Err(mismatches.join("; ")));
     }
-
-    /// `_manifest.json`'s protocol versions, once its bytes are the ones `SHA256SUMS` lists.
-    async fn release_protocols(
-        &self,
-        manifest: &ObjectInfo,
-        sums: &BTreeMap<String, String>,
-    ) -> Result<Result<Vec<String>, String>, Error> {
-        let name = manifest.key.rsplit('/').next().unwrap_or_default();
-        let bytes = match self.read_small(manifest, RELEASE_MANIFEST_MAX_BYTES).await? {
-            Ok(bytes) => bytes,
+    let protocols = match &objects.manifest {
+        None => Vec::new(),
+        Some(manifest) => match release_protocols(indexer, manifest, &sums).await? {
+            Ok(protocols) => protocols,
             Err(why) => return Ok(Err(why)),
-        };
-        use sha2::Digest;
-        let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
-        match sums.get(name) {
-            None => return Ok(Err(format!("{name} is not listed in SHA256SUMS, so its protocols are not signed"))),
-            Some(listed) if *listed != sha256 => {
-                return Ok(Err(format!("{name} has SHA-256 {sha256}, SHA256SUMS lists {listed}")));
-            }
-            Some(_) => {}
-        }
-        let parsed: serde_json::Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(format!("{name} is not JSON: {e}"))),
-        };
-        let Some(list) = parsed.pointer("/metadata/protocol_versions").and_then(|v| v.as_array()) else {
-            return Ok(Err(format!("{name} has no metadata.protocol_versions list")));
-        };
-        let valid = |p: &str| {
-            p.split_once('.').is_some_and(|(a, b)| {
-                [a, b].iter().all(|n| (1..=3).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
-            })
-        };
-        let mut protocols = Vec::new();
-        for p in list {
-            match p.as_str().filter(|p| valid(p)) {
-                Some(p) => protocols.push(p.to_string()),
-                None => return Ok(Err(format!("{name}: protocol version {p} is not MAJOR.MINOR"))),
-            }
-        }
-        Ok(Ok(protocols))
-    }
+        },
+    };
+    Ok(Ok(SignedRelease {
+        protocols,
+        signing_key: RecordedKey { key_id: key.key_id.clone(), ascii_armor: key.ascii_armor.clone() },
+    }))
+}
 
-    /// The namespace's public keys, and the key files that could not be used (with why); read
-    /// at the first release of the namespace this indexer checks, then kept.
-    async fn namespace_keys(&self, provider: &ProviderAddress) -> Result<Arc<NamespaceKeys>, Error> {
-        let prefix = layout::signing_keys_prefix(provider);
-        let cache = || self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(known) = cache().get(&prefix) {
-            return Ok(known.clone());
+/// `_manifest.json`'s protocol versions, once its bytes are the ones `SHA256SUMS` lists.
+async fn release_protocols<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    manifest: &ObjectInfo,
+    sums: &BTreeMap<String, String>,
+) -> Result<Result<Vec<String>, String>, Error> {
+    let name = manifest.key.rsplit('/').next().unwrap_or_default();
+    let bytes = match read_small(indexer, manifest, RELEASE_MANIFEST_MAX_BYTES).await? {
+        Ok(bytes) => bytes,
+        Err(why) => return Ok(Err(why)),
+    };
+    use sha2::Digest;
+    let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+    match sums.get(name) {
+        None => return Ok(Err(format!("{name} is not listed in SHA256SUMS, so its protocols are not signed"))),
+        Some(listed) if *listed != sha256 => {
+            return Ok(Err(format!("{name} has SHA-256 {sha256}, SHA256SUMS lists {listed}")));
         }
-        let files = self.storage.list(&prefix).await?;
-        let (mut keys, mut problems) = (Vec::new(), Vec::new());
-        for file in files.iter().take(KEY_FILES_MAX) {
-            let name = crate::address::printable(&file.key);
-            let parsed = match self.read_small(file, signing::KEY_FILE_MAX_BYTES).await? {
-                Ok(bytes) => signing::parse_keys(&name, &bytes),
-                Err(why) => Err(why),
-            };
-            match parsed {
-                Ok(mut parsed) => keys.append(&mut parsed),
-                Err(why) => problems.push(why),
-            }
-        }
-        if files.len() > KEY_FILES_MAX {
-            problems.push(format!("only the first {KEY_FILES_MAX} key files are read"));
-        }
-        let read = Arc::new(NamespaceKeys { keys, problems });
-        cache().insert(prefix, read.clone());
-        Ok(read)
+        Some(_) => {}
     }
-
-    /// A small object's bytes, or why not (gone, or larger than `limit`: refused before it is
-    /// read when listed so, and while it is read when it grew since, so a huge upload under a
-    /// checksum file's name costs no memory either way).
-    async fn read_small(&self, object: &ObjectInfo, limit: usize) -> Result<Result<Vec<u8>, String>, Error> {
-        let name = crate::address::printable(object.key.rsplit('/').next().unwrap_or_default());
-        let over = |size: u64| format!("{name} is {size} bytes or more, over the {limit} a release file may have");
-        if object.size > limit as u64 {
-            return Ok(Err(over(object.size)));
-        }
-        let (mut bytes, mut grew) = (Vec::new(), false);
-        let read = self
-            .storage
-            .stream(&object.key, |chunk| {
-                if bytes.len() + chunk.len() > limit {
-                    grew = true;
-                    return Err(Error::Corrupt(format!("over {limit} bytes")));
-                }
-                bytes.extend_from_slice(chunk);
-                Ok(())
-            })
-            .await;
-        Ok(match read {
-            Err(_) if grew => Err(over(limit as u64 + 1)),
-            Err(e) => return Err(e),
-            Ok(None) => Err(format!("{name} is gone")),
-            Ok(Some(_)) => Ok(bytes),
+    let parsed: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(format!("{name} is not JSON: {e}"))),
+    };
+    let Some(list) = parsed.pointer("/metadata/protocol_versions").and_then(|v| v.as_array()) else {
+        return Ok(Err(format!("{name} has no metadata.protocol_versions list")));
+    };
+    let valid = |p: &str| {
+        p.split_once('.').is_some_and(|(a, b)| {
+            [a, b].iter().all(|n| (1..=3).contains(&n.len()) && n.bytes().all(|c| c.is_ascii_digit()))
         })
+    };
+    let mut protocols = Vec::new();
+    for p in list {
+        match p.as_str().filter(|p| valid(p)) {
+            Some(p) => protocols.push(p.to_string()),
+            None => return Ok(Err(format!("{name}: protocol version {p} is not MAJOR.MINOR"))),
+        }
     }
+    Ok(Ok(protocols))
+}
+
+/// The namespace's public keys, and the key files that could not be used (with why); read
+/// at the first release of the namespace this indexer checks, then kept.
+async fn namespace_keys<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    provider: &ProviderAddress,
+) -> Result<Arc<NamespaceKeys>, Error> {
+    let prefix = layout::signing_keys_prefix(provider);
+    let cache = || indexer.keys.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = cache().get(&prefix) {
+        return Ok(known.clone());
+    }
+    let files = indexer.storage.list(&prefix).await?;
+    let (mut keys, mut problems) = (Vec::new(), Vec::new());
+    for file in files.iter().take(KEY_FILES_MAX) {
+        let name = crate::address::printable(&file.key);
+        let parsed = match read_small(indexer, file, signing::KEY_FILE_MAX_BYTES).await? {
+            Ok(bytes) => signing::parse_keys(&name, &bytes),
+            Err(why) => Err(why),
+        };
+        match parsed {
+            Ok(mut parsed) => keys.append(&mut parsed),
+            Err(why) => problems.push(why),
+        }
+    }
+    if files.len() > KEY_FILES_MAX {
+        problems.push(format!("only the first {KEY_FILES_MAX} key files are read"));
+    }
+    let read = Arc::new(NamespaceKeys { keys, problems });
+    cache().insert(prefix, read.clone());
+    Ok(read)
+}
+
+/// A small object's bytes, or why not (gone, or larger than `limit`: refused before it is
+/// read when listed so, and while it is read when it grew since, so a huge upload under a
+/// checksum file's name costs no memory either way).
+async fn read_small<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    object: &ObjectInfo,
+    limit: usize,
+) -> Result<Result<Vec<u8>, String>, Error> {
+    let name = crate::address::printable(object.key.rsplit('/').next().unwrap_or_default());
+    let over = |size: u64| format!("{name} is {size} bytes or more, over the {limit} a release file may have");
+    if object.size > limit as u64 {
+        return Ok(Err(over(object.size)));
+    }
+    let (mut bytes, mut grew) = (Vec::new(), false);
+    let read = indexer
+        .storage
+        .stream(&object.key, |chunk| {
+            if bytes.len() + chunk.len() > limit {
+                grew = true;
+                return Err(Error::Corrupt(format!("over {limit} bytes")));
+            }
+            bytes.extend_from_slice(chunk);
+            Ok(())
+        })
+        .await;
+    Ok(match read {
+        Err(_) if grew => Err(over(limit as u64 + 1)),
+        Err(e) => return Err(e),
+        Ok(None) => Err(format!("{name} is gone")),
+        Ok(Some(_)) => Ok(bytes),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::rejection;
     use super::super::{Indexer, Limits};
+    use super::read_small;
     use crate::address::ProviderAddress;
     use crate::manifest::{ProviderIndex, ProviderVersion};
     use crate::storage::MemoryStorage;
@@ -407,12 +413,12 @@ mod tests {
         let indexer = Indexer::new(&s, Limits::default());
         s.insert(SUMS, vec![b'x'; 10_000]);
         let listed = crate::storage::ObjectInfo { key: SUMS.into(), etag: String::new(), size: 10 };
-        let why = indexer.read_small(&listed, 100).await.unwrap().unwrap_err();
+        let why = read_small(&indexer, &listed, 100).await.unwrap().unwrap_err();
         assert!(why.contains("over the 100"), "{why}");
         s.insert(SUMS, vec![b'x'; 100]);
-        assert_eq!(indexer.read_small(&listed, 100).await.unwrap().unwrap().len(), 100);
+        assert_eq!(read_small(&indexer, &listed, 100).await.unwrap().unwrap().len(), 100);
         s.remove(SUMS);
-        assert!(indexer.read_small(&listed, 100).await.unwrap().unwrap_err().contains("is gone"));
+        assert!(read_small(&indexer, &listed, 100).await.unwrap().unwrap_err().contains("is gone"));
     }
 
     /// A served release whose files are replaced: each change has its record, saying what it

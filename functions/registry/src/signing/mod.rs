@@ -157,14 +157,14 @@ fn check_key(
     let primary = policy::Standing::primary(k, &key.key_id);
     if sig.verify(&k.primary_key, document).is_ok() {
         policy::strength(&k.primary_key, &primary.what)?;
-        primary.judge(created, now)?;
+        primary.may_have_signed(created, now)?;
         return Ok(true);
     }
     for sub in &k.public_subkeys {
         if sig.verify(&sub.key, document).is_ok() {
             let standing = policy::Standing::subkey(&primary, sub);
             policy::strength(&sub.key, &standing.what)?;
-            standing.judge(created, now)?;
+            standing.may_have_signed(created, now)?;
             return Ok(true);
         }
     }

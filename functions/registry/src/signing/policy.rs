@@ -9,7 +9,7 @@
 //!   ([`strength`]): RSA and DSA of 2,048 bits or more, ECDSA on a NIST curve, EdDSA;
 //! - the key that made it (the primary key, or a subkey bound to it) is not revoked, was
 //!   created before the signature, allows signing by its key flags, and is not expired, when it
-//!   signed nor now ([`Standing::judge`]). A subkey is never valid past its primary key: its
+//!   signed nor now ([`Standing::may_have_signed`]). A subkey is never valid past its primary key: its
 //!   expiry is the earlier of its own and the primary's, and a revoked primary revokes it.
 //!
 //! Any revocation refuses, whatever its reason and time: a registry cannot tell a signature
@@ -153,7 +153,7 @@ impl Standing {
 
     /// Whether this key may have made a signature created at `signed` (Unix seconds), judged
     /// at `now`.
-    pub fn judge(&self, signed: u64, now: u64) -> Result<(), Refusal> {
+    pub fn may_have_signed(&self, signed: u64, now: u64) -> Result<(), Refusal> {
         let what = &self.what;
         if self.revoked {
             return Err(format!("the signature was made by {what}, which is revoked"));

@@ -2,6 +2,7 @@
 //! (providers.v1), read as the terraform CLI reads it, with the same checks before anything it
 //! says is believed. `docs/HOW-IT-WORKS.md` ("Pull-through") tells the whole flow.
 //!
+//! - [`UpstreamSettings`]: which hosts, at which addresses, with which time-outs.
 //! - [`records`]: what the mirror keeps in the bucket (version lists with their age, pull
 //!   records). Pure.
 //! - [`release`]: the checks of an upstream release's download answers, `SHA256SUMS` and
@@ -15,11 +16,13 @@
 
 pub mod records;
 pub mod release;
+mod settings;
 
 #[cfg(feature = "aws")]
 pub mod copy;
 
 pub use release::{Download, Release};
+pub use settings::{UPSTREAM_HOST_DEFAULT, UpstreamSettings};
 
 #[cfg(feature = "aws")]
 pub use client::{DOWN_BACKOFF, Upstream};
@@ -33,10 +36,10 @@ mod client {
     use serde::Deserialize;
     use url::Url;
 
+    use super::UpstreamSettings;
     use super::records::{UpstreamVersion, UpstreamVersions};
     use super::release::{Download, Release};
     use crate::address::ProviderAddress;
-    use crate::config::UpstreamSettings;
     use crate::error::Error;
     use crate::http_client::{Got, HttpClient, Stopped, shown};
     use crate::layout::Platform;

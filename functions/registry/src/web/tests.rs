@@ -1,8 +1,11 @@
 //! The pages through the handler, from what the real indexer wrote to in-memory storage.
 
-use super::*;
+use super::{CONTENT_SECURITY_POLICY, PAGE_BYTES_MAX};
+use crate::app::{App, Reply, Request};
+use crate::auth::session;
 use crate::config::Config;
 use crate::index::{Indexer, Limits};
+use crate::layout;
 use crate::router::Service;
 use crate::storage::MemoryStorage;
 
@@ -37,9 +40,9 @@ async fn app() -> App<MemoryStorage> {
     let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
     storage.insert(zip, crate::testing::provider_zip("null", "3.2.1", "a"));
     indexer.on_object_changed(zip).await.unwrap();
-    let acme = crate::access::manage::record("acme", "trg_acme", vec!["acme".into()], vec![], None);
-    let all = crate::access::manage::record("all", "trg_all", vec!["*".into()], vec!["*/*/*".into()], None);
-    let store = crate::access::TokenStore { format: 1, tokens: vec![acme, all] };
+    let acme = crate::auth::manage::record("acme", "trg_acme", vec!["acme".into()], vec![], None);
+    let all = crate::auth::manage::record("all", "trg_all", vec!["*".into()], vec!["*/*/*".into()], None);
+    let store = crate::auth::TokenStore { format: 1, tokens: vec![acme, all] };
     storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
     let mut config = Config::new("bucket");
     config.hostname = Some(HOST.into());

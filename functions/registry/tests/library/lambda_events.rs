@@ -44,14 +44,14 @@ fn storage() -> MemoryStorage {
     );
     s.insert("indexed/providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
     // The token the recorded event carries, scoped to the acme modules and hashicorp providers.
-    let token = registry::access::manage::record(
+    let token = registry::auth::manage::record(
         "ci",
         "example-token-not-logged",
         vec!["acme".into()],
         vec!["registry.terraform.io/hashicorp/*".into()],
         None,
     );
-    let store = registry::access::TokenStore { format: 1, tokens: vec![token] };
+    let store = registry::auth::TokenStore { format: 1, tokens: vec![token] };
     s.insert(registry::layout::TOKENS, serde_json::to_vec(&store).unwrap());
     s.insert(
         "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
@@ -74,9 +74,9 @@ async fn the_recorded_event_as_is() {
     let response = registry::lambda::answer(&app, recorded()).await;
     assert_eq!(response.status_code, 200);
     assert_eq!(body_json(&response), json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
-    assert_eq!(app.storage.request_count(), 2, "a cold container reads the token store and the manifest");
+    assert_eq!(app.storage().request_count(), 2, "a cold container reads the token store and the manifest");
     registry::lambda::answer(&app, recorded()).await;
-    assert_eq!(app.storage.request_count(), 3, "then exactly one S3 request per registry request");
+    assert_eq!(app.storage().request_count(), 3, "then exactly one S3 request per registry request");
 }
 
 #[tokio::test]
@@ -131,7 +131,7 @@ async fn discovery_function_needs_no_storage() {
 #[tokio::test]
 async fn s3_down_is_503_json_not_502() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
-    app.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
+    app.storage().unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
     let (status, _, body) = call(&app, "GET", "/v1/modules/acme/vpc/aws/versions").await;
     assert_eq!((status, body), (503, json!({"errors": ["storage is unavailable, try again"]})));
 }

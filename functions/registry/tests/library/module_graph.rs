@@ -1,6 +1,8 @@
-//! The library's modules depend on each other one way: no import cycle. Read from the sources,
-//! so a `use crate::…` that closes a loop fails here before it settles in. A module is a file
-//! under `src/` or a folder with its `mod.rs`; what its tests use does not count.
+//! The library's modules depend on each other one way, downward through the layers that
+//! docs/CODE_MAP.md lists. Read from the sources, so a `use crate::…` (or `crate::X` in an
+//! expression) that points up, or closes a loop, fails here before it settles in. A module is
+//! a file under `src/` or a folder (everything beneath it counts as that module); what its
+//! tests use does not count.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -30,14 +32,11 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
     let reexported = reexports(&src);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut files = vec![];
-    for entry in std::fs::read_dir(&src).expect("src/") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            for inner in std::fs::read_dir(&path).expect("module folder") {
-                files.push(inner.expect("entry").path());
-            }
-        } else {
-            files.push(path);
+    let mut folders = vec![src.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() { folders.push(path) } else { files.push(path) }
         }
     }
     for path in files {
@@ -69,6 +68,37 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     graph
+}
+
+/// Module → layer, from the table under "## Layers" in docs/CODE_MAP.md (rows
+/// `| LAYER | \`module\` | what it owns |`).
+fn layers(code_map: &str) -> BTreeMap<String, u32> {
+    let table = code_map.split("\n## Layers").nth(1).expect("docs/CODE_MAP.md has a Layers section");
+    let table = table.split("\n## ").next().unwrap_or_default();
+    let mut layers = BTreeMap::new();
+    for line in table.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(layer), Some(module)) = (cells.get(1), cells.get(2)) else { continue };
+        let Ok(layer) = layer.parse::<u32>() else { continue };
+        let module = module.trim_matches('`').to_string();
+        assert!(layers.insert(module.clone(), layer).is_none(), "{module} is listed twice in docs/CODE_MAP.md");
+    }
+    layers
+}
+
+/// Every import of `graph` that does not point to a lower layer, as (importer, imported).
+fn upward(graph: &BTreeMap<String, BTreeSet<String>>, layers: &BTreeMap<String, u32>) -> Vec<(String, String)> {
+    let mut found = vec![];
+    for (module, deps) in graph {
+        for dep in deps {
+            if let (Some(from), Some(to)) = (layers.get(module), layers.get(dep))
+                && to >= from
+            {
+                found.push((module.clone(), dep.clone()));
+            }
+        }
+    }
+    found
 }
 
 /// A cycle in `graph`, as the path that closes it, if there is one.
@@ -105,11 +135,46 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn module_dependencies_point_one_way() {
     let graph = dependencies();
     assert!(graph.len() >= 15, "every module was read: {graph:?}");
-    assert!(graph["app"].contains("router") && graph["index"].contains("archive"), "edges are found: {graph:?}");
+    assert!(graph["app"].contains("routes") && graph["index"].contains("archive"), "edges are found: {graph:?}");
+    assert!(graph["auth"].contains("http_client"), "files in nested folders are read (auth/oidc/keys.rs)");
     assert_eq!(reexports(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))["Config"], "config");
     if let Some(found) = cycle(&graph) {
         panic!("import cycle among the library's modules: {}\n{graph:#?}", found.join(" -> "));
     }
+}
+
+#[test]
+fn every_import_points_down_the_code_maps_layers() {
+    let graph = dependencies();
+    let map = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/CODE_MAP.md");
+    let layers = layers(&std::fs::read_to_string(map).expect("docs/CODE_MAP.md"));
+    let unlisted: Vec<&String> = graph.keys().filter(|m| !layers.contains_key(*m)).collect();
+    assert!(unlisted.is_empty(), "modules missing from docs/CODE_MAP.md's layers: {unlisted:?}");
+    let gone: Vec<&String> = layers.keys().filter(|m| !graph.contains_key(*m)).collect();
+    assert!(gone.is_empty(), "docs/CODE_MAP.md lists modules that do not exist: {gone:?}");
+    let up = upward(&graph, &layers);
+    assert!(up.is_empty(), "imports that do not point to a lower layer (docs/CODE_MAP.md): {up:?}");
+}
+
+#[test]
+fn the_layer_check_finds_upward_imports() {
+    let map = "# Code map\n\n## Layers\n\n| layer | module | what |\n| --- | --- | --- |\n\
+               | 0 | `error` | errors |\n| 1 | `storage` | storage |\n| 1 | `layout` | keys |\n\
+               | 2 | `app` | handler |\n\n## Elsewhere\n\n| 9 | `not_a_layer` | ignored |\n";
+    let layers = layers(map);
+    assert_eq!(layers.len(), 4, "{layers:?}");
+    let graph = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+        }
+        g
+    };
+    assert!(upward(&graph(&[("app", "storage"), ("storage", "error")]), &layers).is_empty());
+    // The import this test was written against: storage reading the configuration.
+    assert_eq!(upward(&graph(&[("storage", "app")]), &layers), vec![("storage".into(), "app".into())]);
+    // Within one layer is not down either.
+    assert_eq!(upward(&graph(&[("storage", "layout")]), &layers), vec![("storage".into(), "layout".into())]);
 }
 
 #[test]

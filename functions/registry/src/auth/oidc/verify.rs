@@ -5,7 +5,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
 use super::{Issuer, TOKEN_BYTES_MAX, grant};
-use crate::access::TokenRecord;
+use crate::auth::tokens::TokenRecord;
 
 /// Clock skew allowed on `exp` and `nbf`.
 pub const LEEWAY_SECONDS: u64 = 60;
@@ -112,7 +112,7 @@ fn fits(jwk: &Jwk, alg: Algorithm) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oidc::{Issuer, parse_issuers};
+    use crate::auth::oidc::{Issuer, parse_issuers};
     use crate::testing::oidc::{TestIssuer, claims};
 
     fn issuer(test: &TestIssuer) -> Issuer {

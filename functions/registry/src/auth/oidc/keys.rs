@@ -21,7 +21,7 @@ use jsonwebtoken::jwk::JwkSet;
 use url::Url;
 
 use super::{Issuer, Refusal};
-use crate::access::TokenRecord;
+use crate::auth::tokens::TokenRecord;
 use crate::error::Error;
 use crate::http_client::{Got, HttpClient, shown};
 

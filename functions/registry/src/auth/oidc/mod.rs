@@ -28,7 +28,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::access::{TokenRecord, glob};
+use crate::auth::scopes::glob;
+use crate::auth::tokens::TokenRecord;
 
 #[cfg(feature = "aws")]
 pub mod keys;
@@ -39,7 +40,7 @@ pub use verify::{LEEWAY_SECONDS, Refusal, verify};
 
 /// Longest token read (GitHub's are about 1.2 KB, Entra ID's with groups a few KB; a bound
 /// before any decoding).
-pub const TOKEN_BYTES_MAX: usize = crate::access::BEARER_BYTES_MAX;
+pub const TOKEN_BYTES_MAX: usize = crate::auth::tokens::BEARER_BYTES_MAX;
 
 /// One configured issuer.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

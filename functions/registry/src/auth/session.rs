@@ -2,7 +2,7 @@
 //! read (`HttpOnly`), sent only over HTTPS (`Secure`) and never with a request another site
 //! starts (`SameSite=Strict`). The `__Host-` prefix makes the browser refuse the cookie unless
 //! it is exactly that: Secure, for this host only (no `Domain`), `Path=/`. The token is checked
-//! at every request by the same code as an `Authorization` header (`access`), so revoking or
+//! at every request by the same code as an `Authorization` header (`Verifier`), so revoking or
 //! expiring it signs the browser out too.
 
 use crate::error::Error;

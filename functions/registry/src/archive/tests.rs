@@ -1,0 +1,223 @@
+use super::*;
+use crate::testing::{Item, gzip, tar, tar_gz, tar_gz_items, tar_without_end_marker, zip, zip_items};
+use std::io::Cursor;
+
+const ANY: Bounds = Bounds::UNLIMITED;
+
+fn h1_reference(files: &[(&str, &[u8])]) -> String {
+    let mut lines: Vec<String> =
+        files.iter().map(|(n, d)| format!("{}  {n}\n", hex::encode(Sha256::digest(d)))).collect();
+    lines.sort_by(|a, b| a.split("  ").nth(1).cmp(&b.split("  ").nth(1)));
+    format!("h1:{}", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(lines.concat().as_bytes())))
+}
+
+/// The pax global header `git archive` writes first (the commit id as a comment).
+fn git_archive_header() -> Vec<u8> {
+    let record = b"52 comment=0123456789abcdef0123456789abcdef01234567\n";
+    let mut header = ::tar::Header::new_ustar();
+    header.set_entry_type(::tar::EntryType::XGlobalHeader);
+    header.set_path("pax_global_header").unwrap();
+    header.set_size(record.len() as u64);
+    header.set_cksum();
+    let mut block = header.as_bytes().to_vec();
+    block.extend_from_slice(record);
+    block.resize(1024, 0);
+    block
+}
+
+fn module(bytes: Vec<u8>, extension: &str) -> Result<(), String> {
+    check_module_archive(Cursor::new(bytes), extension, &ANY)
+}
+
+#[test]
+fn h1_matches_the_cli_algorithm() {
+    let files: [(&str, &[u8]); 2] = [("terraform-provider-x_v1", b"binary"), ("LICENSE", b"MIT")];
+    let summary = summarise_zip(Cursor::new(zip(&files)), &ANY).unwrap();
+    assert_eq!(summary.h1, h1_reference(&files));
+    assert_eq!(summary.directory_entries, 0);
+    // Directory entries count as empty files and are reported.
+    let with_dir: [(&str, &[u8]); 2] = [("docs/", b""), ("docs/a", b"a")];
+    let summary = summarise_zip(Cursor::new(zip(&with_dir)), &ANY).unwrap();
+    assert_eq!((summary.h1, summary.directory_entries), (h1_reference(&with_dir), 1));
+}
+
+#[test]
+fn provider_zips() {
+    let good = zip(&[("terraform-provider-null_v3.2.1_x5", b"bin"), ("LICENSE", b"x")]);
+    assert!(check_provider_zip(Cursor::new(good.clone()), "null", &ANY).is_ok());
+    let small = Bounds { unpacked_bytes: 2, entries: u64::MAX };
+    let one_entry = Bounds { unpacked_bytes: u64::MAX, entries: 1 };
+    let cases: Vec<(Vec<u8>, &str, Bounds, &str)> = vec![
+        (b"not a zip".to_vec(), "null", ANY, "not a readable zip"),
+        (good.clone(), "random", ANY, "no provider executable terraform-provider-random*"),
+        (zip(&[("bin/terraform-provider-null", b"x")]), "null", ANY, "no provider executable"),
+        (zip(&[("../terraform-provider-null", b"x")]), "null", ANY, "outside the module directory"),
+        (good.clone(), "null", small, "more than the size limit"),
+        (good, "null", one_entry, "2 entries, more than the limit of 1"),
+        (
+            zip_items(&[Item::File("terraform-provider-null", b"x"), Item::Symlink("lib", "/usr/lib")]),
+            "null",
+            ANY,
+            "is absolute",
+        ),
+    ];
+    for (bytes, r#type, bounds, needle) in cases {
+        let err = check_provider_zip(Cursor::new(bytes), r#type, &bounds).unwrap_err();
+        assert!(err.contains(needle), "{err} lacks {needle}");
+    }
+}
+
+#[test]
+fn module_archives() {
+    let ok: Vec<(Vec<u8>, &str)> = vec![
+        (tar_gz(&[("main.tf", b"")]), "tar.gz"),
+        (tar_gz(&[("./variables.tf.json", b"{}"), ("./modules/x/main.tf", b"")]), "tgz"),
+        (zip(&[("main.tofu", b"")]), "zip"),
+        // GNU tar pads the archive with zeros to a 10 KiB record: still the end marker.
+        (gzip(&[tar(&[Item::File("main.tf", b"")]), vec![0u8; 10240]].concat()), "tar.gz"),
+        (tar_gz_items(&[Item::Dir("modules/"), Item::File("main.tf", b"")]), "tar.gz"),
+        // `git archive` starts with an archive-wide pax record.
+        (gzip(&[git_archive_header(), tar(&[Item::File("main.tf", b"")])].concat()), "tar.gz"),
+    ];
+    for (bytes, ext) in ok {
+        module(bytes, ext).unwrap();
+    }
+    let mut truncated = tar_gz(&[("main.tf", &[7u8; 50_000])]);
+    truncated.truncate(truncated.len() / 2);
+    let tiny = Bounds { unpacked_bytes: 1000, entries: u64::MAX };
+    let bad: Vec<(Vec<u8>, &str, Bounds, &str)> = vec![
+        (b"garbage".to_vec(), "tar.gz", ANY, "not a readable tar.gz"),
+        (truncated, "tar.gz", ANY, "not a readable tar.gz"),
+        (tar_gz(&[("README.md", b"")]), "tar.gz", ANY, "no .tf, .tf.json or .tofu file in the archive"),
+        (tar_gz(&[("vpc-1.0.0/main.tf", b"")]), "tgz", ANY, "not the directory"),
+        (zip(&[("/etc/main.tf", b"")]), "zip", ANY, "outside"),
+        (tar_gz(&[("main.tf", &[0u8; 10_000])]), "tar.gz", tiny, "size limit"),
+        (zip(&[("main.tf", b"")]), "tar.gz", ANY, "not a readable tar.gz"),
+        (tar_gz_items(&[Item::File("main.tf", b""), Item::Fifo("pipe")]), "tar.gz", ANY, "is a Fifo"),
+    ];
+    for (bytes, ext, bounds, needle) in bad {
+        let err = check_module_archive(Cursor::new(bytes), ext, &bounds).unwrap_err();
+        assert!(err.contains(needle), "{err} lacks {needle}");
+    }
+}
+
+/// Go's gzip reader (so go-getter, so the CLI) reads every member of a `.tar.gz`; a check
+/// that stopped after the first would pass what the second member holds.
+#[test]
+fn every_gzip_member_is_read_and_the_tar_must_end() {
+    let innocent = gzip(&tar_without_end_marker(&[Item::File("main.tf", b"# fine\n")]));
+    let hidden_traversal = [innocent.clone(), gzip(&tar(&[Item::File("../../x.tf", b"evil")]))].concat();
+    assert!(module(hidden_traversal, "tar.gz").unwrap_err().contains("outside the module directory"));
+
+    let bomb = [innocent.clone(), gzip(&tar(&[Item::File("big.tf", &vec![b'x'; 100_000])]))].concat();
+    let bounds = Bounds { unpacked_bytes: 50_000, entries: u64::MAX };
+    let err = check_module_archive(Cursor::new(bomb), "tar.gz", &bounds).unwrap_err();
+    assert!(err.contains("size limit"), "{err}");
+
+    let whole = gzip(&tar(&[Item::File("main.tf", b"")]));
+    let appended = [whole, gzip(&tar(&[Item::File("other.tf", b"")]))].concat();
+    assert!(module(appended, "tar.gz").unwrap_err().contains("data after the tar end-of-archive marker"));
+
+    assert!(module(innocent, "tar.gz").unwrap_err().contains("no tar end-of-archive marker"));
+}
+
+#[test]
+fn links_stay_inside_the_module() {
+    let main = Item::File("main.tf", b"");
+    let ok: Vec<Vec<Item<'_>>> = vec![
+        vec![main, Item::Dir("modules/x/"), Item::Symlink("modules/x/versions.tf", "../../versions.tf")],
+        vec![main, Item::Symlink("a/b", ".."), Item::Symlink("c", "./a/b")],
+        vec![main, Item::Hardlink("copy.tf", "main.tf")],
+    ];
+    for items in ok {
+        module(tar_gz_items(&items), "tar.gz").unwrap_or_else(|e| panic!("{items:?}: {e}"));
+    }
+    let bad: Vec<(Vec<Item<'_>>, &str)> = vec![
+        (vec![main, Item::Symlink("m", "../../../../home")], "climbs out of the module"),
+        (vec![main, Item::Symlink("m", "/home")], "is absolute"),
+        (vec![main, Item::Symlink("sub/m", "../..")], "climbs out of the module"),
+        (vec![main, Item::Hardlink("h", "/etc/shadow")], "names something outside the module"),
+        (vec![main, Item::Hardlink("h", "../x")], "names something outside the module"),
+        // Written through a link: `d` is the module root, so `d/..` is outside it.
+        (vec![main, Item::Symlink("d", "."), Item::File("d/x.tf", b"")], "lies below the symbolic link"),
+        (vec![main, Item::Symlink("a/b", ".."), Item::Symlink("a/b/l", "../..")], "lies below the symbolic link"),
+        (vec![main, Item::Symlink("s", "."), Item::Symlink("l", "s/..")], "passes through another link"),
+        (vec![main, Item::Symlink("s", "."), Item::Hardlink("h", "s/main.tf")], "passes through a symbolic link"),
+    ];
+    for (items, needle) in bad {
+        let err = module(tar_gz_items(&items), "tar.gz").unwrap_err();
+        assert!(err.contains(needle), "{items:?}: {err} lacks {needle}");
+    }
+    let zipped = zip_items(&[main, Item::Symlink("m", "../../../../home")]);
+    assert!(module(zipped, "zip").unwrap_err().contains("climbs out of the module"));
+    module(zip_items(&[main, Item::Dir("x/"), Item::Symlink("x/v.tf", "../main.tf")]), "zip").unwrap();
+}
+
+#[test]
+fn memory_is_bounded_whatever_the_archive_says() {
+    let many: Vec<(String, Vec<u8>)> = (0..11).map(|i| (format!("f{i}.tf"), vec![])).collect();
+    let many: Vec<(&str, &[u8])> = many.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
+    let ten = Bounds { unpacked_bytes: u64::MAX, entries: 10 };
+    let err = check_module_archive(Cursor::new(tar_gz(&many)), "tar.gz", &ten).unwrap_err();
+    assert!(err.contains("more entries than the limit of 10"), "{err}");
+    let err = check_module_archive(Cursor::new(zip(&many)), "zip", &ten).unwrap_err();
+    assert!(err.contains("11 entries, more than the limit of 10"), "{err}");
+
+    // A pax header the tar reader would hold in memory whole: refused at 1 MiB.
+    let mut header = ::tar::Header::new_ustar();
+    header.set_entry_type(::tar::EntryType::XHeader);
+    header.set_path("pax").unwrap();
+    let records = vec![b'x'; 2 << 20];
+    header.set_size(records.len() as u64);
+    header.set_cksum();
+    let mut builder = ::tar::Builder::new(Vec::new());
+    builder.append(&header, records.as_slice()).unwrap();
+    let mut file = ::tar::Header::new_ustar();
+    file.set_path("main.tf").unwrap();
+    file.set_size(0);
+    file.set_cksum();
+    builder.append(&file, std::io::empty()).unwrap();
+    let err = module(gzip(&builder.into_inner().unwrap()), "tar.gz").unwrap_err();
+    assert!(err.contains("larger than 1 MiB"), "{err}");
+
+    let long = format!("{}.tf", "a/".repeat(2100));
+    assert!(module(tar_gz(&[("main.tf", b""), (&long, b"")]), "tar.gz").unwrap_err().contains("longer than 4096"));
+}
+
+/// Two entries with one name: which one a reader unpacks differs between implementations.
+#[test]
+fn a_zip_may_not_name_two_entries_alike() {
+    let mut bytes = zip(&[("main.tf", b"# one"), ("mainXtf", b"# two")]);
+    let at: Vec<usize> = bytes.windows(7).enumerate().filter(|(_, w)| *w == b"mainXtf").map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 2, "the name in the local and the central header");
+    for i in at {
+        bytes[i + 4] = b'.';
+    }
+    assert!(module(bytes, "zip").unwrap_err().contains("two entries have the same name"));
+}
+
+#[test]
+fn the_check_keeps_the_wanted_files_in_the_same_pass() {
+    let big = vec![b'x'; KEPT_FILE_BYTES + 1];
+    let files: [(&str, &[u8]); 5] = [
+        ("main.tf", b"first"),
+        ("./README.md", b"readme"),
+        ("notes.txt", b"not wanted"),
+        ("big.tf", &big),
+        ("main.tf", b"second"),
+    ];
+    let wanted = |p: &str| p.ends_with(".tf") || p == "README.md";
+    let tar = read_module_archive(Cursor::new(tar_gz(&files)), "tar.gz", &ANY, &wanted).unwrap();
+    let kept = |k: &[KeptFile], path: &str| k.iter().find(|f| f.path == path).map(|f| f.bytes.clone());
+    assert_eq!(kept(&tar, "README.md"), Some(Some(b"readme".to_vec())));
+    assert_eq!(kept(&tar, "main.tf"), Some(Some(b"second".to_vec())), "a later entry replaces, as unpacking does");
+    assert_eq!(kept(&tar, "big.tf"), Some(None), "named, not kept");
+    assert_eq!(kept(&tar, "notes.txt"), None);
+    assert_eq!(tar.len(), 3);
+    let zipped = read_module_archive(Cursor::new(zip(&files[..4])), "zip", &ANY, &wanted).unwrap();
+    assert_eq!(kept(&zipped, "main.tf"), Some(Some(b"first".to_vec())));
+    assert_eq!(kept(&zipped, "big.tf"), Some(None));
+    assert_eq!(zipped.len(), 3);
+    // A bad archive keeps nothing: the check's verdict comes first.
+    assert!(read_module_archive(Cursor::new(zip(&[("README.md", b"x".as_slice())])), "zip", &ANY, &wanted).is_err());
+}

@@ -1,0 +1,252 @@
+//! What a caller may read: the anonymous policy, a token's scopes (globs over module
+//! namespaces and provider addresses), and the decision for one resource.
+
+use crate::address::{ModuleAddress, ProviderAddress};
+
+use super::tokens::{TokenRecord, TokenStore, bearer};
+
+/// Who may read without a token; from `REGISTRY_ANONYMOUS_MODULES` and
+/// `REGISTRY_ANONYMOUS_PROVIDERS` (comma-separated globs; empty: nobody).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Module namespaces anyone may read (globs).
+    pub anonymous_modules: Vec<String>,
+    /// Providers anyone may read (`HOSTNAME/NAMESPACE/TYPE` globs).
+    pub anonymous_providers: Vec<String>,
+}
+
+/// What a request reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Resource<'a> {
+    /// The service discovery document: public.
+    Discovery,
+    /// A module's versions or download.
+    Module(&'a ModuleAddress),
+    /// A mirrored provider's versions or packages.
+    Provider(&'a ProviderAddress),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one request may do.
+pub enum Decision {
+    /// Answer it.
+    Allow,
+    /// No usable token: 401.
+    Unauthenticated(&'static str),
+    /// A valid token that may not read this: 404, indistinguishable from "does not exist".
+    Hidden,
+}
+
+impl Policy {
+    /// Whether `resource` may be read without a token.
+    pub fn anonymous(&self, resource: Resource<'_>) -> bool {
+        match resource {
+            Resource::Discovery => true,
+            Resource::Module(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.namespace)),
+            Resource::Provider(p) => self.anonymous_providers.iter().any(|g| glob(g, &p.to_string())),
+        }
+    }
+}
+
+/// Who is asking: what an answer that lists many things (the catalog, a search) filters
+/// each item by, with the same rules as `decision` for one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Viewer {
+    /// No token: what the anonymous policy allows.
+    Anonymous,
+    /// A valid, unexpired token: its scopes, and what the anonymous policy allows.
+    Token(TokenRecord),
+}
+
+impl Viewer {
+    /// Whether this viewer may read `resource` under `policy`.
+    pub fn may_read(&self, policy: &Policy, resource: Resource<'_>) -> bool {
+        let token = match self {
+            Viewer::Anonymous => false,
+            Viewer::Token(record) => scopes_cover(record, resource),
+        };
+        token || policy.anonymous(resource)
+    }
+}
+
+/// Whether a token's scopes cover `resource`.
+fn scopes_cover(record: &TokenRecord, resource: Resource<'_>) -> bool {
+    match resource {
+        Resource::Discovery => true,
+        Resource::Module(m) => record.modules.iter().any(|g| glob(g, &m.namespace)),
+        Resource::Provider(p) => record.providers.iter().any(|g| glob(g, &p.to_string())),
+    }
+}
+
+/// Why a header that holds no bearer token is refused.
+const NOT_BEARER: &str =
+    "the Authorization header must be \"Bearer TOKEN\", a token of at most 8192 printable characters";
+
+/// Who presents `authorization`: `Err` (why) for a header that is not a usable token (401).
+/// `store` is `None` when no token store exists yet (nobody has a token).
+pub fn viewer(store: Option<&TokenStore>, authorization: Option<&str>, now_unix: i64) -> Result<Viewer, &'static str> {
+    let Some(header) = authorization else { return Ok(Viewer::Anonymous) };
+    let Some(token) = bearer(header) else {
+        return Err(NOT_BEARER);
+    };
+    let Some(record) = store.and_then(|s| s.find(token)) else {
+        return Err("unknown or revoked token");
+    };
+    if record.expired(now_unix) {
+        return Err("expired token");
+    }
+    Ok(Viewer::Token(record.clone()))
+}
+
+/// Decide one request. `store` is `None` when no token store exists yet (nobody has a token).
+pub fn decision_for_header(
+    policy: &Policy,
+    store: Option<&TokenStore>,
+    authorization: Option<&str>,
+    resource: Resource<'_>,
+    now_unix: i64,
+) -> Decision {
+    if matches!(resource, Resource::Discovery) {
+        return Decision::Allow;
+    }
+    match viewer(store, authorization, now_unix) {
+        Err(why) => Decision::Unauthenticated(why),
+        Ok(viewer) => decision(policy, &viewer, resource),
+    }
+}
+
+/// Decide for a viewer already known (a static token found in the store, or a verified JWT):
+/// what `decision_for_header` does once the token is resolved.
+pub fn decision(policy: &Policy, viewer: &Viewer, resource: Resource<'_>) -> Decision {
+    match viewer {
+        _ if matches!(resource, Resource::Discovery) => Decision::Allow,
+        viewer if viewer.may_read(policy, resource) => Decision::Allow,
+        Viewer::Anonymous => Decision::Unauthenticated("a bearer token is required"),
+        Viewer::Token(_) => Decision::Hidden,
+    }
+}
+
+/// `*` matches any run of characters (including `/`), `?` one character; everything else
+/// matches itself.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::tokens::hash;
+
+    fn record(name: &str, token: &str, modules: &[&str], providers: &[&str], expires_at: Option<&str>) -> TokenRecord {
+        TokenRecord {
+            name: name.into(),
+            sha256: hex::encode(hash(token)),
+            created_at: "2026-11-22T00:00:00Z".into(),
+            expires_at: expires_at.map(str::to_string),
+            modules: modules.iter().map(|s| s.to_string()).collect(),
+            providers: providers.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn globs() {
+        let cases = [
+            ("*", "anything/at/all", true),
+            ("acme", "acme", true),
+            ("acme", "acme2", false),
+            ("team-*", "team-net", true),
+            ("team-*", "teams", false),
+            ("registry.terraform.io/hashicorp/*", "registry.terraform.io/hashicorp/aws", true),
+            ("registry.terraform.io/hashicorp/*", "registry.terraform.io/acme/aws", false),
+            ("*/acme/*", "example.com/acme/widget", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("", "", true),
+            ("", "a", false),
+        ];
+        for (pattern, text, want) in cases {
+            assert_eq!(glob(pattern, text), want, "{pattern} ~ {text}");
+        }
+    }
+
+    #[test]
+    fn decisions() {
+        let store = TokenStore {
+            format: 1,
+            tokens: vec![
+                record(
+                    "ci",
+                    "trg_ci",
+                    &["acme", "team-*"],
+                    &["registry.terraform.io/hashicorp/*"],
+                    Some("2030-01-01T00:00:00Z"),
+                ),
+                record("old", "trg_old", &["*"], &["*"], Some("2020-01-01T00:00:00Z")),
+                record("bad-expiry", "trg_bad", &["*"], &["*"], Some("next year")),
+            ],
+        };
+        let policy = Policy { anonymous_modules: vec!["public".into()], anonymous_providers: vec![] };
+        let now = crate::clock::parse_rfc3339("2026-11-22T00:00:00Z").unwrap();
+        let acme = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
+        let team = ModuleAddress::parse("team-net", "vpc", "aws").unwrap();
+        let other = ModuleAddress::parse("other", "vpc", "aws").unwrap();
+        let public = ModuleAddress::parse("public", "vpc", "aws").unwrap();
+        let aws = ProviderAddress::parse("registry.terraform.io", "hashicorp", "aws").unwrap();
+        let widget = ProviderAddress::parse("example.com", "acme", "widget").unwrap();
+        use Decision::*;
+        use Resource::*;
+        let cases: Vec<(Option<&str>, Resource<'_>, Decision)> = vec![
+            (None, Discovery, Allow),
+            (Some("Bearer nonsense"), Discovery, Allow),
+            (None, Module(&acme), Unauthenticated("a bearer token is required")),
+            (None, Module(&public), Allow),
+            (None, Provider(&aws), Unauthenticated("a bearer token is required")),
+            (Some("Bearer trg_ci"), Module(&acme), Allow),
+            (Some("bearer   trg_ci "), Module(&team), Allow),
+            (Some("Bearer trg_ci"), Module(&other), Hidden),
+            (Some("Bearer trg_ci"), Module(&public), Allow),
+            (Some("Bearer trg_ci"), Provider(&aws), Allow),
+            (Some("Bearer trg_ci"), Provider(&widget), Hidden),
+            (Some("Bearer trg_wrong"), Module(&public), Unauthenticated("unknown or revoked token")),
+            (Some("Bearer trg_old"), Module(&acme), Unauthenticated("expired token")),
+            (Some("Bearer trg_bad"), Module(&acme), Unauthenticated("expired token")),
+            (Some("Basic dXNlcjpwYXNz"), Module(&acme), Unauthenticated(NOT_BEARER)),
+            (Some("Bearer"), Module(&acme), Unauthenticated(NOT_BEARER)),
+            (Some("Bearer trg\u{7f}x"), Module(&acme), Unauthenticated(NOT_BEARER)),
+        ];
+        for (header, resource, want) in cases {
+            assert_eq!(
+                decision_for_header(&policy, Some(&store), header, resource, now),
+                want,
+                "{header:?} {resource:?}"
+            );
+        }
+        // No token store yet: every token is unknown.
+        assert_eq!(
+            decision_for_header(&policy, None, Some("Bearer trg_ci"), Module(&acme), now),
+            Unauthenticated("unknown or revoked token")
+        );
+    }
+}

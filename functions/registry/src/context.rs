@@ -1,0 +1,53 @@
+//! What every route is handed: the configuration, the reader (manifests and presigned URLs),
+//! the verifier (who is asking, and may they), and the pull-through mirror's upstreams. Built
+//! once per process; routes hold no state of their own.
+
+#[cfg(feature = "aws")]
+use std::sync::Arc;
+
+use crate::auth::Verifier;
+use crate::config::Config;
+use crate::reader::Reader;
+
+/// The shared state of one process's routes.
+pub struct Context<S> {
+    /// Loaded once at start.
+    pub config: Config,
+    /// Storage, with the warm container's manifest cache.
+    pub reader: Reader<S>,
+    /// The access decision, with the token store and issuers' keys it keeps.
+    pub verifier: Verifier,
+    /// The mirror's upstream registries (pull-through); `None`: off.
+    #[cfg(feature = "aws")]
+    pub upstream: Option<Arc<crate::upstream::Upstream>>,
+}
+
+impl<S: crate::storage::Storage> Context<S> {
+    /// The context for `config` and `storage`, without outbound clients (no upstreams, no
+    /// issuers' key sets: a verifier that refuses JWTs loudly when issuers are configured).
+    pub fn new(config: Config, storage: S) -> Self {
+        let reader = Reader::new(storage, config.manifest_cache_bytes, config.manifest_cache_ttl, config.presign_ttl);
+        let verifier = Verifier::new(config.access.clone(), config.tokens_cache, !config.oidc_issuers.is_empty());
+        Context {
+            config,
+            reader,
+            verifier,
+            #[cfg(feature = "aws")]
+            upstream: None,
+        }
+    }
+
+    /// The storage the reader reads.
+    pub fn storage(&self) -> &S {
+        &self.reader.storage
+    }
+
+    /// The upstream to ask for `provider`, if its host is one.
+    #[cfg(feature = "aws")]
+    pub(crate) fn upstream_for(
+        &self,
+        provider: &crate::address::ProviderAddress,
+    ) -> Option<Arc<crate::upstream::Upstream>> {
+        self.upstream.as_ref().filter(|u| u.allows(&provider.hostname)).cloned()
+    }
+}

@@ -1,0 +1,200 @@
+//! modules.v1 (versions and download) and the v1 API's list, search and details of modules
+//! (`browse` shapes those answers). Every answer is one read of what the indexer wrote, plus
+//! the version's docs for details.
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use serde_json::json;
+
+use crate::address::ModuleAddress;
+use crate::auth::{Resource, Viewer};
+use crate::browse::{details as details_body, page};
+use crate::catalog::{self, Catalog};
+use crate::context::Context;
+use crate::error::Error;
+use crate::exchange::{NO_CACHE, Reply};
+use crate::layout::{self, Wanted};
+use crate::manifest::{ModuleManifest, ModuleVersion};
+use crate::module_docs::ModuleDocs;
+use crate::query::Listing;
+use crate::storage::Storage;
+
+/// `GET …/:namespace/:name/:system/versions`: every version, from one read.
+pub(super) async fn versions<S: Storage>(
+    ctx: &Context<S>,
+    module: &ModuleAddress,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let read = manifest(ctx, module, deadline).await?;
+    Ok(Reply::json(StatusCode::OK, &read.value.versions_response())
+        .header("cache-control", NO_CACHE)
+        .etag()
+        .stale(read.stale))
+}
+
+/// `GET …/:namespace/:name/:system/:version/download`: where the archive is, presigned, with
+/// its SHA-256 for go-getter to check.
+pub(super) async fn download<S: Storage>(
+    ctx: &Context<S>,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let read = manifest(ctx, module, deadline).await?;
+    let entry =
+        read.value.find(version).ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
+    let wanted = Wanted::ModuleArchive { module, version };
+    let url = ctx.reader.presign(&entry.archive, entry.version_id.as_deref(), wanted).await?;
+    let url = with_checksum(url, &entry.sha256)?;
+    // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
+    // A 200 with both works for both and keeps every answer JSON.
+    Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
+        .header("x-terraform-get", url)
+        .header("cache-control", "no-store")
+        .stale(read.stale))
+}
+
+/// The module's manifest; absent or empty: the module is not found.
+async fn manifest<S: Storage>(
+    ctx: &Context<S>,
+    module: &ModuleAddress,
+    deadline: tokio::time::Instant,
+) -> Result<crate::reader::Fetched<ModuleManifest>, Error> {
+    let missing = || Error::NotFound(format!("module {module} not found"));
+    ctx.reader
+        .manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), missing, deadline)
+        .await
+}
+
+/// A module download URL with the archive's SHA-256 for go-getter to check: it reads
+/// `checksum=sha256:HEX` from the URL, removes it before the request (so the presigned
+/// signature still matches) and refuses bytes that differ with "Checksums did not match". So
+/// the CLI installs exactly the bytes the indexer hashed, even if the object is replaced or
+/// altered in the bucket afterwards. Last in the query: go-getter finds it anywhere, and the
+/// path's extension still tells it the archive type.
+fn with_checksum(url: String, sha256: &str) -> Result<String, Error> {
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(Error::Internal(format!("the manifest records no valid SHA-256 ({sha256:?})")));
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}checksum=sha256:{sha256}"))
+}
+
+/// `GET /v1/modules` and `GET /v1/modules/search`: a page of the catalog's modules this
+/// viewer may read, from one read.
+pub(super) async fn listing<S: Storage>(
+    ctx: &Context<S>,
+    listing: &Listing,
+    viewer: &Viewer,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let (catalog, stale) = catalog(ctx, deadline).await?;
+    let policy = ctx.verifier.policy();
+    let visible = |m: &ModuleAddress| viewer.may_read(policy, Resource::Module(m));
+    let base = ctx.config.paths.modules.trim_end_matches('/');
+    let path = if listing.q.is_some() { format!("{base}/search") } else { base.to_string() };
+    let body = page(&catalog, listing, visible, &path);
+    Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(stale))
+}
+
+/// The catalog (empty before anything is published), and whether it is a copy served
+/// through a storage fault.
+pub(super) async fn catalog<S: Storage>(
+    ctx: &Context<S>,
+    deadline: tokio::time::Instant,
+) -> Result<(Arc<Catalog>, bool), Error> {
+    let missing = || Error::NotFound(String::new());
+    match ctx.reader.manifest(layout::CATALOG, Catalog::parse, |_| false, missing, deadline).await {
+        Ok(read) => Ok((read.value, read.stale)),
+        Err(Error::NotFound(_)) => Ok((Arc::new(Catalog::default()), false)),
+        Err(e) => Err(e),
+    }
+}
+
+/// `GET /v1/modules/:namespace/:name/:system[/:version]`: the version's details (the latest
+/// when none is named), its docs, and every version. Access was checked by the caller.
+pub(super) async fn details<S: Storage>(
+    ctx: &Context<S>,
+    module: &ModuleAddress,
+    version: Option<&semver::Version>,
+    absent: impl Fn() -> Error,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let view = module_version(ctx, module, version, absent, deadline).await?;
+    let body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
+    Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
+}
+
+/// A module version as the API and the web page show it: the manifest, the version (the
+/// latest when none is named), and its docs when they were read from the served archive.
+/// Two reads, at once when the version is named.
+pub(super) async fn module_version<S: Storage>(
+    ctx: &Context<S>,
+    module: &ModuleAddress,
+    version: Option<&semver::Version>,
+    absent: impl Fn() -> Error,
+    deadline: tokio::time::Instant,
+) -> Result<ModuleView, Error> {
+    let manifest_key = layout::module_manifest(module);
+    let manifest =
+        || ctx.reader.manifest(&manifest_key, ModuleManifest::parse, |m| m.versions.is_empty(), &absent, deadline);
+    let docs_key = |v: &semver::Version| layout::module_docs(module, v);
+    let no_docs = || Error::NotFound(String::new());
+    let (manifest, docs, wanted) = match version {
+        // Both keys are known: read them at once.
+        Some(v) => {
+            let key = docs_key(v);
+            let (manifest, docs) =
+                tokio::join!(manifest(), ctx.reader.manifest(&key, parse_docs, |_| false, no_docs, deadline));
+            (manifest?, docs, v.clone())
+        }
+        None => {
+            let manifest = manifest().await?;
+            let latest = catalog::latest(manifest.value.versions.iter().map(|v| v.version.as_str()))
+                .and_then(|v| crate::address::parse_version(v).ok())
+                .ok_or_else(&absent)?;
+            let docs = ctx.reader.manifest(&docs_key(&latest), parse_docs, |_| false, no_docs, deadline).await;
+            (manifest, docs, latest)
+        }
+    };
+    let wanted_text = wanted.to_string();
+    let index = manifest
+        .value
+        .versions
+        .iter()
+        .position(|v| v.version == wanted_text)
+        .ok_or_else(|| Error::NotFound(format!("module {module} has no version {wanted}")))?;
+    let docs = match docs {
+        Ok(read) => Some(read.value),
+        Err(Error::NotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    // Docs read from other bytes than those served are not these docs.
+    let sha256 = &manifest.value.versions[index].sha256;
+    let docs = docs.filter(|d| d.sha256 == *sha256);
+    Ok(ModuleView { manifest: manifest.value, index, docs, stale: manifest.stale })
+}
+
+/// What `module_version` read.
+pub(super) struct ModuleView {
+    /// Every version.
+    pub(crate) manifest: Arc<ModuleManifest>,
+    /// The shown version's place in `manifest.versions`.
+    index: usize,
+    /// Its docs, when read from the bytes served.
+    pub(crate) docs: Option<Arc<ModuleDocs>>,
+    /// Made from a copy kept through a storage fault.
+    pub(crate) stale: bool,
+}
+
+impl ModuleView {
+    /// The shown version.
+    pub(crate) fn entry(&self) -> &ModuleVersion {
+        &self.manifest.versions[self.index]
+    }
+}
+
+fn parse_docs(bytes: &[u8]) -> Result<ModuleDocs, Error> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("module docs: {e}")))
+}

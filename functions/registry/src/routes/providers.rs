@@ -1,0 +1,82 @@
+//! providers.v1 (versions and download) for the providers this registry publishes under its
+//! own host name (`REGISTRY_HOSTNAME`). One read each: the index, or the version's document
+//! with its release (`SHA256SUMS`, its signature and the signing key).
+
+use http::StatusCode;
+use serde_json::json;
+
+use crate::address::{ProviderAddress, ProviderName};
+use crate::context::Context;
+use crate::error::Error;
+use crate::exchange::{NO_CACHE, Reply};
+use crate::layout::{self, Platform, ReleaseFile, Wanted};
+use crate::manifest::{ProviderIndex, ProviderVersion};
+use crate::storage::Storage;
+
+/// The full address of `name` at this registry's host: providers.v1 names providers of the
+/// host it is asked on. Without `REGISTRY_HOSTNAME` there is no such host: 404.
+pub(super) fn own<S>(ctx: &Context<S>, name: &ProviderName) -> Result<ProviderAddress, Error> {
+    match &ctx.config.hostname {
+        Some(hostname) => Ok(name.at(hostname)),
+        None => Err(Error::NotFound("this registry serves no providers.v1 (REGISTRY_HOSTNAME is not set)".into())),
+    }
+}
+
+/// `GET …/:namespace/:type/versions`: each version with its protocols and platforms.
+pub(super) async fn versions<S: Storage>(
+    ctx: &Context<S>,
+    provider: &ProviderAddress,
+    deadline: tokio::time::Instant,
+    absent: impl Fn() -> Error,
+) -> Result<Reply, Error> {
+    let key = layout::provider_index(provider);
+    let read = ctx.reader.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), &absent, deadline).await?;
+    let body = read.value.registry_versions();
+    // Versions the mirror serves but with no signed release are not providers.v1's.
+    if body["versions"].as_array().is_none_or(|v| v.is_empty()) {
+        return Err(absent());
+    }
+    Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(read.stale))
+}
+
+/// `GET …/:version/download/:os/:arch`: one read (the version's document), three presigned
+/// URLs (the zip, `SHA256SUMS`, its signature), and the key that signed it.
+pub(super) async fn download<S: Storage>(
+    ctx: &Context<S>,
+    provider: &ProviderAddress,
+    version: &semver::Version,
+    platform: &Platform,
+    deadline: tokio::time::Instant,
+    absent: impl Fn() -> Error,
+) -> Result<Reply, Error> {
+    let key = layout::provider_version(provider, version);
+    let read = ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), &absent, deadline).await?;
+    let document = &read.value;
+    let (Some(release), Some(archive)) = (&document.release, document.archives.get(&platform.key())) else {
+        return Err(absent());
+    };
+    let prefix = layout::provider_prefix(provider);
+    let platform_key = platform.key();
+    let zip = Wanted::ProviderArchive { provider, version, platform: &platform_key };
+    let download_url = ctx.reader.presign(&format!("{prefix}{}", archive.url), archive.version_id(), zip).await?;
+    let file = |file| format!("{prefix}{}", layout::provider_release_file_name(provider, version, file));
+    let wanted = |file| Wanted::ProviderReleaseFile { provider, version, file };
+    let (sums, sig) = (ReleaseFile::Shasums, ReleaseFile::Signature);
+    let shasums_url = ctx.reader.presign(&file(sums), None, wanted(sums)).await?;
+    let shasums_signature_url = ctx.reader.presign(&file(sig), None, wanted(sig)).await?;
+    let body = json!({
+        "protocols": release.protocols,
+        "os": platform.os,
+        "arch": platform.arch,
+        "filename": archive.url,
+        "download_url": download_url,
+        "shasums_url": shasums_url,
+        "shasums_signature_url": shasums_signature_url,
+        "shasum": archive.zh(),
+        "signing_keys": {"gpg_public_keys": [{
+            "key_id": release.signing_key.key_id,
+            "ascii_armor": release.signing_key.ascii_armor,
+        }]},
+    });
+    Ok(Reply::json(StatusCode::OK, &body).header("cache-control", "no-store").stale(read.stale))
+}

@@ -1,0 +1,241 @@
+//! The web pages, for people in a browser: the catalog with search, a page per module and per
+//! provider, sign-in and sign-out. The same reads as the API (`modules`, `browse`) and the same
+//! access check: the viewer is the `Authorization` header's token or the sign-in cookie's
+//! (`auth::session`), and a page of something out of scope is the same 404 as a page of
+//! nothing. The HTML itself is `crate::web`'s.
+
+use http::StatusCode;
+
+use crate::address::{ProviderAddress, parse_version};
+use crate::auth::{Resource, Viewer, session};
+use crate::context::Context;
+use crate::error::Error;
+use crate::exchange::{NO_CACHE, Reply, Request};
+use crate::layout;
+use crate::manifest::{ProviderIndex, ProviderVersion, newest_first};
+use crate::router::{Asset, Page, Route};
+use crate::storage::Storage;
+use crate::web::{CONTENT_SECURITY_POLICY, SCRIPT, STYLE, pages};
+
+/// A page's answer: HTML with the security headers every page carries.
+fn html_reply(status: StatusCode, page: String) -> Reply {
+    secured(Reply { status, headers: vec![("content-type", "text/html; charset=utf-8".into())], body: page.into() })
+        .header("cache-control", NO_CACHE)
+}
+
+fn secured(reply: Reply) -> Reply {
+    reply
+        .header("content-security-policy", CONTENT_SECURITY_POLICY)
+        .header("x-content-type-options", "nosniff")
+        .header("x-frame-options", "DENY")
+        // Not `no-referrer`: under it a browser sends `Origin: null` with the forms' posts,
+        // which the same-origin check must refuse. Other sites still learn nothing.
+        .header("referrer-policy", "same-origin")
+}
+
+/// 303 See Other to the catalog (after a form post: reloading does not post again).
+fn to_catalog() -> Reply {
+    secured(Reply { status: StatusCode::SEE_OTHER, headers: vec![("location", "/".into())], body: Default::default() })
+        .header("cache-control", "no-store")
+}
+
+fn asset(asset: Asset) -> Reply {
+    let (content_type, body) = match asset {
+        Asset::Style => ("text/css; charset=utf-8", STYLE),
+        Asset::Script => ("text/javascript; charset=utf-8", SCRIPT),
+    };
+    secured(Reply { status: StatusCode::OK, headers: vec![("content-type", content_type.into())], body: body.into() })
+        .header("cache-control", "public, max-age=3600")
+        .etag()
+}
+
+/// Whether the browser holds a sign-in cookie (what the frame offers: sign in, or sign out).
+fn signed_in(request: &Request<'_>) -> bool {
+    session::token(request.cookie).is_some()
+}
+
+/// An error as a page, with the same status. A 401 to a browser holding a cookie means the
+/// cookie's token is no longer good (revoked, expired): the cookie is removed.
+pub(crate) fn error_page(error: &Error, request: &Request<'_>) -> Reply {
+    let status = error.status();
+    let unauthorized = matches!(error, Error::Unauthorized(_));
+    let stale_cookie = unauthorized && request.authorization.is_none() && signed_in(request);
+    let message = if stale_cookie {
+        "This browser's sign-in is no longer valid (the token is unknown, revoked or expired): sign in again."
+            .to_string()
+    } else {
+        error.public_message()
+    };
+    let page = pages::error(status.as_u16(), &message, unauthorized, signed_in(request) && !stale_cookie);
+    let mut reply = html_reply(status, page);
+    if stale_cookie {
+        reply = reply.header("set-cookie", session::clear());
+    }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        reply = reply.header("retry-after", "1");
+    }
+    reply
+}
+
+/// Answer a page request.
+pub(super) async fn page<S: Storage>(
+    ctx: &Context<S>,
+    page: &Page,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    // The viewer: the Authorization header (tools), else the sign-in cookie (browsers).
+    let from_cookie = session::token(request.cookie).map(|t| format!("Bearer {t}"));
+    let authorization = request.authorization.or(from_cookie.as_deref());
+    let signed_in = signed_in(request);
+    match page {
+        Page::Asset(a) => Ok(asset(*a)),
+        Page::SignIn => Ok(html_reply(StatusCode::OK, pages::sign_in(None, signed_in))),
+        Page::SignInSubmit => sign_in(ctx, request).await,
+        Page::SignOut => {
+            session::same_origin(request.origin, request.host, ctx.config.hostname.as_deref())?;
+            Ok(to_catalog().header("set-cookie", session::clear()))
+        }
+        Page::Catalog(listing) => {
+            let viewer = ctx.verifier.caller(ctx.storage(), authorization).await?;
+            let (catalog, stale) = super::modules::catalog(ctx, deadline).await?;
+            let policy = ctx.verifier.policy();
+            let visible = |m: &crate::address::ModuleAddress| viewer.may_read(policy, Resource::Module(m));
+            let (total, modules) = crate::browse::select(&catalog, listing, visible);
+            let modules: Vec<_> = modules.into_iter().skip(listing.offset).take(listing.limit).collect();
+            let terms: Vec<String> =
+                listing.q.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();
+            let providers: Vec<_> = catalog
+                .providers
+                .values()
+                .filter(|p| {
+                    ProviderAddress::parse(&p.hostname, &p.namespace, &p.r#type)
+                        .is_ok_and(|a| viewer.may_read(policy, Resource::Provider(&a)))
+                })
+                .filter(|p| {
+                    let address = p.address().to_lowercase();
+                    terms.iter().all(|t| address.contains(t.as_str()))
+                })
+                .collect();
+            let signed = matches!(viewer, Viewer::Token(_));
+            let page = pages::catalog(listing, &modules, total, &providers, signed || signed_in);
+            Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
+        }
+        Page::Module(module, version) => {
+            let route = Route::Page(page.clone());
+            super::authorize(ctx, &route, None, authorization).await?;
+            let absent = || Error::NotFound(format!("module {module} not found"));
+            let view = super::modules::module_version(ctx, module, version.as_ref(), absent, deadline).await?;
+            let place = place(ctx, request);
+            let page = pages::module(
+                &place.as_place(&ctx.config),
+                module,
+                view.entry(),
+                &view.manifest,
+                view.docs.as_deref(),
+                signed_in,
+            );
+            Ok(html_reply(StatusCode::OK, page).etag().stale(view.stale))
+        }
+        Page::Provider(provider, version) => {
+            let route = Route::Page(page.clone());
+            super::authorize(ctx, &route, None, authorization).await?;
+            provider_page(ctx, provider, version.as_ref(), request, deadline).await
+        }
+    }
+}
+
+/// `POST /ui/sign-in`: a good token becomes the cookie and the browser goes to the
+/// catalog; a bad one gets the form again, with why (401).
+async fn sign_in<S: Storage>(ctx: &Context<S>, request: &Request<'_>) -> Result<Reply, Error> {
+    session::same_origin(request.origin, request.host, ctx.config.hostname.as_deref())?;
+    let token = session::form_token(request.body)?;
+    if !session::cookie_safe(&token) {
+        let problem = format!(
+            "That is not a token of this registry (tokens are letters, digits and - _ . ~ + / =, at most {} of them).",
+            session::COOKIE_TOKEN_MAX_BYTES
+        );
+        return Ok(html_reply(StatusCode::BAD_REQUEST, pages::sign_in(Some(&problem), false)));
+    }
+    match ctx.verifier.caller(ctx.storage(), Some(&format!("Bearer {token}"))).await {
+        Ok(Viewer::Token(_)) => Ok(to_catalog().header("set-cookie", session::keep(&token))),
+        Ok(Viewer::Anonymous) | Err(Error::Unauthorized(_)) => {
+            let problem = "This registry does not know that token, or it was revoked or has expired.";
+            Ok(html_reply(StatusCode::UNAUTHORIZED, pages::sign_in(Some(problem), false)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A provider version's page (the latest when none is named): its `index.json` and the
+/// version's document, at once when the version is named.
+async fn provider_page<S: Storage>(
+    ctx: &Context<S>,
+    provider: &ProviderAddress,
+    version: Option<&semver::Version>,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let absent = || Error::NotFound(format!("provider {provider} not found"));
+    let index_key = layout::provider_index(provider);
+    let index = || ctx.reader.manifest(&index_key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline);
+    let no_version = |v: &semver::Version| Error::NotFound(format!("provider {provider} has no version {v}"));
+    let document = |v: semver::Version| async move {
+        let key = layout::provider_version(provider, &v);
+        let missing = || no_version(&v);
+        ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing, deadline).await
+    };
+    let (index, document, shown) = match version {
+        Some(v) => {
+            let (index, document) = tokio::join!(index(), document(v.clone()));
+            (index?, document?, v.clone())
+        }
+        None => {
+            let index = index().await?;
+            let latest = crate::catalog::latest(index.value.versions.keys().map(String::as_str))
+                .and_then(|v| parse_version(v).ok())
+                .ok_or_else(absent)?;
+            let document = document(latest.clone()).await?;
+            (index, document, latest)
+        }
+    };
+    let shown_text = shown.to_string();
+    if !index.value.versions.contains_key(&shown_text) {
+        return Err(no_version(&shown));
+    }
+    let mut versions: Vec<&str> = index.value.versions.keys().map(String::as_str).collect();
+    versions.sort_by(|a, b| newest_first(a, b));
+    let own = ctx.config.hostname.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&provider.hostname));
+    let place = place(ctx, request);
+    let page = pages::provider(
+        &place.as_place(&ctx.config),
+        provider,
+        &shown_text,
+        &versions,
+        &document.value,
+        own,
+        signed_in(request),
+    );
+    Ok(html_reply(StatusCode::OK, page).etag().stale(index.stale || document.stale))
+}
+
+/// The host the snippets name: `REGISTRY_HOSTNAME`, else the `Host` the page was asked
+/// from when it is a plain host name (a request cannot make a page show markup through it
+/// anyway: everything is escaped), else a placeholder.
+fn place<S>(ctx: &Context<S>, request: &Request<'_>) -> Host {
+    let from_request = request.host.filter(|h| {
+        !h.is_empty()
+            && h.len() <= 253
+            && h.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
+    });
+    Host(ctx.config.hostname.clone().or(from_request.map(str::to_string)).unwrap_or_else(|| "REGISTRY_HOST".into()))
+}
+
+/// The host name the snippets use (see `place`).
+struct Host(String);
+
+impl Host {
+    fn as_place<'a>(&'a self, config: &'a crate::config::Config) -> pages::Place<'a> {
+        pages::Place { host: &self.0, mirror_path: &config.paths.mirror, modules_path: &config.paths.modules }
+    }
+}
