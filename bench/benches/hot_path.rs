@@ -233,6 +233,26 @@ fn answers(c: &mut Criterion) {
     c.bench_function("answer/version_json_12_platforms_warm", |b| {
         b.iter(|| runtime.block_on(app.handle(black_box(&request))).body.len())
     });
+    // The same request as the Lambda function gets it: API Gateway's event JSON through the
+    // adapter, and the response event serialised as the runtime sends it back.
+    let mut event: serde_json::Value =
+        serde_json::from_str(include_str!("../../functions/registry/tests/events/apigw_v2_module_versions.json"))
+            .unwrap();
+    let path = "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json";
+    event["rawPath"] = path.into();
+    event["requestContext"]["http"]["path"] = path.into();
+    // Anonymous, as the request above (the recorded event's token is in no store here).
+    event["headers"].as_object_mut().unwrap().remove("authorization");
+    let respond = |event: serde_json::Value| {
+        let event = lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default());
+        let answer = runtime.block_on(registry::lambda::respond(&app, event)).unwrap();
+        serde_json::to_vec(&answer).unwrap()
+    };
+    let answered: serde_json::Value = serde_json::from_slice(&respond(event.clone())).unwrap();
+    assert_eq!(answered["statusCode"], 200, "{answered}");
+    c.bench_function("answer/version_json_12_platforms_warm_lambda_event", |b| {
+        b.iter(|| respond(black_box(event.clone())).len())
+    });
 }
 
 criterion_group!(benches, routing, access, oidc, manifests, presigning, answers);

@@ -101,6 +101,7 @@ fn locked(lock: &str, provider: &str) -> (String, Vec<String>) {
     (version, hashes)
 }
 
+// One scenario told in order (long on purpose): publish, then install with the real CLI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_init_installs_modules_and_providers_from_the_registry() {
     let Some(tf) = terraform_or_skip("terraform_init_installs_modules_and_providers_from_the_registry") else {
@@ -553,6 +554,7 @@ async fn terraform_installs_through_the_pull_through_mirror() {
 /// its prompt is answered, the URL it prints is followed (the issuer's user approves), the
 /// CLI redeems the code with PKCE and stores the access token, and `terraform init` with no
 /// `credentials` block reads the registry with it.
+// One scenario told in order (long on purpose): each step needs the state the one before left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
     use std::io::{BufRead, Write};

@@ -47,6 +47,7 @@ async fn rejection_reason(h: &Harness, key: &str) -> Option<String> {
     Some(record["reason"].as_str().unwrap_or_default().to_string())
 }
 
+// One scenario told in order (long on purpose): publish the good, upload the corpus, check each.
 #[tokio::test]
 async fn every_hostile_object_gets_its_reaction_and_what_was_published_stays() {
     let max = OBJECT_CORPUS_MAX_ENTRIES.to_string();

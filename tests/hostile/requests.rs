@@ -406,6 +406,36 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
             says: None,
         });
     }
+    // Values lambda_http's request conversion panics on (`registry::lambda::guard`): headers
+    // it builds a URL from, on a request that is otherwise an ordinary 404; a path that would
+    // end the URL's authority and a query `http::Uri` cannot carry, refused.
+    for (name, value) in [
+        ("host", "exa mple.com"),
+        ("host", "[::1"),
+        ("host", "registry.example.com:99999"),
+        ("host", "1.2.3.999"),
+        ("x-forwarded-proto", "a b"),
+        ("x-forwarded-proto", "://"),
+    ] {
+        corpus.push(Case {
+            method: "GET".into(),
+            target: "/v1/modules/ghost/vpc/aws/versions".into(),
+            auth: Auth::Dev,
+            headers: vec![(name.into(), value.into())],
+            status: 404,
+            says: Some("module ghost/vpc/aws not found"),
+        });
+    }
+    for (target, says) in [(":99999", "the path must start with /"), ("/v1/modules?q=a b", "the query string")] {
+        corpus.push(Case {
+            method: "GET".into(),
+            target: target.into(),
+            auth: Auth::Dev,
+            headers: vec![],
+            status: 400,
+            says: Some(says),
+        });
+    }
     let _ = h.running.take_s3_requests();
     let mut failures = Vec::new();
     for (i, case) in corpus.iter().enumerate() {

@@ -30,6 +30,7 @@ fn setting(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|r| r.parse().ok()).unwrap_or(default)
 }
 
+// One scenario told in order (long on purpose): the writers, then every check of what they left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_publishes_lose_no_version() {
     // A pass that fails for good says why (shown when the test fails).

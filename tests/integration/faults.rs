@@ -25,6 +25,7 @@ use support::Harness;
 /// Bounded by counts, not time: the writer starts once every reader has, and the readers read
 /// until it has written `WRITES` times, so reads race writes from the first write to the last
 /// however fast the machine is.
+// One scenario told in order (long on purpose): writers and readers at once, then the checks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reads_racing_writes_of_one_key_get_one_whole_object() {
     const READERS: usize = 8;
@@ -132,6 +133,7 @@ fn case(fault: Fault, times: Option<u32>, warm: bool, changed: bool, status: u16
     ReadCase { fault, times, warm, changed, status, stale }
 }
 
+// A table of faults and their answers, then the checks: long on purpose, read as one list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_storage_fault_on_a_read_gets_its_answer() {
     use Fault::*;

@@ -33,6 +33,7 @@ async fn stop(h: Harness) {
     drop(dir);
 }
 
+// One scenario told in order (long on purpose): first install, the copy, then the copy served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mirror_verifies_an_upstream_release_copies_it_and_then_serves_the_copy() {
     let up = upstream().await;

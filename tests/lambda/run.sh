@@ -211,7 +211,8 @@ check "web: the module page's usage snippet" web "/ui/modules/acme/network/aws" 
 SEND_TOKEN="" check "web: a page without sign-in is a 401 page" web "/ui/modules/acme/network/aws" 401 'Sign in'
 QUERY="x=1" check "modules: a query string is 400" modules "/v1/modules/acme/network/aws/versions" 400 'query strings are not part of this API'
 check "modules: the list route is not the modules function's" modules "/v1/modules" 404 'this function does not serve module_list'
-# lambda_http built a URL from this header and panicked on it; the functions ignore it.
+# lambda_http builds a URL from these headers and panics on these values; the guard before it
+# (registry::lambda::guard) makes them harmless, and the registry never reads them.
 EXTRA_HEADER="x-forwarded-proto=a b" check "modules: an odd X-Forwarded-Proto is ignored" modules "/v1/modules/acme/network/aws/versions" 200 '{\"version\":\"1.0.0\"}'
 EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
 

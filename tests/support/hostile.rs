@@ -109,6 +109,8 @@ fn with_header(status: u16, target: &str, auth: Auth, name: &str, value: String)
     Case { auth, headers: vec![(name.into(), value)], ..case(status, target) }
 }
 
+/// The hostile-request corpus: one table, long on purpose (a case per line, grouped by what
+/// it attacks), so a reader sees every case and its expected answer in one place.
 pub fn corpus() -> Vec<Case> {
     let long = |n: usize| "a".repeat(n);
     let mut cases = vec![
@@ -521,6 +523,8 @@ pub enum Reaction {
 /// Entry limit the object corpus runs with (`REGISTRY_MAX_ARCHIVE_ENTRIES`).
 pub const OBJECT_CORPUS_MAX_ENTRIES: usize = 100;
 
+/// The hostile-object corpus: one table, long on purpose (a case per entry), so a reader sees
+/// every object and its expected reaction in one place.
 pub fn objects() -> Vec<ObjectCase> {
     use registry::testing::{Item, gzip, provider_zip, tar, tar_gz_items, tar_without_end_marker, zip, zip_items};
     let main = Item::File("main.tf", b"# fine\n");

@@ -216,6 +216,7 @@ fn params(text: &str) -> HashMap<String, String> {
     url::form_urlencoded::parse(text.as_bytes()).into_owned().collect()
 }
 
+// The issuer's routes in one match (long on purpose): each is a few lines of a fake server.
 async fn answer(state: &Mutex<State>, base: &str, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
     let query = params(parts.uri.query().unwrap_or_default());

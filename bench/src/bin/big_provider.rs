@@ -22,6 +22,7 @@ use registry_bench::{LocalProcess, Nginx, hwm_kib, percentile};
 const PLUGINS: &str = "/opt/tf-plugins/registry.terraform.io/hashicorp/aws";
 const VERSION: &str = "5.100.0";
 
+// Long on purpose: a benchmark reads top to bottom as the table it prints, setup to rows.
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -58,6 +58,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+// Long on purpose: a benchmark reads top to bottom as the table it prints, setup to rows.
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();

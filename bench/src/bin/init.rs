@@ -17,6 +17,7 @@ use registry_bench::{percentile, registry};
 const MODULES: usize = 10;
 const PROVIDERS: usize = 4;
 
+// Long on purpose: a benchmark reads top to bottom as the table it prints, setup to rows.
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -19,6 +19,7 @@ const MODULE_VERSIONS: usize = 20;
 const PROVIDER_VERSIONS: usize = 5;
 const PLATFORMS: [&str; 4] = ["linux_amd64", "linux_arm64", "darwin_arm64", "windows_amd64"];
 
+// Long on purpose: a benchmark reads top to bottom as the table it prints, setup to rows.
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();

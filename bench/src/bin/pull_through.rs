@@ -26,6 +26,7 @@ use registry_local::Running;
 const PROVIDERS: usize = 4;
 const UPSTREAM: &str = "upstream.example";
 
+// Long on purpose: a benchmark reads top to bottom as the table it prints, setup to rows.
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();

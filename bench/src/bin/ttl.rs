@@ -21,6 +21,7 @@ use registry_local::faults::{Fault, Rule};
 const MODULES: usize = 10;
 const PROVIDERS: usize = 4;
 
+// Long on purpose: a benchmark reads top to bottom as the table it prints, setup to rows.
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -235,37 +235,21 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         Some(credentials),
         BUCKET,
     );
-    let objects = object_files::ObjectFiles::new(&data_dir.join("s3")).map_err(LocalError)?;
-    let mut builder = s3s::service::S3ServiceBuilder::new(objects);
-    let mut auth = s3s::auth::SimpleAuth::new();
-    auth.register(REGISTRY_ACCESS_KEY.into(), registry_secret.into());
-    auth.register(PUBLISHER_ACCESS_KEY.into(), publisher_secret.clone().into());
-    auth.register(KEY_ADMIN_ACCESS_KEY.into(), key_admin_secret.clone().into());
-    auth.register(FUNCTIONS_ACCESS_KEY.into(), functions_secret.into());
-    builder.set_auth(auth);
-
-    let setting = |name: &str| {
-        options.settings.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or_else(|| std::env::var(name).ok())
-    };
-    let config = Config::from_lookup(|name| match name {
-        "REGISTRY_BUCKET" => Some(BUCKET.into()),
-        "REGISTRY_S3_FORCE_PATH_STYLE" => Some("true".into()),
-        // The CLI knows this registry as `127.0.0.1:PORT`: its providers.v1 providers live
-        // under that host (unless a setting names another, for a stable port-free layout).
-        "REGISTRY_HOSTNAME" => setting(name).or_else(|| registry_addr.is_ipv4().then(|| registry_addr.to_string())),
-        // Off unless asked for (`make dev UPSTREAM=`): the deployed default, the public
-        // registry, is a network dependency a local run should not grow by surprise.
-        "REGISTRY_UPSTREAM_HOSTS" => setting(name).or_else(|| Some(String::new())),
-        other => setting(other),
-    })
-    .map_err(|e| LocalError(e.to_string()))?;
+    let secrets = [
+        (REGISTRY_ACCESS_KEY, registry_secret),
+        (PUBLISHER_ACCESS_KEY, publisher_secret.clone()),
+        (KEY_ADMIN_ACCESS_KEY, key_admin_secret.clone()),
+        (FUNCTIONS_ACCESS_KEY, functions_secret),
+    ];
+    let s3_service = s3_service(&data_dir, secrets)?;
+    let config = local_config(&options, registry_addr)?;
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
     let faults = Arc::new(faults::Faults::default());
     // The same construction as every Lambda's (`App::with_clients`), serving every service at once.
     let app = App::with_clients_and_clock(config.clone(), storage.clone(), &Service::ALL, options.clock.clone());
     let app = Arc::new(app.map_err(|e| LocalError(e.to_string()))?);
-    let s3 = IndexingS3::new(builder.build(), storage.clone(), config, s3_log.clone(), faults.clone())
+    let s3 = IndexingS3::new(s3_service, storage.clone(), config, s3_log.clone(), faults.clone())
         .pulling_from(app.upstream());
     let pulls = s3.pulls();
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
@@ -305,6 +289,39 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         client_files::write_user_files(&running, &mirror_path)?;
     }
     Ok(running)
+}
+
+/// s3s-fs over the data directory's `s3/`, each principal signing with its own key pair.
+fn s3_service(data_dir: &Path, secrets: [(&str, String); 4]) -> Result<s3s::service::S3Service, LocalError> {
+    let objects = object_files::ObjectFiles::new(&data_dir.join("s3")).map_err(LocalError)?;
+    let mut builder = s3s::service::S3ServiceBuilder::new(objects);
+    let mut auth = s3s::auth::SimpleAuth::new();
+    for (access_key, secret) in secrets {
+        auth.register(access_key.into(), secret.into());
+    }
+    builder.set_auth(auth);
+    Ok(builder.build())
+}
+
+/// The registry's configuration for this run: the embedded S3's bucket, path-style, the
+/// registry's own address as its host name and no upstream unless `options.settings` (then
+/// the environment) says otherwise.
+fn local_config(options: &LocalOptions, registry_addr: SocketAddr) -> Result<Config, LocalError> {
+    let setting = |name: &str| {
+        options.settings.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or_else(|| std::env::var(name).ok())
+    };
+    Config::from_lookup(|name| match name {
+        "REGISTRY_BUCKET" => Some(BUCKET.into()),
+        "REGISTRY_S3_FORCE_PATH_STYLE" => Some("true".into()),
+        // The CLI knows this registry as `127.0.0.1:PORT`: its providers.v1 providers live
+        // under that host (unless a setting names another, for a stable port-free layout).
+        "REGISTRY_HOSTNAME" => setting(name).or_else(|| registry_addr.is_ipv4().then(|| registry_addr.to_string())),
+        // Off unless asked for (`make dev UPSTREAM=`): the deployed default, the public
+        // registry, is a network dependency a local run should not grow by surprise.
+        "REGISTRY_UPSTREAM_HOSTS" => setting(name).or_else(|| Some(String::new())),
+        other => setting(other),
+    })
+    .map_err(|e| LocalError(e.to_string()))
 }
 
 /// Write a file only its owner may read (secrets, keys).

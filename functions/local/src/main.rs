@@ -1,31 +1,131 @@
 //! `registry-local`: run the registry on loopback (`make dev`), rebuild manifests, audit the
-//! publish log, manage tokens.
+//! publish log, manage tokens. `registry-local --help` (and `help SUBCOMMAND`) says how.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand};
 use registry_local::{LocalOptions, TokenAction, TokenTarget, audit, reindex, start, token_command};
 
-const USAGE: &str = "usage: registry-local [serve] [--listen ADDR] [--s3-listen ADDR] [--http-listen ADDR] [--data-dir DIR]
-                      [--upstream https://HOST | NAME=https://HOST:PORT,… [--upstream-ca PEM]]
-       registry-local reindex [--data-dir DIR]
-       registry-local audit [--data-dir DIR | --bucket BUCKET]
-       registry-local token create --name NAME [--modules GLOBS] [--providers GLOBS] [--expires-days N] [--data-dir DIR | --bucket BUCKET]
-       registry-local token list [--data-dir DIR | --bucket BUCKET]
-       registry-local token revoke --name NAME [--data-dir DIR | --bucket BUCKET]
-defaults: --listen 127.0.0.1:8443, --s3-listen 127.0.0.1:(listen port + 1), --data-dir .data";
+/// Run the registry on loopback, rebuild its manifests, audit its publish log, manage tokens.
+#[derive(Parser)]
+#[command(name = "registry-local", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Without a subcommand: `serve`, with these flags.
+    #[command(flatten)]
+    serve: Serve,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the registry over HTTPS on loopback, with an embedded S3 (what `make dev` runs).
+    Serve(Serve),
+    /// Rebuild every manifest from the archives in the data directory (`make reindex`).
+    Reindex {
+        /// The local registry's data directory.
+        #[arg(long, value_name = "DIR", default_value = ".data")]
+        data_dir: PathBuf,
+    },
+    /// Check that the publish log chains and explains every served archive (`make audit`).
+    Audit(Target),
+    /// Create, list or revoke access tokens (`make token-create`, `token-list`, `token-revoke`).
+    #[command(subcommand)]
+    Token(Token),
+}
+
+#[derive(Args)]
+struct Serve {
+    /// Where the registry listens (HTTPS).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+    listen: SocketAddr,
+    /// Where the embedded S3 listens [default: the registry's port + 1].
+    #[arg(long, value_name = "ADDR")]
+    s3_listen: Option<SocketAddr>,
+    /// Also serve plain HTTP here (loopback benchmarks, or behind a TLS-terminating proxy).
+    #[arg(long, value_name = "ADDR")]
+    http_listen: Option<SocketAddr>,
+    /// Where the bucket, the CA, terraform.rc and the dev token are kept.
+    #[arg(long, value_name = "DIR", default_value = ".data")]
+    data_dir: PathBuf,
+    /// Pull-through upstreams: https://HOST, or NAME=https://HOST:PORT, comma-separated.
+    #[arg(long, value_name = "UPSTREAMS")]
+    upstream: Option<String>,
+    /// PEM certificates to trust for the upstreams besides the system's.
+    #[arg(long, value_name = "PEM", requires = "upstream")]
+    upstream_ca: Option<String>,
+}
+
+/// The bucket a command works on: the data directory's (the default), or a deployed one.
+#[derive(Args)]
+struct Target {
+    /// The local registry's data directory [default: .data].
+    #[arg(long, value_name = "DIR", conflicts_with = "bucket")]
+    data_dir: Option<PathBuf>,
+    /// A deployed registry's bucket (AWS credentials from the environment).
+    #[arg(long, value_name = "BUCKET")]
+    bucket: Option<String>,
+}
+
+impl Target {
+    fn target(self) -> TokenTarget {
+        match self.bucket {
+            Some(bucket) => TokenTarget::Bucket(bucket),
+            None => TokenTarget::DataDir(self.data_dir.unwrap_or_else(|| PathBuf::from(".data"))),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Token {
+    /// Make a token (shown once; only its SHA-256 is stored).
+    Create {
+        /// A name for the token, unique in the store.
+        #[arg(long)]
+        name: String,
+        /// Module namespaces it may read: comma-separated globs (`acme`, `team-*`, `*`).
+        #[arg(long, value_name = "GLOBS", value_delimiter = ',')]
+        modules: Vec<String>,
+        /// Providers it may read: comma-separated HOSTNAME/NAMESPACE/TYPE globs.
+        #[arg(long, value_name = "GLOBS", value_delimiter = ',')]
+        providers: Vec<String>,
+        /// Days until it expires [default: never].
+        #[arg(long, value_name = "N")]
+        expires_days: Option<u64>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// List the tokens (names, scopes, expiry; never a token).
+    List(Target),
+    /// Revoke a token by name.
+    Revoke {
+        /// The token's name.
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,s3s=warn,s3s_fs=warn,aws_config=warn,aws_smithy_runtime=warn".into()),
         )
         .init();
-    match run(std::env::args().skip(1).collect()).await {
+    let done = match cli.command {
+        None => serve(cli.serve).await,
+        Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Reindex { data_dir }) => run_reindex(&data_dir).await,
+        Some(Command::Audit(target)) => run_audit(target.target()).await,
+        Some(Command::Token(token)) => run_token(token).await,
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("registry-local: {message}");
@@ -34,169 +134,65 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The command line: the subcommand (with its verb, for `token`) and its flags.
-struct Command {
-    words: Vec<String>,
-    flags: BTreeMap<String, String>,
+async fn run_reindex(data_dir: &std::path::Path) -> Result<(), String> {
+    let results = reindex(data_dir).await.map_err(|e| e.to_string())?;
+    let mut failed = 0;
+    for (owner, outcome) in &results {
+        match outcome {
+            Ok(outcome) => println!("{owner}: {outcome:?}"),
+            Err(e) => {
+                failed += 1;
+                println!("{owner}: FAILED: {e}");
+            }
+        }
+    }
+    println!("reindexed {} modules and providers", results.len() - failed);
+    if failed > 0 {
+        return Err(format!("{failed} failed (see above); the others were reindexed"));
+    }
+    Ok(())
 }
 
-impl Command {
-    /// Split words from `--flag value` pairs; every flag takes a value.
-    fn parse(args: Vec<String>) -> Result<Command, String> {
-        let (mut words, mut flags) = (Vec::new(), BTreeMap::new());
-        let mut it = args.into_iter();
-        while let Some(arg) = it.next() {
-            if arg == "-h" || arg == "--help" {
-                words = vec!["help".into()];
-                break;
-            }
-            if arg.starts_with("--") {
-                let value = it.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?;
-                if flags.insert(arg.clone(), value).is_some() {
-                    return Err(format!("{arg} given twice\n{USAGE}"));
-                }
-            } else {
-                words.push(arg);
-            }
-        }
-        Ok(Command { words, flags })
+async fn run_audit(target: TokenTarget) -> Result<(), String> {
+    let report = audit(target).await.map_err(|e| e.to_string())?;
+    match &report.head {
+        Some(head) => println!(
+            "publish log: {} entries; last entry {} hashes to {} (compare with the indexer's log)",
+            report.entries, head.seq, head.hash
+        ),
+        None => println!("publish log: no entries"),
     }
-
-    /// Refuse flags that do not belong to this subcommand (`reindex --bucket` would otherwise
-    /// silently reindex the local data directory).
-    fn only(&self, command: &str, allowed: &[&str]) -> Result<(), String> {
-        match self.flags.keys().find(|f| !allowed.contains(&f.as_str())) {
-            Some(flag) => Err(format!("{command} does not take {flag}\n{USAGE}")),
-            None => Ok(()),
-        }
+    for problem in &report.chain {
+        println!("CHAIN BROKEN: {problem}");
     }
-
-    fn value<T: std::str::FromStr>(&self, flag: &str) -> Result<Option<T>, String>
-    where
-        T::Err: std::fmt::Display,
-    {
-        self.flags.get(flag).map(|v| v.parse().map_err(|e| format!("{flag} {v:?}: {e}"))).transpose()
+    for problem in &report.unexplained {
+        println!("UNEXPLAINED: {problem}");
     }
-
-    fn globs(&self, flag: &str) -> Vec<String> {
-        self.flags
-            .get(flag)
-            .map(|list| list.split(',').map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect())
-            .unwrap_or_default()
+    if !report.is_clean() {
+        return Err(format!(
+            "{} chain problem(s), {} served archive(s) the log does not explain",
+            report.chain.len(),
+            report.unexplained.len()
+        ));
     }
-
-    fn data_dir(&self) -> PathBuf {
-        PathBuf::from(self.flags.get("--data-dir").map_or(".data", String::as_str))
-    }
+    println!("every entry chains to the one before it, and every served archive has its publish entry");
+    Ok(())
 }
 
-async fn run(args: Vec<String>) -> Result<(), String> {
-    let command = Command::parse(args)?;
-    let words: Vec<&str> = command.words.iter().map(String::as_str).collect();
-    match words.as_slice() {
-        ["help"] => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        [] | ["serve"] => {
-            command.only(
-                "serve",
-                &["--listen", "--s3-listen", "--http-listen", "--data-dir", "--upstream", "--upstream-ca"],
-            )?;
-            serve(&command).await
-        }
-        ["reindex"] => {
-            command.only("reindex", &["--data-dir"])?;
-            let results = reindex(&command.data_dir()).await.map_err(|e| e.to_string())?;
-            let mut failed = 0;
-            for (owner, outcome) in &results {
-                match outcome {
-                    Ok(outcome) => println!("{owner}: {outcome:?}"),
-                    Err(e) => {
-                        failed += 1;
-                        println!("{owner}: FAILED: {e}");
-                    }
-                }
-            }
-            println!("reindexed {} modules and providers", results.len() - failed);
-            if failed > 0 {
-                return Err(format!("{failed} failed (see above); the others were reindexed"));
-            }
-            Ok(())
-        }
-        ["audit"] => {
-            command.only("audit", &["--data-dir", "--bucket"])?;
-            let report = audit(command.target()?).await.map_err(|e| e.to_string())?;
-            match &report.head {
-                Some(head) => println!(
-                    "publish log: {} entries; last entry {} hashes to {} (compare with the indexer's log)",
-                    report.entries, head.seq, head.hash
-                ),
-                None => println!("publish log: no entries"),
-            }
-            for problem in &report.chain {
-                println!("CHAIN BROKEN: {problem}");
-            }
-            for problem in &report.unexplained {
-                println!("UNEXPLAINED: {problem}");
-            }
-            if !report.is_clean() {
-                return Err(format!(
-                    "{} chain problem(s), {} served archive(s) the log does not explain",
-                    report.chain.len(),
-                    report.unexplained.len()
-                ));
-            }
-            println!("every entry chains to the one before it, and every served archive has its publish entry");
-            Ok(())
-        }
-        ["token", verb] => {
-            let target_flags = ["--data-dir", "--bucket"];
-            let action = match *verb {
-                "create" => {
-                    command.only(
-                        "token create",
-                        &["--name", "--modules", "--providers", "--expires-days", "--data-dir", "--bucket"],
-                    )?;
-                    TokenAction::Create {
-                        name: need_name(&command)?,
-                        modules: command.globs("--modules"),
-                        providers: command.globs("--providers"),
-                        expires_days: command.value("--expires-days")?,
-                    }
-                }
-                "list" => {
-                    command.only("token list", &target_flags)?;
-                    TokenAction::List
-                }
-                "revoke" => {
-                    command.only("token revoke", &["--name", "--data-dir", "--bucket"])?;
-                    TokenAction::Revoke { name: need_name(&command)? }
-                }
-                other => return Err(format!("token needs create, list or revoke, not {other:?}\n{USAGE}")),
-            };
-            let target = command.target()?;
-            print!("{}", token_command(action, target).await.map_err(|e| e.to_string())?);
-            Ok(())
-        }
-        ["token"] => Err(format!("token needs create, list or revoke\n{USAGE}")),
-        other => Err(format!("unknown command {:?}\n{USAGE}", other.join(" "))),
-    }
-}
-
-impl Command {
-    /// The bucket a command works on: the data directory's (default) or a deployed one.
-    fn target(&self) -> Result<TokenTarget, String> {
-        match (self.flags.get("--bucket"), self.flags.contains_key("--data-dir")) {
-            (Some(_), true) => Err(format!("--data-dir or --bucket, not both\n{USAGE}")),
-            (Some(bucket), false) => Ok(TokenTarget::Bucket(bucket.clone())),
-            (None, _) => Ok(TokenTarget::DataDir(self.data_dir())),
-        }
-    }
-}
-
-fn need_name(command: &Command) -> Result<String, String> {
-    command.flags.get("--name").cloned().ok_or_else(|| format!("--name is required\n{USAGE}"))
+async fn run_token(token: Token) -> Result<(), String> {
+    let trimmed = |globs: Vec<String>| -> Vec<String> {
+        globs.into_iter().map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect()
+    };
+    let (action, target) = match token {
+        Token::Create { name, modules, providers, expires_days, target } => (
+            TokenAction::Create { name, modules: trimmed(modules), providers: trimmed(providers), expires_days },
+            target,
+        ),
+        Token::List(target) => (TokenAction::List, target),
+        Token::Revoke { name, target } => (TokenAction::Revoke { name }, target),
+    };
+    print!("{}", token_command(action, target.target()).await.map_err(|e| e.to_string())?);
+    Ok(())
 }
 
 /// `--upstream https://HOST,…` as `REGISTRY_UPSTREAM_HOSTS`: the hosts, as provider addresses
@@ -230,26 +226,26 @@ fn upstream_hosts(list: &str) -> Result<String, String> {
     Ok(hosts.join(","))
 }
 
-async fn serve(command: &Command) -> Result<(), String> {
-    let listen: SocketAddr = command.value("--listen")?.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8443)));
-    let s3_listen = command.value("--s3-listen")?.unwrap_or_else(|| {
+async fn serve(args: Serve) -> Result<(), String> {
+    let listen = args.listen;
+    let s3_listen = args.s3_listen.unwrap_or_else(|| {
         let port = if listen.port() == 0 { 0 } else { listen.port().wrapping_add(1) };
         SocketAddr::new(listen.ip(), port)
     });
     let mut settings = Vec::new();
-    if let Some(list) = command.flags.get("--upstream") {
+    if let Some(list) = &args.upstream {
         settings.push(("REGISTRY_UPSTREAM_HOSTS".to_string(), upstream_hosts(list)?));
     }
-    if let Some(ca) = command.flags.get("--upstream-ca") {
-        settings.push(("REGISTRY_UPSTREAM_CA_FILE".to_string(), ca.clone()));
+    if let Some(ca) = args.upstream_ca {
+        settings.push(("REGISTRY_UPSTREAM_CA_FILE".to_string(), ca));
     }
     let running = start(LocalOptions {
         listen,
         s3_listen,
         write_client_files: true,
-        http_listen: command.value("--http-listen")?,
+        http_listen: args.http_listen,
         settings,
-        ..LocalOptions::ephemeral(command.data_dir())
+        ..LocalOptions::ephemeral(args.data_dir)
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -96,20 +97,24 @@ where
         let app = app.clone();
         async move {
             let (parts, body) = request.into_parts();
-            // `uri.path()` is the path exactly as sent: hyper neither decodes nor normalises it.
-            let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
-            let request = registry::app::Request::from_parts(method, uri.path(), uri.query(), headers);
             // Only the sign-in form has a body to read; none is read for anything else, and
             // never more than a form can be.
-            let reply = if *method == http::Method::POST {
-                match Limited::new(body, FORM_BODY_MAX).collect().await {
-                    Ok(collected) => app.handle(&request.body(&collected.to_bytes())).await,
-                    Err(_) => app.refuse(&registry::Error::BadRequest("request body too large".into()), &request),
-                }
-            } else {
-                app.handle(&request).await
+            let body = match parts.method == http::Method::POST {
+                true => match Limited::new(body, FORM_BODY_MAX).collect().await {
+                    Ok(collected) => collected.to_bytes(),
+                    Err(_) => {
+                        // `uri.path()` is the path exactly as sent: hyper neither decodes nor
+                        // normalises it.
+                        let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
+                        let request = registry::Request::from_parts(method, uri.path(), uri.query(), headers);
+                        let too_large = registry::Error::BadRequest("request body too large".into());
+                        return Ok(app.refuse(&too_large, &request).into_http().map(Full::new));
+                    }
+                },
+                false => Bytes::new(),
             };
-            Ok::<_, Infallible>(reply.into_http().map(Full::new))
+            let response = app.respond(&http::Request::from_parts(parts, body)).await;
+            Ok::<_, Infallible>(response.map(Full::new))
         }
     });
     if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await {

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::etag_matches;
-pub use crate::exchange::{Reply, Request, STALE_HEADER};
+pub use crate::exchange::{RawPath, Reply, Request, STALE_HEADER};
 use crate::router::{self, Service};
 use crate::routes;
 use crate::storage::Storage;
@@ -87,6 +87,16 @@ impl<S: Storage> App<S> {
     /// `/.well-known/terraform.json` as this deployment answers it.
     pub fn discovery(&self) -> Value {
         routes::discovery_document(&self.context.config)
+    }
+
+    /// Answer an `http::Request`, the type hyper (the local server) and lambda_http (the
+    /// Lambdas) both hand over, with an `http::Response`. The path is the raw one: `RawPath`
+    /// where the transport keeps it apart from the URI, else the URI's.
+    pub async fn respond(&self, request: &http::Request<Bytes>) -> http::Response<Bytes> {
+        let raw_path = request.extensions().get::<RawPath>().map_or(request.uri().path(), |p| p.0.as_str());
+        let view = Request::from_parts(request.method(), raw_path, request.uri().query(), request.headers())
+            .body(request.body());
+        self.handle(&view).await.into_http()
     }
 
     /// Answer one request. Its `Authorization` header and query string are never logged.
@@ -542,6 +552,7 @@ mod tests {
     /// providers.v1: discovery offers it once the host is known; `versions` and `download`
     /// are one read each, answer exactly the protocol's fields, and presign only the release's
     /// own zip, SHA256SUMS and signature; scopes hide a provider as absence does.
+    // One scenario told in order (long on purpose): a signed release, then each answer.
     #[tokio::test]
     async fn providers_v1_answers_from_one_read() {
         use crate::testing::signing::{TestKey, release};

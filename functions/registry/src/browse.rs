@@ -303,6 +303,7 @@ mod tests {
     /// Through the handler, as every deployment answers: list, search and details from what
     /// the indexer wrote; a token scoped to one namespace sees nothing of another; one read
     /// for a list, two for details.
+    // One scenario told in order (long on purpose): publish, then list, search and details.
     #[tokio::test]
     async fn the_api_answers_from_what_the_indexer_wrote_within_a_tokens_scopes() {
         let storage = MemoryStorage::new();

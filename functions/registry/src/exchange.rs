@@ -113,6 +113,13 @@ impl Reply {
     }
 }
 
+/// The path exactly as the client sent it, where a transport's `http::Request` carries a URI
+/// built from it rather than it (lambda_http normalises dot segments and percent-encodes in
+/// the URI, and keeps the raw path apart). Without it the URI's path is the raw path, as
+/// hyper gives it: neither decoded nor normalised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawPath(pub String);
+
 /// What the handler looks at in a request; everything else (other headers, the body) is
 /// ignored. Transports fill it in from their own request type.
 #[derive(Debug, Clone, Copy)]

@@ -41,6 +41,7 @@ pub fn key_is_clean(key: &str) -> bool {
 /// `next_url` it would give), only the sign-in and sign-out forms a POST, and the keys it
 /// leads to are clean and classify back to the same module or provider. `Err` says which
 /// invariant broke.
+/// Long on purpose: one list of invariants, each a few lines, checked in order.
 pub fn check_request_path(target: &str) -> Result<(), String> {
     let paths = BasePaths::default();
     let (raw_path, query) = match target.split_once('?') {

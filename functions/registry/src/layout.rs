@@ -569,6 +569,7 @@ mod tests {
         );
     }
 
+    // A table of keys and what they are (long on purpose): one case per line.
     #[test]
     fn classify_table() {
         let linux = Platform { os: "linux".into(), arch: "amd64".into() };

@@ -243,10 +243,16 @@ pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BaseP
     }
 }
 
-fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
-    if path.len() > PATH_MAX_LEN {
-        return Err(Error::BadRequest(format!("path longer than {PATH_MAX_LEN} bytes")));
+/// 400 for a path longer than any route's (`PATH_MAX_LEN`), before any other check.
+pub fn check_path_len(path: &str) -> Result<(), Error> {
+    match path.len() > PATH_MAX_LEN {
+        true => Err(Error::BadRequest(format!("path longer than {PATH_MAX_LEN} bytes"))),
+        false => Ok(()),
     }
+}
+
+fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
+    check_path_len(path)?;
     // Only the list and search routes read a query string. The others refuse one rather than
     // ignore it: one URL per answer, so a cache in front can never be keyed by, or poisoned
     // through, parameters we do not read (and the terraform CLI sends none).
@@ -373,6 +379,7 @@ mod tests {
         semver::Version::parse(s).unwrap()
     }
 
+    // A table of paths and their routes (long on purpose): one case per line.
     #[test]
     fn routes_table() {
         use Method as M;

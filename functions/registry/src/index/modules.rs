@@ -31,32 +31,7 @@ pub(super) async fn module_pass<S: Storage>(
     let objects = indexer.storage.list(&prefix).await?;
     let mut rejections = Rejections::load(indexer.storage, &prefix, indexer.principals()).await?;
 
-    // One archive per version. Two formats of one version is a publishing mistake: keep
-    // the first by extension preference (the order of MODULE_ARCHIVE_EXTENSIONS).
-    let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
-    let mut misnamed = Vec::new();
-    for object in objects {
-        match layout::classify(&object.key) {
-            Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
-            Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
-                let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
-                match chosen.get(&version) {
-                    Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
-                        tracing::warn!(
-                            kept = kept.key,
-                            ignored = object.key,
-                            "two archives for one version; serving the first"
-                        );
-                    }
-                    _ => {
-                        chosen.insert(version, (object, extension));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
+    let (chosen, misnamed) = choose_archives(module, objects);
     rejections.reject_misnamed(indexer.storage, &misnamed).await?;
     let mut versions = Vec::with_capacity(chosen.len());
     for (version, (object, extension)) in chosen {
@@ -112,6 +87,39 @@ pub(super) async fn module_pass<S: Storage>(
     indexer.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
     indexer.log_changes(changes(existing.as_ref(), &manifest)).await?;
     Ok(Outcome::Written { versions: count })
+}
+
+/// One archive per version of `module` among `objects`, and the objects whose names are no
+/// archive's. Two formats of one version is a publishing mistake: the first by extension
+/// preference (the order of `MODULE_ARCHIVE_EXTENSIONS`) is kept.
+fn choose_archives(
+    module: &ModuleAddress,
+    objects: Vec<ObjectInfo>,
+) -> (BTreeMap<semver::Version, (ObjectInfo, &'static str)>, Vec<ObjectInfo>) {
+    let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
+    let mut misnamed = Vec::new();
+    for object in objects {
+        match layout::classify(&object.key) {
+            Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+            Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
+                let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
+                match chosen.get(&version) {
+                    Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
+                        tracing::warn!(
+                            kept = kept.key,
+                            ignored = object.key,
+                            "two archives for one version; serving the first"
+                        );
+                    }
+                    _ => {
+                        chosen.insert(version, (object, extension));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (chosen, misnamed)
 }
 
 /// Store the docs of one version (`layout::module_docs`), read from its archive.

@@ -168,6 +168,12 @@ impl DirReader<'_> {
                 self.dir.resources.push(Resource { name, r#type: r#type.clone() });
             }
         }
+        self.json_terraform(&document);
+    }
+
+    /// `"terraform"` blocks of a `.tf.json` file: `required_version` and `required_providers`.
+    fn json_terraform(&mut self, document: &Value) {
+        let text = |v: &Value| v.as_str().map(str::to_string);
         let terraform = match document.get("terraform") {
             Some(Value::Array(items)) => items.clone(),
             Some(other) => vec![other.clone()],

@@ -117,27 +117,37 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
         (expected, prev) = (seq + 1, hash);
     }
 
-    // The head names the last entry an appender wrote: it must still be there, unchanged.
+    check_head(storage, &hashes, expected, &mut report.chain).await?;
+    report.unexplained = unexplained(storage, &published).await?;
+    Ok(report)
+}
+
+/// The head names the last entry an appender wrote: it must still be there, unchanged.
+/// `hashes`: each entry's hash as read; `expected`: the entry after the last one read.
+async fn check_head<S: Storage>(
+    storage: &S,
+    hashes: &BTreeMap<u64, String>,
+    expected: u64,
+    chain: &mut Vec<String>,
+) -> Result<(), Error> {
     if let Some(o) = storage.get(layout::PUBLISH_LOG_HEAD).await?
         && let Ok(head) = serde_json::from_slice::<Head>(&o.bytes)
         && head.seq > 0
     {
         match hashes.get(&head.seq) {
-            None if head.seq >= expected => report.chain.push(format!(
+            None if head.seq >= expected => chain.push(format!(
                 "entries {expected} to {} are missing (deleted): the head names entry {}",
                 head.seq, head.seq
             )),
             None => {}
-            Some(hash) if *hash != head.hash => report.chain.push(format!(
+            Some(hash) if *hash != head.hash => chain.push(format!(
                 "entry {} was altered: it hashes to {hash}, and the head records {}",
                 head.seq, head.hash
             )),
             Some(_) => {}
         }
     }
-
-    report.unexplained = unexplained(storage, &published).await?;
-    Ok(report)
+    Ok(())
 }
 
 /// Every served archive with no `publish` entry for its bytes.

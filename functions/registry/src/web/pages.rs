@@ -50,6 +50,7 @@ fn date(timestamp: &str) -> &str {
 }
 
 /// The catalog page: the modules of `listing`'s page (of `total` found), and the providers.
+/// Long (≈ 90 lines) on purpose: it reads top to bottom as the page does, section by section.
 pub fn catalog(
     listing: &Listing,
     modules: &[&ModuleEntry],
@@ -145,7 +146,8 @@ pub fn catalog(
 }
 
 /// A module version's page: usage, README, inputs, outputs, requirements, submodules,
-/// examples, versions.
+/// examples, versions. Long (≈ 110 lines) on purpose: it reads top to bottom as the page does,
+/// each section a few lines, all sharing one byte budget.
 pub fn module(
     place: &Place<'_>,
     module: &ModuleAddress,

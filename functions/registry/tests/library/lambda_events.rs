@@ -154,26 +154,54 @@ async fn the_bearer_token_in_the_event_is_what_is_checked() {
     assert_eq!(status, 404);
 }
 
-/// lambda_http built a URL from `Host` and `X-Forwarded-Proto` and unwrapped the parse, so
-/// these headers panicked before any handler ran. Nothing here builds a URL: the headers are
-/// ignored and the request is answered; a value no HTTP header can hold makes the event
-/// unreadable, a JSON 400.
+/// lambda_http builds a URL from `X-Forwarded-Proto`, `Host` (or `domainName`) and the path
+/// and unwraps the parse, `expect`s `http::Uri` to take it with the raw query, and `expect`s a
+/// base64 body to decode. Each value here panics it (shown first, on the event as sent); through
+/// the guard, each is answered: the headers the registry never needs are dropped or made
+/// harmless, the rest refused with a JSON 400. A value no HTTP header can hold makes the event
+/// unreadable, a JSON 400 too.
 #[tokio::test]
 async fn no_header_value_can_panic_the_adapter() {
     let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
-    for (name, value, status) in [
-        ("x-forwarded-proto", "a b", 200),
-        ("x-forwarded-proto", "://", 200),
-        ("x-forwarded-proto", "\u{0}", 400),
-        ("host", "exa mple.com", 200),
-        ("host", "[::1", 200),
-        ("host", "a:b:c", 200),
-        ("host", "\n", 400),
-    ] {
+    let cases: [(&str, Value, u16); 13] = [
+        ("/headers/x-forwarded-proto", json!("a b"), 200),
+        ("/headers/x-forwarded-proto", json!("://"), 200),
+        ("/headers/host", json!("exa mple.com"), 200),
+        ("/headers/host", json!("[::1"), 200),
+        ("/headers/host", json!("a:b:c"), 200),
+        ("/headers/host", json!("registry.example.com:99999"), 200),
+        ("/headers/host", json!("1.2.3.999"), 200),
+        ("/requestContext/domainName", json!("a b"), 200),
+        ("/rawPath", json!(":99999"), 400),
+        ("/rawQueryString", json!("q=a b"), 400),
+        ("/rawQueryString", json!("q=\u{7f}"), 400),
+        ("/requestContext/stage", json!("x".repeat(70_000)), 400),
+        ("/body", json!("not base64!"), 400),
+    ];
+    for (pointer, value, status) in cases {
+        let mut e = recorded();
+        if pointer == "/requestContext/domainName" {
+            e["headers"].as_object_mut().unwrap().remove("host");
+        }
+        if pointer == "/body" {
+            e["isBase64Encoded"] = json!(true);
+        }
+        let (parent, field) = pointer.rsplit_once('/').unwrap();
+        e.pointer_mut(parent).unwrap_or(&mut Value::Null)[field] = value.clone();
+        let unguarded = serde_json::from_value(e.clone()).unwrap();
+        let converted = std::panic::catch_unwind(|| {
+            lambda_http::Request::from(lambda_http::request::LambdaRequest::ApiGatewayV2(unguarded))
+        });
+        assert!(converted.is_err(), "{pointer} = {value}: lambda_http took it unguarded");
+        let response = registry::lambda::answer(&app, e).await;
+        assert_eq!(response.status_code, i64::from(status), "{pointer} = {value}");
+        assert!(body_json(&response).is_object(), "{pointer} = {value}: a JSON answer");
+    }
+    for (name, value) in [("x-forwarded-proto", "\u{0}"), ("host", "\n")] {
         let mut e = recorded();
         e["headers"][name] = json!(value);
         let response = registry::lambda::answer(&app, e).await;
-        assert_eq!(response.status_code, status, "{name}: {value:?}");
+        assert_eq!(response.status_code, 400, "{name}: {value:?}");
         assert!(body_json(&response).is_object(), "{name}: {value:?}: a JSON answer");
     }
     // Not an API Gateway event at all: a JSON 400, not a failed invocation.
@@ -223,4 +251,50 @@ async fn web_pages_read_cookies_and_form_bodies_as_api_gateway_sends_them() {
     assert!(response.headers.get("content-security-policy").is_some());
     page["cookies"] = json!([]);
     assert_eq!(registry::lambda::answer(&app, page).await.status_code, 401);
+}
+
+/// Strings built from the characters that break URLs: separators, brackets, spaces, control
+/// characters, non-ASCII, and plain ones, so that many are also valid.
+fn piece() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let chars: Vec<char> = "az09.-:[]@/?#% \u{0}\u{7f}\u{e9}\u{430}\\\"{}|^`<>=&+".chars().collect();
+    prop::collection::vec(prop::sample::select(chars), 0..24).prop_map(|c| c.into_iter().collect())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2048, ..Default::default() })]
+
+    /// Whatever the guard lets through, lambda_http's conversion takes without a panic.
+    #[test]
+    fn nothing_the_guard_lets_through_panics_lambda_http(
+        proto in piece(),
+        host in piece(),
+        domain in piece(),
+        path in piece(),
+        rooted in proptest::bool::ANY,
+        query in piece(),
+        stage in piece(),
+        body in piece(),
+        base64 in proptest::bool::ANY,
+    ) {
+        let mut e: aws_lambda_events::apigw::ApiGatewayV2httpRequest = serde_json::from_str(EVENT).unwrap();
+        // Only what an event can hold: a header value that is not one fails to deserialise.
+        for (name, value) in [("x-forwarded-proto", &proto), ("host", &host)] {
+            if let Ok(value) = http::HeaderValue::from_str(value) {
+                e.headers.insert(name, value);
+            }
+        }
+        e.request_context.domain_name = Some(domain);
+        e.raw_path = Some(if rooted { format!("/{path}") } else { path });
+        e.raw_query_string = Some(query);
+        e.request_context.stage = Some(stage);
+        e.body = Some(body);
+        e.is_base64_encoded = base64;
+        if registry::lambda::guard(&mut e).is_ok() {
+            let converted = std::panic::catch_unwind(|| {
+                lambda_http::Request::from(lambda_http::request::LambdaRequest::ApiGatewayV2(e))
+            });
+            proptest::prop_assert!(converted.is_ok());
+        }
+    }
 }
