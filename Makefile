@@ -15,6 +15,10 @@ TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda
 LAMBDAS   := discovery modules mirror providers web indexer puller
+# The region `make deploy` and `make destroy` use: REGION, else AWS_REGION (as the AWS CLI and
+# SDKs read it), else infra/examples/minimal's default, eu-west-1.
+DEPLOY_REGION = $(or $(REGION),$(AWS_REGION))
+REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
@@ -82,14 +86,15 @@ build:
 lambda-test:
 	bash tests/lambda/run.sh
 
-## Deploy infra/examples/minimal with your AWS credentials (terraform init + apply).
+## Deploy infra/examples/minimal with your AWS credentials (terraform init + apply), in REGION
+## or AWS_REGION (default eu-west-1).
 deploy: build
 	cd infra/examples/minimal && $(TERRAFORM) init -input=false && \
-	  $(TERRAFORM) apply -var lambda_dir=$(abspath $(LAMBDA_DIR))
+	  $(TERRAFORM) apply -var lambda_dir=$(abspath $(LAMBDA_DIR)) $(REGION_VAR)
 
-## terraform destroy of infra/examples/minimal (the bucket must be empty).
+## terraform destroy of infra/examples/minimal (the bucket must be empty), in the same region.
 destroy:
-	cd infra/examples/minimal && $(TERRAFORM) destroy -var lambda_dir=$(abspath $(LAMBDA_DIR))
+	cd infra/examples/minimal && $(TERRAFORM) destroy -var lambda_dir=$(abspath $(LAMBDA_DIR)) $(REGION_VAR)
 
 ## The unit stage only: the library's unit and handler tests (no sockets).
 unit:

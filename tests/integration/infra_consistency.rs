@@ -1,7 +1,8 @@
 //! The deployment matches the code: every route the router serves has an API Gateway route
 //! to the function that serves it, every API Gateway route has a handler, every Lambda
-//! binary has a function resource (and nothing else does), and the bucket's notification
-//! filters and trust-boundary prefixes are the ones the layout (and the local registry) use.
+//! binary has a function resource (and nothing else does), the bucket's notification
+//! filters and trust-boundary prefixes are the ones the layout (and the local registry) use,
+//! and every variable the code reads is an infra input or documented as not one.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -131,4 +132,64 @@ fn notifications_and_prefixes_are_the_layouts() {
         layout::PULL_NOTIFICATIONS.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     assert_eq!(infra, code, "infra/main.tf local.pull_notifications vs layout::PULL_NOTIFICATIONS");
     assert_eq!(hcl_list("mirror_prefixes"), [layout::UPSTREAM_PREFIX], "mirror prefixes");
+}
+
+/// The variables each function's environment gets from infra/ (`common_environment`, and the
+/// maps merged into it per function).
+fn infra_environment() -> BTreeSet<String> {
+    let key = |key: &ObjectKey| match key {
+        ObjectKey::Ident(ident) => ident.as_str().to_string(),
+        ObjectKey::Expression(expr) => string(expr).expect("a literal variable name"),
+    };
+    let mut names: BTreeSet<String> = hcl_entries("common_environment").into_iter().map(|(k, _)| k).collect();
+    for (_, value) in hcl_entries("environment") {
+        if let Expression::FuncCall(call) = value {
+            for arg in call.args.iter() {
+                if let Expression::Object(object) = arg {
+                    names.extend(object.iter().map(|(k, _)| key(k)));
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Every `REGISTRY_*` variable the functions read is set by infra/ or documented in the
+/// README's configuration table as not an infra input (local registry only, or the default
+/// applies in AWS); infra sets none the code does not read, and the table lists no other.
+#[test]
+fn every_variable_the_code_reads_is_an_infra_input_or_documented_as_not_one() {
+    // What the code reads: every name `Config::from_lookup` asks for (all of them, when only
+    // the bucket is set and nothing fails).
+    let asked = std::sync::Mutex::new(BTreeSet::new());
+    registry::Config::from_lookup(|name| {
+        asked.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string());
+        (name == "REGISTRY_BUCKET").then(|| "bucket".to_string())
+    })
+    .expect("the defaults load");
+    let read: BTreeSet<String> = asked.into_inner().unwrap_or_default();
+    assert!(read.len() >= 20, "every variable was asked for: {read:?}");
+    let infra = infra_environment();
+    let unread: Vec<&String> = infra.iter().filter(|v| !read.contains(*v)).collect();
+    assert!(unread.is_empty(), "infra/ sets variables the code does not read: {unread:?}");
+
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let rows: Vec<(String, String)> = readme
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `REGISTRY_"))
+        .filter_map(|rest| rest.split_once("` |").map(|(name, row)| (format!("REGISTRY_{name}"), row.to_string())))
+        .collect();
+    let documented: BTreeSet<&String> = rows.iter().map(|(name, _)| name).collect();
+    let undocumented: Vec<&String> = read.iter().filter(|v| !documented.contains(v)).collect();
+    assert!(undocumented.is_empty(), "variables missing from the README's configuration table: {undocumented:?}");
+    let stale: Vec<&&String> = documented.iter().filter(|v| !read.contains(**v)).collect();
+    assert!(stale.is_empty(), "the README documents variables the code does not read: {stale:?}");
+    for (name, row) in &rows {
+        let marked = row.contains("local registry only") || row.contains("not an infra input");
+        assert!(
+            infra.contains(name) || marked,
+            "{name} is no infra/ input: its README row must say `local registry only` or `not an infra input`"
+        );
+        assert!(!(infra.contains(name) && marked), "{name} is an infra/ input, but its README row says it is not");
+    }
 }
