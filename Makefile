@@ -107,11 +107,12 @@ e2e:
 
 ## Tokens, for the local registry's DATA_DIR, or a deployed bucket with BUCKET=name (AWS env).
 ## make token-create NAME=ci MODULES='acme,team-*' PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90
+## (an existing NAME is refused; REPLACE=1 replaces that token at once).
 TOKEN_TARGET = $(if $(BUCKET),--bucket $(BUCKET),--data-dir $(DATA_DIR))
 token-create:
 	@$(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
 	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \
-	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(TOKEN_TARGET)
+	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(if $(REPLACE),--replace) $(TOKEN_TARGET)
 ## List the tokens (names, dates, scopes; never a secret).
 token-list:
 	@$(CARGO) run -q -p registry-local --bin registry-local -- token list $(TOKEN_TARGET)

@@ -8,3 +8,4 @@ mod faults;
 mod infra_consistency;
 mod oidc;
 mod pull_through;
+mod tokens;

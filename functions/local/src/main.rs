@@ -94,6 +94,10 @@ enum Token {
         /// Days until it expires [default: never].
         #[arg(long, value_name = "N")]
         expires_days: Option<u64>,
+        /// Replace a token of the same name: its clients stop working at once. Without it, an
+        /// existing name is refused (rotate with overlap under a new name instead).
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         target: Target,
     },
@@ -184,10 +188,10 @@ async fn run_token(token: Token) -> Result<(), String> {
         globs.into_iter().map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect()
     };
     let (action, target) = match token {
-        Token::Create { name, modules, providers, expires_days, target } => (
-            TokenAction::Create { name, modules: trimmed(modules), providers: trimmed(providers), expires_days },
-            target,
-        ),
+        Token::Create { name, modules, providers, expires_days, replace, target } => {
+            let (modules, providers) = (trimmed(modules), trimmed(providers));
+            (TokenAction::Create { name, modules, providers, expires_days, replace }, target)
+        }
         Token::List(target) => (TokenAction::List, target),
         Token::Revoke { name, target } => (TokenAction::Revoke { name }, target),
     };

@@ -21,7 +21,7 @@ pub enum TokenTarget {
 
 #[derive(Debug, Clone)]
 pub enum TokenAction {
-    Create { name: String, modules: Vec<String>, providers: Vec<String>, expires_days: Option<u64> },
+    Create { name: String, modules: Vec<String>, providers: Vec<String>, expires_days: Option<u64>, replace: bool },
     List,
     Revoke { name: String },
 }
@@ -46,7 +46,7 @@ async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String
     use registry::auth::manage;
     let err = |e: registry::Error| LocalError(format!("token store: {e}"));
     match action {
-        TokenAction::Create { name, modules, providers, expires_days } => {
+        TokenAction::Create { name, modules, providers, expires_days, replace } => {
             check_token_name(&name)?;
             for glob in modules.iter().chain(&providers) {
                 if glob.is_empty() || glob.len() > 300 || !glob.bytes().all(|b| b.is_ascii_graphic()) {
@@ -62,9 +62,18 @@ async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String
             let expires_at =
                 expires_days.map(|days| registry::clock::rfc3339(registry::clock::now_unix() + days as i64 * 86_400));
             let token = new_token()?;
-            manage::upsert(storage, manage::record(&name, &token, modules, providers, expires_at.clone()))
-                .await
-                .map_err(err)?;
+            let record = manage::record(&name, &token, modules, providers, expires_at.clone());
+            match replace {
+                true => manage::upsert(storage, record).await.map_err(err)?,
+                false => manage::create(storage, record).await.map_err(|e| match e {
+                    registry::Error::Conflict(_) => LocalError(format!(
+                        "a token named {name:?} exists. To rotate it with overlap, create the new one under another \
+                         name, move its clients, then revoke {name:?}; --replace (make token-create REPLACE=1) \
+                         replaces it at once, and its clients stop working"
+                    )),
+                    other => err(other),
+                })?,
+            }
             Ok(format!(
                 "token {name:?} created{}. It is shown only now:\n\n  {token}\n\n\
                  Give it to the terraform CLI in its configuration:\n\n  \

@@ -124,6 +124,24 @@ pub mod manage {
         Ok(read(storage).await?.0.tokens)
     }
 
+    /// Add `record` under a name no token has: a token of that name is a `Conflict`, because
+    /// replacing it would cut off every client of the old one at once (`upsert` does that,
+    /// when asked to).
+    pub async fn create<S: Storage>(storage: &S, record: TokenRecord) -> Result<(), Error> {
+        let added = change(storage, |store| {
+            if store.tokens.iter().any(|t| t.name == record.name) {
+                return false;
+            }
+            store.tokens.push(record.clone());
+            true
+        })
+        .await?;
+        match added {
+            true => Ok(()),
+            false => Err(Error::Conflict(format!("a token named {:?} exists", record.name))),
+        }
+    }
+
     /// Add `record`, replacing any token with the same name.
     pub async fn upsert<S: Storage>(storage: &S, record: TokenRecord) -> Result<(), Error> {
         change(storage, |store| {
@@ -206,9 +224,14 @@ mod tests {
         assert!(!stored.contains("trg_"), "tokens are stored only as hashes: {stored}");
         let store = TokenStore::parse(stored.as_bytes()).unwrap();
         assert!(store.find("trg_three").is_some() && store.find("trg_one").is_none(), "replaced by name");
+        let again = manage::create(&s, manage::record("ci", "trg_four", vec!["*".into()], vec![], None)).await;
+        assert!(matches!(again, Err(Error::Conflict(_))), "create never replaces: {again:?}");
+        let store = TokenStore::parse(&s.peek(crate::layout::TOKENS).unwrap()).unwrap();
+        assert!(store.find("trg_three").is_some() && store.find("trg_four").is_none(), "the old token stays");
+        manage::create(&s, manage::record("ci-2", "trg_four", vec!["acme".into()], vec![], None)).await.unwrap();
         assert!(manage::revoke(&s, "ci").await.unwrap());
         assert!(!manage::revoke(&s, "ci").await.unwrap());
-        assert_eq!(manage::list(&s).await.unwrap().len(), 1);
+        assert_eq!(manage::list(&s).await.unwrap().len(), 2);
     }
 
     #[test]

@@ -1,0 +1,42 @@
+//! The token commands (`make token-create`, `token-list`, `token-revoke`) against a local
+//! registry's data directory, as an operator runs them.
+
+use registry_local::{TokenAction, TokenTarget, token_command};
+
+fn create(name: &str, modules: &str, replace: bool) -> TokenAction {
+    TokenAction::Create {
+        name: name.into(),
+        modules: vec![modules.into()],
+        providers: vec![],
+        expires_days: None,
+        replace,
+    }
+}
+
+/// A taken name is refused, so a second `token-create` cannot cut off the first token's
+/// clients by accident; rotation with overlap is a new name, then a revoke; `--replace` is the
+/// deliberate replacement.
+#[tokio::test]
+async fn token_create_refuses_a_taken_name_unless_asked_to_replace() {
+    let dir = support::TempDir::new("tokens");
+    let target = || TokenTarget::DataDir(dir.path().to_path_buf());
+    let first = token_command(create("ci", "acme", false), target()).await.unwrap();
+    let token = |printed: &str| printed.lines().map(str::trim).find(|l| l.starts_with("trg_")).unwrap().to_string();
+    let old = token(&first);
+    let refused = token_command(create("ci", "*", false), target()).await.unwrap_err().to_string();
+    assert!(refused.contains("a token named \"ci\" exists") && refused.contains("--replace"), "{refused}");
+    let listed = token_command(TokenAction::List, target()).await.unwrap();
+    let ci: Vec<&str> = listed.lines().filter(|l| l.starts_with("ci ")).collect();
+    assert_eq!(ci.len(), 1, "{listed}");
+    assert!(ci[0].contains("acme"), "the first token is untouched: {listed}");
+    // Rotation with overlap: the new token under a new name, then the old one revoked.
+    token_command(create("ci-2", "acme", false), target()).await.unwrap();
+    token_command(TokenAction::Revoke { name: "ci".into() }, target()).await.unwrap();
+    // Replacing on purpose: a new secret under the same name.
+    let replaced = token_command(create("ci-2", "*", true), target()).await.unwrap();
+    assert_ne!(token(&replaced), old);
+    let listed = token_command(TokenAction::List, target()).await.unwrap();
+    let names: Vec<&str> = listed.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(names, ["local-dev", "ci-2"], "{listed}");
+    assert!(listed.lines().any(|l| l.starts_with("ci-2 ") && l.contains(" * ")), "{listed}");
+}
