@@ -4,7 +4,7 @@
 //! AWS SDK and TLS setup) and (b) from handing it the first event to its response (the first
 //! request, including the first S3 connection). Each binary started `RUNS` times; p50 and p99.
 //!
-//! usage: coldstart BIN_DIR [RUNS]   (BIN_DIR holds discovery, modules, mirror, indexer)
+//! usage: coldstart BIN_DIR [RUNS]   (BIN_DIR holds the seven functions' binaries)
 
 #![allow(clippy::unwrap_used)]
 
@@ -65,18 +65,32 @@ async fn main() {
         "s3": {"s3SchemaVersion": "1.0", "configurationId": "c", "bucket": {"name": "registry", "arn": "arn:aws:s3:::registry"},
                "object": {"key": "modules/acme/vpc/aws/1.0.0.tar.gz", "size": 1, "eTag": "x", "sequencer": "01"}}}]})
     .to_string();
+    // A pull record the puller finds absent (nothing to copy): its start, not an upstream's speed.
+    let pull_key = "upstream/pulls/registry.terraform.io/hashicorp/null/3.2.1.json";
+    let pull_event = s3_event.replace("modules/acme/vpc/aws/1.0.0.tar.gz", pull_key);
+    let none: &[(&str, &str)] = &[];
     let functions = [
-        ("discovery", api_event("/.well-known/terraform.json"), "modules.v1"),
-        ("modules", api_event("/v1/modules/acme/vpc/aws/versions"), "1.0.0"),
-        ("mirror", api_event("/v1/mirror/registry.terraform.io/hashicorp/null/index.json"), "3.2.1"),
-        ("indexer", s3_event, "unchanged"),
+        ("discovery", api_event("/.well-known/terraform.json"), "modules.v1", none),
+        ("modules", api_event("/v1/modules/acme/vpc/aws/versions"), "1.0.0", none),
+        ("mirror", api_event("/v1/mirror/registry.terraform.io/hashicorp/null/index.json"), "3.2.1", none),
+        // The registry's own providers: a provider not published (the token store and its
+        // index read, then 404), as a first request may well be.
+        (
+            "providers",
+            api_event("/v1/providers/acme/widget/versions"),
+            "not found",
+            &[("REGISTRY_HOSTNAME", "registry.example.com")][..],
+        ),
+        ("web", api_event("/v1/modules"), "acme/vpc/aws", none),
+        ("indexer", s3_event, "unchanged", none),
+        ("puller", pull_event, "copied", &[("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io")][..]),
     ];
 
     println!(
         "| function | binary size | init p50 / p99 | of which AWS config + S3 client p50 | first event p50 / p99 | exec to first answer p50 / p99 |"
     );
     println!("| --- | --- | --- | --- | --- | --- |");
-    for (name, event, expect) in functions {
+    for (name, event, expect, extra_env) in functions {
         let binary = bin_dir.join(name);
         let size = std::fs::metadata(&binary).map(|m| m.len()).unwrap_or(0);
         let (mut init, mut first, mut total, mut sdk_init) = (vec![], vec![], vec![], vec![]);
@@ -100,6 +114,7 @@ async fn main() {
                 .env("AWS_ENDPOINT_URL", local.s3_endpoint())
                 .env("REGISTRY_BUCKET", registry_local::BUCKET)
                 .env("REGISTRY_S3_FORCE_PATH_STYLE", "true")
+                .envs(extra_env.iter().copied())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
