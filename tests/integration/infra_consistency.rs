@@ -93,15 +93,7 @@ fn every_router_route_has_an_api_gateway_route_and_back() {
 
 #[test]
 fn every_lambda_binary_has_a_function_and_back() {
-    // Lambda binaries: the crates under functions/ with a main, except the local registry.
-    let mut binaries = BTreeSet::new();
-    for entry in std::fs::read_dir(repo().join("functions")).expect("functions/") {
-        let dir = entry.expect("entry").path();
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        if dir.join("src/main.rs").is_file() && name != "local" {
-            binaries.insert(name);
-        }
-    }
+    let binaries = support::lambda_binaries();
     let functions: BTreeSet<String> = hcl_entries("functions").into_iter().map(|(k, _)| k).collect();
     assert_eq!(binaries, functions, "Lambda binaries in functions/ vs function resources in infra/main.tf");
     for (_, function) in hcl_map("routes") {
@@ -192,4 +184,26 @@ fn every_variable_the_code_reads_is_an_infra_input_or_documented_as_not_one() {
         );
         assert!(!(infra.contains(name) && marked), "{name} is an infra/ input, but its README row says it is not");
     }
+}
+
+/// docs/DEPLOY.md's variables table lists exactly infra/'s variables (a row may name several,
+/// `a`, `b`), so an input added, removed or renamed cannot leave the guide behind.
+#[test]
+fn the_deploy_guide_lists_every_infra_variable() {
+    let text = std::fs::read_to_string(repo().join("infra/variables.tf")).expect("infra/variables.tf");
+    let body = hcl_edit::parser::parse_body(&text).expect("infra/variables.tf parses");
+    let declared: BTreeSet<String> = body
+        .get_blocks("variable")
+        .filter_map(|block| block.labels.first().map(|label| label.as_str().to_string()))
+        .collect();
+    let guide = std::fs::read_to_string(repo().join("docs/DEPLOY.md")).expect("docs/DEPLOY.md");
+    let table = guide.split("## Variables").nth(1).expect("a Variables section").split("\n## ").next().unwrap_or("");
+    let documented: BTreeSet<String> = table
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|row| row.split(" |").next())
+        .flat_map(|names| names.split(", ").map(|n| n.trim_matches('`').to_string()).collect::<Vec<_>>())
+        .collect();
+    assert!(declared.len() >= 30, "{declared:?}");
+    assert_eq!(documented, declared, "docs/DEPLOY.md's variables table vs infra/variables.tf");
 }

@@ -40,3 +40,25 @@ async fn token_create_refuses_a_taken_name_unless_asked_to_replace() {
     assert_eq!(names, ["local-dev", "ci-2"], "{listed}");
     assert!(listed.lines().any(|l| l.starts_with("ci-2 ") && l.contains(" * ")), "{listed}");
 }
+
+/// docs/OPERATIONS.md, "Rotate a token", as written: the new token works beside the old one
+/// while clients move over, and once the old one is revoked it is refused and the new one
+/// still works. (Token cache off, so the revocation shows at once, as it does in AWS after
+/// `tokens_cache_seconds`.)
+#[tokio::test]
+async fn rotating_a_token_with_overlap_keeps_clients_working() {
+    let harness = support::Harness::start_with(&[("REGISTRY_TOKENS_CACHE_SECONDS", "0")]).await;
+    let target = || TokenTarget::DataDir(harness.running.data_dir.clone());
+    let token = |printed: &str| printed.lines().map(str::trim).find(|l| l.starts_with("trg_")).unwrap().to_string();
+    let old = token(&token_command(create("ci", "acme", false), target()).await.unwrap());
+    // In scope and absent: 404; an unknown or revoked token: 401.
+    let status = |token: String| {
+        let harness = &harness;
+        async move { harness.get_json_as("/v1/modules/acme/vpc/aws/versions", &token).await.0 }
+    };
+    assert_eq!(status(old.clone()).await, 404);
+    let new = token(&token_command(create("ci-2026-11", "acme", false), target()).await.unwrap());
+    assert_eq!((status(old.clone()).await, status(new.clone()).await), (404, 404), "both work during the overlap");
+    token_command(TokenAction::Revoke { name: "ci".into() }, target()).await.unwrap();
+    assert_eq!((status(old).await, status(new).await), (401, 404), "the old token is refused, the new one works");
+}

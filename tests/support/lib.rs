@@ -108,6 +108,21 @@ pub async fn upload(client: aws_sdk_s3::Client, key: String, bytes: Vec<u8>) {
     sent.unwrap_or_else(|e| panic!("upload {key}: {e:?}"));
 }
 
+/// The Lambda binaries: the crates under functions/ with a main, except the local registry
+/// (what infra/ must have one function for each of).
+pub fn lambda_binaries() -> std::collections::BTreeSet<String> {
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    let mut binaries = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&functions).expect("functions/") {
+        let dir = entry.expect("entry").path();
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if dir.join("src/main.rs").is_file() && name != "local" {
+            binaries.insert(name);
+        }
+    }
+    binaries
+}
+
 /// A temporary directory removed on drop, kept when `KEEP_TEST_DIRS` is set (for debugging).
 pub struct TempDir(tempfile::TempDir);
 

@@ -427,6 +427,39 @@ mod tests {
         assert_eq!(mirror_only.storage().request_count(), 0);
     }
 
+    /// In AWS, API Gateway's `$default` route hands every request no route key matches to
+    /// `router::DEFAULT_ROUTE_SERVICE`'s function: it must answer them exactly as the local
+    /// registry (every service in one process) does, status, headers and body, reading nothing.
+    #[tokio::test]
+    async fn the_default_route_function_answers_what_no_route_key_matches_as_locally() {
+        let local = app();
+        let default = App::new(open(Config::new("bucket")), MemoryStorage::new(), &[router::DEFAULT_ROUTE_SERVICE]);
+        let cases = [
+            (Method::GET, "/nope"),
+            (Method::GET, "/v2/modules/acme/vpc/aws/versions"),
+            (Method::GET, "/.well-known/other.json"),
+            (Method::GET, "/v1/modules/acme/vpc"),
+            (Method::GET, "/v1/modules/acme/vpc/aws/1.0.0/download/extra"),
+            (Method::GET, "/v1/mirror/registry.terraform.io/hashicorp"),
+            (Method::GET, "/v1/providers/acme"),
+            (Method::POST, "/v1/nope"),
+            (Method::DELETE, "/"),
+            (Method::GET, "/ui/nope"),
+            (Method::GET, "/ui/modules/acme"),
+        ];
+        for (method, path) in cases {
+            let expected = local.handle(&Request::new(&method, path)).await;
+            let reply = default.handle(&Request::new(&method, path)).await;
+            assert!(expected.status.is_client_error(), "{method} {path}: {}", expected.status);
+            assert_eq!(
+                (reply.status, &reply.headers, &reply.body),
+                (expected.status, &expected.headers, &expected.body),
+                "{method} {path}"
+            );
+        }
+        assert_eq!(default.storage().request_count(), 0);
+    }
+
     #[tokio::test]
     async fn access_is_checked_once_here_for_every_deployment() {
         let storage = app().context.reader.storage;

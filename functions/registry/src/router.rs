@@ -191,33 +191,44 @@ impl Route {
     }
 }
 
-/// Route keys (`METHOD /template`), as API Gateway spells them; the infra consistency test
-/// compares these with the deployed routes.
+/// The API Gateway route key that catches every request no other route key matches.
+pub const DEFAULT_ROUTE_KEY: &str = "$default";
+
+/// The service whose function answers `DEFAULT_ROUTE_KEY`: a path no route serves (404), or
+/// one under a base path that breaks the grammar (400), is answered by `route` before any
+/// service is asked, so any function gives the same JSON as the local registry; discovery's is
+/// the cheapest to start (no S3 client).
+pub const DEFAULT_ROUTE_SERVICE: Service = Service::Discovery;
+
+/// API Gateway's route keys (`ANY /template`, and `$default`) with the service that answers
+/// each; the infra consistency test compares them with infra/main.tf and the deployment check
+/// with what was applied. A route key takes every method, so that the function's `route`
+/// answers HEAD as GET and another method 405, as locally, rather than API Gateway's own 404.
 pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
-    let get = |service, path: String| (service, format!("GET {path}"));
+    let any = |service, path: String| (service, format!("ANY {path}"));
     vec![
-        get(Service::Discovery, DISCOVERY_PATH.to_string()),
-        get(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
-        get(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
-        get(Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
-        get(Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
-        get(
+        any(Service::Discovery, DISCOVERY_PATH.to_string()),
+        any(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
+        any(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
+        any(Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
+        any(Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
+        any(
             Service::Providers,
             format!("{}{{namespace}}/{{type}}/{{version}}/download/{{os}}/{{arch}}", paths.providers),
         ),
-        get(Service::Web, paths.modules.trim_end_matches('/').to_string()),
-        get(Service::Web, format!("{}search", paths.modules)),
-        get(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}", paths.modules)),
-        get(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}", paths.modules)),
-        get(Service::Web, "/".to_string()),
-        get(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}")),
-        get(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}")),
-        get(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}")),
-        get(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}/{{version}}")),
-        get(Service::Web, format!("{UI_PATH}sign-in")),
-        (Service::Web, format!("POST {UI_PATH}sign-in")),
-        (Service::Web, format!("POST {UI_PATH}sign-out")),
-        get(Service::Web, format!("{UI_PATH}assets/{{file}}")),
+        any(Service::Web, paths.modules.trim_end_matches('/').to_string()),
+        any(Service::Web, format!("{}search", paths.modules)),
+        any(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}", paths.modules)),
+        any(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}", paths.modules)),
+        any(Service::Web, "/".to_string()),
+        any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}")),
+        any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}")),
+        any(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}")),
+        any(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}/{{version}}")),
+        any(Service::Web, format!("{UI_PATH}sign-in")),
+        any(Service::Web, format!("{UI_PATH}sign-out")),
+        any(Service::Web, format!("{UI_PATH}assets/{{file}}")),
+        (DEFAULT_ROUTE_SERVICE, DEFAULT_ROUTE_KEY.to_string()),
     ]
 }
 
@@ -536,12 +547,12 @@ mod tests {
         assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
         assert_eq!(templates.len(), 19);
-        assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "GET /m"));
+        assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
         assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
         assert!(
             templates
                 .iter()
-                .any(|(s, t)| *s == Service::Mirror && t == "GET /providers/{hostname}/{namespace}/{type}/{file}")
+                .any(|(s, t)| *s == Service::Mirror && t == "ANY /providers/{hostname}/{namespace}/{type}/{file}")
         );
     }
 }

@@ -473,6 +473,33 @@ mod tests {
         assert!(rejection(&s, &zip).is_none());
     }
 
+    /// docs/OPERATIONS.md, "Rotate a signing key", as written: the new key beside the old,
+    /// a release signed with it, the old key file removed; then a rebuild of the provider
+    /// (what `{"reindex":"all"}` runs) keeps the release the old key signed, and serves both.
+    #[tokio::test]
+    async fn rotating_a_signing_key_keeps_what_the_old_key_signed() {
+        let s = MemoryStorage::new();
+        // One indexer per step, as each S3 event and each repair gets one (it keeps a
+        // namespace's keys for its own lifetime only).
+        let indexer = || Indexer::new(&s, Limits::default()).signing_for(Some(HOST.into()));
+        let (old, new) = (TestKey::generate("acme"), TestKey::generate("acme"));
+        s.insert("signing-keys/registry.example.com/acme/release-2025.asc", old.public_armor());
+        let first = release("widget", "1.0.0", &[("linux", "amd64")], None, &old);
+        upload(&s, &first);
+        index_all(&indexer(), &first).await;
+        s.insert("signing-keys/registry.example.com/acme/release-2026.asc", new.public_armor());
+        let second = release("widget", "2.0.0", &[("linux", "amd64")], None, &new);
+        upload(&s, &second);
+        index_all(&indexer(), &second).await;
+        assert_eq!(listed(&s), ["1.0.0", "2.0.0"]);
+        s.remove("signing-keys/registry.example.com/acme/release-2025.asc");
+        let provider = ProviderAddress::parse(HOST, "acme", "widget").unwrap();
+        indexer().reindex(&crate::layout::Owner::Provider(provider)).await.unwrap();
+        assert_eq!(listed(&s), ["1.0.0", "2.0.0"]);
+        let signer = |v: &str| document(&s, v).and_then(|d| d.release).map(|r| r.signing_key.key_id);
+        assert_eq!((signer("1.0.0"), signer("2.0.0")), (Some(old.key_id()), Some(new.key_id())));
+    }
+
     #[tokio::test]
     async fn releases_that_do_not_verify_are_never_listed() {
         let s = MemoryStorage::new();

@@ -99,3 +99,45 @@ async fn manual_reindex_all_and_transient_failures() {
     f.storage.unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(index(&f, serde_json::from_str(BATCH).unwrap()).await.is_err());
 }
+
+/// One S3 notification: the batch's first record with another event name and key.
+fn record(event_name: &str, key: &str) -> Value {
+    let mut batch: Value = serde_json::from_str(BATCH).unwrap();
+    let mut record = batch["Records"][0].take();
+    record["eventName"] = event_name.into();
+    record["s3"]["object"]["key"] = key.into();
+    json!({"Records": [record]})
+}
+
+/// docs/OPERATIONS.md, "Restore a deleted or overwritten object": a deleted archive (a delete
+/// marker) leaves the manifest; removing the delete marker (S3 then notifies
+/// `ObjectRemoved:Delete`) or copying the old version back (`ObjectCreated:Copy`) puts the
+/// same bytes back, and whichever event arrives, the indexer's pass reads what is present and
+/// publishes the version again, with the same SHA-256.
+#[tokio::test]
+async fn restoring_a_deleted_archive_publishes_it_again() {
+    const KEY: &str = "modules/acme/network/aws/1.2.0.tar.gz";
+    const MANIFEST: &str = "indexed/modules/acme/network/aws/manifest.json";
+    let f = IndexerFunction { config: Config::new("acme-registry"), storage: MemoryStorage::versioned() };
+    let sha256 = |f: &IndexerFunction<MemoryStorage>| -> Vec<String> {
+        let manifest: Value = serde_json::from_slice(&f.storage.peek(MANIFEST).unwrap()).unwrap();
+        manifest["versions"].as_array().unwrap().iter().map(|v| v["sha256"].as_str().unwrap().to_string()).collect()
+    };
+    f.storage.insert(KEY, tar_gz("# 1.2.0"));
+    index(&f, record("ObjectCreated:Put", KEY)).await.unwrap();
+    let published = sha256(&f);
+    assert_eq!(published.len(), 1);
+
+    f.storage.remove(KEY);
+    index(&f, record("ObjectRemoved:DeleteMarkerCreated", KEY)).await.unwrap();
+    assert_eq!(sha256(&f), Vec::<String>::new(), "deleted: the version left the manifest");
+
+    for restored_by in ["ObjectRemoved:Delete", "ObjectCreated:Copy"] {
+        f.storage.remove(KEY);
+        index(&f, record("ObjectRemoved:DeleteMarkerCreated", KEY)).await.unwrap();
+        f.storage.insert(KEY, tar_gz("# 1.2.0"));
+        let answer = index(&f, record(restored_by, KEY)).await.unwrap();
+        assert_eq!(answer["indexed"], json!(["module acme/network/aws"]), "{restored_by}");
+        assert_eq!(sha256(&f), published, "restored by {restored_by}: the same bytes are served again");
+    }
+}

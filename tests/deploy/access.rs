@@ -1,0 +1,232 @@
+//! The trust boundary as applied: for every role and managed policy, which keys of the layout
+//! it may read, write and delete, from its policy documents as deployed (evaluated by moto's
+//! IAM evaluator in read_back.py), against what `layout` says each principal owns.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use registry::address::{ModuleAddress, ProviderAddress};
+use registry::layout::{self, Platform, ReleaseFile};
+use serde_json::{Value, json};
+
+use super::NAME;
+
+const GET: &str = "s3:GetObject";
+const PUT: &str = "s3:PutObject";
+const DELETE: &str = "s3:DeleteObject";
+
+/// The publisher's and key admin's own namespace, and provider host (infra/tests/deploy/main.tf).
+const TEAM: &str = "platform";
+const TEAM_HOST: &str = "registry.example.com";
+/// The upstream host the root pulls through.
+const UPSTREAM_HOST: &str = "registry.terraform.io";
+
+/// One key of each kind the layout has, by a name for the messages: the registry's own
+/// hostname (providers.v1) is known only after the apply.
+fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
+    let v = registry::address::parse_version("1.0.0").unwrap();
+    let module = |ns: &str| ModuleAddress::parse(ns, "vpc", "aws").unwrap();
+    let provider = |host: &str, ns: &str, t: &str| ProviderAddress::parse(host, ns, t).unwrap();
+    let linux = Platform::parse("linux", "amd64").unwrap();
+    let zip =
+        |p: &ProviderAddress| format!("{}{}", layout::provider_prefix(p), layout::provider_archive_name(p, &v, &linux));
+    let release = |p: &ProviderAddress, file| {
+        format!("{}{}", layout::provider_prefix(p), layout::provider_release_file_name(p, &v, file))
+    };
+    let own = provider(TEAM_HOST, TEAM, "thing");
+    let served = provider(hostname, TEAM, "thing");
+    let upstream = provider(UPSTREAM_HOST, "hashicorp", "null");
+    let own_module_archive = format!("{}1.0.0.tar.gz", layout::module_prefix(&module(TEAM)));
+    BTreeMap::from([
+        ("own module archive", own_module_archive.clone()),
+        ("other module archive", format!("{}1.0.0.zip", layout::module_prefix(&module("other")))),
+        ("own provider zip", zip(&own)),
+        ("own provider shasums", release(&own, ReleaseFile::Shasums)),
+        ("other provider zip", zip(&provider(TEAM_HOST, "other", "thing"))),
+        ("served provider zip", zip(&served)),
+        ("served provider signature", release(&served, ReleaseFile::Signature)),
+        ("upstream copy", zip(&upstream)),
+        ("own signing key", format!("{}release.asc", layout::signing_keys_prefix(&own))),
+        (
+            "other signing key",
+            format!("{}release.asc", layout::signing_keys_prefix(&provider(TEAM_HOST, "other", "x"))),
+        ),
+        ("module manifest", layout::module_manifest(&module(TEAM))),
+        ("provider index", layout::provider_index(&own)),
+        ("served provider index", layout::provider_index(&served)),
+        ("catalog", layout::CATALOG.to_string()),
+        ("publish log head", layout::PUBLISH_LOG_HEAD.to_string()),
+        ("own rejection", layout::rejection(&own_module_archive)),
+        ("token store", layout::TOKENS.to_string()),
+        ("upstream versions", layout::upstream_versions(&upstream)),
+        ("upstream pull", layout::upstream_pull(&upstream, &v)),
+    ])
+}
+
+/// What read_back.py asks each principal's policies about.
+pub fn probes(hostname: &str) -> Value {
+    json!({"actions": [GET, PUT, DELETE], "keys": keys(hostname).into_values().collect::<Vec<_>>()})
+}
+
+/// (principal, action, the keys it may act on): everything else is denied. Read from the
+/// layout's table of who writes what (`layout`'s module comment and its *_PREFIXES), and from
+/// what each read function serves (infra/iam.tf says why each reads what it reads).
+fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
+    let role = |f: &str| format!("role/{NAME}-{f}");
+    let indexer_reads = vec![
+        "own module archive",
+        "other module archive",
+        "own provider zip",
+        "own provider shasums",
+        "other provider zip",
+        "served provider zip",
+        "served provider signature",
+        "upstream copy",
+        "own signing key",
+        "other signing key",
+        "module manifest",
+        "provider index",
+        "served provider index",
+        "catalog",
+        "publish log head",
+        "own rejection",
+    ];
+    let indexer_writes = vec![
+        "module manifest",
+        "provider index",
+        "served provider index",
+        "catalog",
+        "publish log head",
+        "own rejection",
+    ];
+    let publisher_writes = vec!["own module archive", "own provider zip", "own provider shasums"];
+    vec![
+        (role("discovery"), GET, vec![]),
+        (role("modules"), GET, vec!["own module archive", "other module archive", "module manifest", "token store"]),
+        (
+            role("mirror"),
+            GET,
+            vec![
+                "own provider zip",
+                "other provider zip",
+                "served provider zip",
+                "upstream copy",
+                "provider index",
+                "served provider index",
+                "token store",
+                "upstream versions",
+                "upstream pull",
+            ],
+        ),
+        (role("mirror"), PUT, vec!["upstream versions", "upstream pull"]),
+        (
+            role("providers"),
+            GET,
+            vec!["served provider zip", "served provider signature", "served provider index", "token store"],
+        ),
+        (
+            role("web"),
+            GET,
+            vec!["module manifest", "provider index", "served provider index", "catalog", "token store"],
+        ),
+        (role("indexer"), GET, indexer_reads),
+        (role("indexer"), PUT, indexer_writes.clone()),
+        (role("indexer"), DELETE, indexer_writes),
+        (role("puller"), GET, vec!["upstream pull"]),
+        (role("puller"), PUT, vec!["upstream copy"]),
+        (
+            format!("policy/{NAME}-publish-{TEAM}"),
+            GET,
+            vec!["own module archive", "own provider zip", "own provider shasums", "own rejection"],
+        ),
+        (format!("policy/{NAME}-publish-{TEAM}"), PUT, publisher_writes.clone()),
+        (format!("policy/{NAME}-publish-{TEAM}"), DELETE, publisher_writes),
+        (format!("policy/{NAME}-signing-keys-security"), GET, vec!["own signing key"]),
+        (format!("policy/{NAME}-signing-keys-security"), PUT, vec!["own signing key"]),
+        (format!("policy/{NAME}-signing-keys-security"), DELETE, vec!["own signing key"]),
+    ]
+}
+
+/// The layout's writers: whoever may write a key must be the one its prefix belongs to.
+fn layout_allows_write(principal: &str, key: &str) -> bool {
+    let under = |prefixes: &[&str]| prefixes.iter().any(|p| key.starts_with(p));
+    match principal.rsplit('-').next().unwrap_or_default() {
+        "indexer" => under(&layout::INDEXER_PREFIXES),
+        "mirror" => under(&[layout::UPSTREAM_PREFIX]),
+        "puller" => key.starts_with(&format!("{}{UPSTREAM_HOST}/", layout::PROVIDERS_PREFIX)),
+        _ if principal.contains("-publish-") => under(&layout::PUBLISHER_PREFIXES),
+        _ if principal.contains("-signing-keys-") => under(&layout::KEY_ADMIN_PREFIXES),
+        _ => false,
+    }
+}
+
+pub fn each_principal_reaches_what_the_layout_says(deployed: &Value, hostname: &str) {
+    let keys = keys(hostname);
+    let name_of: BTreeMap<&str, &str> = keys.iter().map(|(name, key)| (key.as_str(), *name)).collect();
+    let principals = deployed["principals"].as_object().expect("principals");
+    let mut applied: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for (principal, found) in principals {
+        assert_eq!(found.get("attached").and_then(Value::as_u64).unwrap_or(0), 0, "{principal}: no attached policy");
+        for pair in found["allows"].as_array().expect("allows") {
+            let (action, key) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
+            if action != GET {
+                assert!(
+                    layout_allows_write(principal, key),
+                    "{principal} may {action} {key}, outside its layout prefixes"
+                );
+            }
+            applied.insert((principal.clone(), action.to_string(), name_of[key].to_string()));
+        }
+    }
+    let wanted: BTreeSet<(String, String, String)> = expected()
+        .into_iter()
+        .flat_map(|(p, action, names)| names.into_iter().map(move |n| (p.clone(), action.to_string(), n.to_string())))
+        .collect();
+    let extra: Vec<_> = applied.difference(&wanted).collect();
+    let missing: Vec<_> = wanted.difference(&applied).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "IAM as applied: allowed beyond the layout {extra:#?}; denied but needed {missing:#?}"
+    );
+    let expected_principals: BTreeSet<String> = expected().into_iter().map(|(p, ..)| p).collect();
+    let applied_principals: BTreeSet<String> = principals.keys().cloned().collect();
+    assert_eq!(applied_principals, expected_principals, "roles and managed policies as applied");
+    // Nobody but the indexer writes what the read functions serve, and nobody the token store.
+    for (principal, action, name) in &applied {
+        let key = &keys[name.as_str()];
+        if action != GET && key.starts_with(layout::INDEXED_PREFIX) {
+            assert!(principal.ends_with("-indexer"), "{principal} may {action} {key}");
+        }
+        assert!(!(action != GET && key == layout::TOKENS), "{principal} may {action} the token store");
+    }
+    list_prefixes_are_what_each_reads(principals);
+}
+
+/// s3:ListBucket is the one conditioned action (its s3:prefix values): each principal lists
+/// only under what it owns or reads.
+fn list_prefixes_are_what_each_reads(principals: &serde_json::Map<String, Value>) {
+    let listed = |p: &str| -> Vec<String> {
+        principals[p]["list_prefixes"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    let mut indexer: Vec<String> = layout::PUBLISHER_PREFIXES
+        .iter()
+        .chain(&layout::KEY_ADMIN_PREFIXES)
+        .chain(&layout::INDEXER_PREFIXES)
+        .map(|p| format!("{p}*"))
+        .collect();
+    indexer.sort();
+    assert_eq!(listed(&format!("role/{NAME}-indexer")), indexer);
+    assert_eq!(listed(&format!("role/{NAME}-puller")), [format!("{}{UPSTREAM_HOST}/*", layout::PROVIDERS_PREFIX)]);
+    assert_eq!(
+        listed(&format!("policy/{NAME}-signing-keys-security")),
+        [format!("{}{TEAM_HOST}/{TEAM}/*", layout::SIGNING_KEYS_PREFIX)]
+    );
+    let publisher = listed(&format!("policy/{NAME}-publish-{TEAM}"));
+    assert_eq!(publisher.len(), 4, "{publisher:?}");
+    for prefix in publisher {
+        let upload = prefix.strip_prefix(layout::REJECTIONS_PREFIX).unwrap_or(&prefix);
+        assert!(layout_allows_write(&format!("{NAME}-publish-{TEAM}"), upload), "publisher lists {prefix}");
+    }
+    for f in ["discovery", "modules", "mirror", "providers", "web"] {
+        assert!(listed(&format!("role/{NAME}-{f}")).is_empty(), "{f} lists nothing: a missing key is a 403");
+    }
+}
