@@ -186,8 +186,15 @@ fn functions_start_with_their_environment(deployed: &Value, bucket: &str, hostna
         assert_eq!((&f["runtime"], &f["handler"]), (&"provided.al2023".into(), &"bootstrap".into()), "{name}");
         assert_eq!(f["architectures"], json!(["arm64"]), "{name}");
         let env: BTreeMap<String, String> = serde_json::from_value(f["environment"].clone()).expect("variables");
-        let config = registry::Config::from_lookup(|k| env.get(k).cloned())
-            .unwrap_or_else(|e| panic!("{name} would not start with its environment: {e}"));
+        let asked = std::sync::Mutex::new(BTreeSet::new());
+        let config = registry::Config::from_lookup(|k| {
+            asked.lock().unwrap().insert(k.to_string());
+            env.get(k).cloned()
+        })
+        .unwrap_or_else(|e| panic!("{name} would not start with its environment: {e}"));
+        let asked = asked.into_inner().unwrap();
+        let ignored: Vec<&String> = env.keys().filter(|k| !asked.contains(*k)).collect();
+        assert!(ignored.is_empty(), "{name}'s environment sets variables the code never reads: {ignored:?}");
         assert_eq!(config.bucket, bucket, "{name}");
         assert_eq!(config.hostname.as_deref(), Some(hostname), "{name}");
         assert_eq!(config.upstream.hosts, ["registry.terraform.io"], "{name}: the upstream host the root sets");

@@ -458,6 +458,21 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     let zip_key = format!("{prefix}terraform-provider-widget_1.0.0_{platform}.zip");
     let zip = std::fs::read(h.object_path(&zip_key)).unwrap();
     assert!(hashes.contains(&support::h1_reference(&zip)), "h1: of the installed package locked: {hashes:?}");
+    // The answer carries OpenTofu's `packages` (every platform's zh: and h1:); Terraform ignores
+    // it: its lock holds exactly what it held before the field existed, the zh: of every line of
+    // the signed SHA256SUMS (the zips and the manifest) and the h1: it computed for this
+    // platform, never another platform's h1: from there.
+    let (_, answer) = h.get_json(&format!("/v1/providers/acme/widget/1.0.0/download/{os}/{arch}")).await;
+    let packages = answer["packages"].as_object().unwrap();
+    assert_eq!(packages.len(), 2, "{answer}");
+    assert_eq!(hashes.len(), sums.lines().count() + 1, "{hashes:?}");
+    for (other, package) in packages.iter().filter(|(p, _)| **p != platform) {
+        let h1 = package["hashes"][1].as_str().unwrap();
+        assert!(
+            h1.starts_with("h1:") && !hashes.iter().any(|h| h == h1),
+            "{other}'s h1: {h1} is not locked: {hashes:?}"
+        );
+    }
 
     // The release signed by the rotated key.
     std::fs::write(work.path().join("main.tf"), config("1.1.0")).unwrap();

@@ -586,6 +586,25 @@ mod tests {
     /// are one read each, answer exactly the protocol's fields, and presign only the release's
     /// own zip, SHA256SUMS and signature; scopes hide a provider as absence does.
     // One scenario told in order (long on purpose): a signed release, then each answer.
+    /// The CLI's `h1:` of a zip (Go's dirhash Hash1), computed here from scratch.
+    fn h1_of(zip: &[u8]) -> String {
+        use base64::Engine;
+        use std::io::Read;
+        let mut archive = ::zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+        let mut lines: Vec<(String, String)> = (0..archive.len())
+            .map(|i| {
+                let mut file = archive.by_index(i).unwrap();
+                let mut data = Vec::new();
+                file.read_to_end(&mut data).unwrap();
+                let name = file.name().unwrap().to_string();
+                (name.clone(), format!("{}  {name}\n", hex::encode(sha2::Sha256::digest(&data))))
+            })
+            .collect();
+        lines.sort();
+        let summary: String = lines.into_iter().map(|(_, line)| line).collect();
+        format!("h1:{}", base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(summary.as_bytes())))
+    }
+
     #[tokio::test]
     async fn providers_v1_answers_from_one_read() {
         use crate::testing::signing::{TestKey, release};
@@ -595,7 +614,9 @@ mod tests {
         let prefix = "providers/registry.example.com/acme/widget/";
         let indexer = crate::index::Indexer::new(&storage, crate::index::Limits::default())
             .signing_for(Some("registry.example.com".into()));
-        for (name, bytes) in release("widget", "1.0.0", &[("linux", "amd64")], Some(&["6.0"]), &key) {
+        for (name, bytes) in
+            release("widget", "1.0.0", &[("linux", "amd64"), ("darwin", "arm64")], Some(&["6.0"]), &key)
+        {
             storage.insert(&format!("{prefix}{name}"), bytes);
             indexer.on_object_changed(&format!("{prefix}{name}")).await.unwrap();
         }
@@ -614,7 +635,8 @@ mod tests {
             (status, body),
             (
                 200,
-                json!({"versions": [{"version": "1.0.0", "protocols": ["6.0"], "platforms": [{"os": "linux", "arch": "amd64"}]}]})
+                json!({"versions": [{"version": "1.0.0", "protocols": ["6.0"],
+                        "platforms": [{"os": "darwin", "arch": "arm64"}, {"os": "linux", "arch": "amd64"}]}]})
             )
         );
         let before = app.storage().request_count();
@@ -629,6 +651,7 @@ mod tests {
                 "download_url",
                 "filename",
                 "os",
+                "packages",
                 "protocols",
                 "shasum",
                 "shasums_signature_url",
@@ -654,11 +677,24 @@ mod tests {
                 "https://memory.invalid/{prefix}terraform-provider-widget_1.0.0_SHA256SUMS.sig?"
             ))
         );
+        // OpenTofu's `packages`: every platform, its zh: (the zip's SHA-256, `shasum` for this
+        // one) and h1: (computed independently here from the zip's files), and its size.
+        for (platform, os_arch) in [("linux_amd64", "linux_amd64"), ("darwin_arm64", "darwin_arm64")] {
+            let zip = app.storage().peek(&format!("{prefix}terraform-provider-widget_1.0.0_{os_arch}.zip")).unwrap();
+            let h1 = h1_of(&zip);
+            assert_eq!(
+                body["packages"][platform],
+                json!({"hashes": [format!("zh:{}", hex::encode(sha2::Sha256::digest(&zip))), h1], "package_size": zip.len()}),
+                "{platform}"
+            );
+        }
+        assert_eq!(body["packages"].as_object().unwrap().len(), 2);
+        assert_eq!(body["packages"]["linux_amd64"]["hashes"][0], format!("zh:{}", body["shasum"].as_str().unwrap()));
         let keys = &body["signing_keys"]["gpg_public_keys"];
         assert_eq!(keys[0]["key_id"], key.key_id());
         assert!(keys[0]["ascii_armor"].as_str().unwrap().starts_with("-----BEGIN PGP PUBLIC KEY BLOCK-----"));
         for absent in [
-            "/v1/providers/acme/widget/1.0.0/download/darwin/arm64",
+            "/v1/providers/acme/widget/1.0.0/download/windows/amd64",
             "/v1/providers/acme/widget/2.0.0/download/linux/amd64",
             "/v1/providers/acme/gadget/versions",
         ] {

@@ -40,7 +40,8 @@ pub(super) async fn versions<S: Storage>(
 }
 
 /// `GET …/:version/download/:os/:arch`: one read (the version's document), three presigned
-/// URLs (the zip, `SHA256SUMS`, its signature), and the key that signed it.
+/// URLs (the zip, `SHA256SUMS`, its signature), the key that signed it, and every platform's
+/// hashes (`packages`).
 pub(super) async fn download<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
@@ -64,7 +65,7 @@ pub(super) async fn download<S: Storage>(
     let (sums, sig) = (ReleaseFile::Shasums, ReleaseFile::Signature);
     let shasums_url = ctx.reader.presign(&file(sums), None, wanted(sums)).await?;
     let shasums_signature_url = ctx.reader.presign(&file(sig), None, wanted(sig)).await?;
-    let body = json!({
+    let mut body = json!({
         "protocols": release.protocols,
         "os": platform.os,
         "arch": platform.arch,
@@ -78,5 +79,26 @@ pub(super) async fn download<S: Storage>(
             "ascii_armor": release.signing_key.ascii_armor,
         }]},
     });
+    if let Some(packages) = packages(document) {
+        body["packages"] = packages;
+    }
     Ok(Reply::json(StatusCode::OK, &body).header("cache-control", "no-store").stale(read.stale))
+}
+
+/// OpenTofu's `packages` (1.12+; its provider registry protocol): every served platform of the
+/// version with its `zh:` and `h1:` and its size, so one download answer fills a lock file for
+/// all platforms. The protocol requires all platforms or none, and OpenTofu refuses a package
+/// whose size differs or whose `zh:` is not the `shasum`: a platform the indexer recorded no
+/// size or `zh:` for (none it signs off has) leaves the field out rather than half-filled.
+fn packages(document: &ProviderVersion) -> Option<serde_json::Value> {
+    let mut packages = serde_json::Map::new();
+    for (platform, archive) in &document.archives {
+        let size = archive.indexed.as_ref().map(|i| i.size).filter(|size| *size > 0);
+        let (Some(size), false) = (size, archive.zh().is_empty()) else {
+            tracing::warn!(%platform, "a served archive has no recorded size or zh: hash; no `packages` in the answer");
+            return None;
+        };
+        packages.insert(platform.clone(), json!({"hashes": archive.hashes_for_cli(), "package_size": size}));
+    }
+    Some(serde_json::Value::Object(packages))
 }
