@@ -13,7 +13,9 @@ locals {
     mirror    = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     providers = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     # For people and tools: the module list, search and details API.
-    web     = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    web = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    # OCI Distribution (/v2/): providers as OpenTofu's oci_mirror installs them.
+    oci     = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     indexer = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
     # The pull-through mirror's copier: invoked by pull records, never by API Gateway.
     puller = { memory = var.puller_memory_mb, timeout = var.puller_timeout_seconds, storage = var.puller_ephemeral_storage_mb }
@@ -45,6 +47,9 @@ locals {
     "ANY /ui/sign-in"                                           = "web"
     "ANY /ui/sign-out"                                          = "web"
     "ANY /ui/assets/{file}"                                     = "web"
+    # OCI Distribution: /v2/ (ANY /v2 takes the trailing slash) and everything under it.
+    "ANY /v2"          = "oci"
+    "ANY /v2/{proxy+}" = "oci"
     # router::DEFAULT_ROUTE_SERVICE: the router refuses such a path before asking any service.
     "$default" = "discovery"
   }
@@ -109,6 +114,7 @@ locals {
     mirror    = local.common_environment
     providers = local.common_environment
     web       = local.common_environment
+    oci       = local.common_environment
     indexer = merge(local.common_environment, {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)

@@ -287,7 +287,7 @@ variable "tags" {
 }
 
 variable "monitoring" {
-  description = "CloudWatch alarms (API 5xx rate, each function's errors and throttles, the dead-letter queues) and a dashboard: about $4.80 a month at list prices (docs/OPERATIONS.md). false: neither."
+  description = "CloudWatch alarms (API 5xx rate, each function's errors and throttles, the dead-letter queues) and a dashboard: a few dollars a month at list prices (docs/OPERATIONS.md, Cost). false: neither."
   type        = bool
   default     = true
 }

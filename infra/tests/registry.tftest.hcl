@@ -30,7 +30,7 @@ run "defaults" {
   command = plan
 
   assert {
-    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["ANY /.well-known/terraform.json", "ANY /v1/modules/{namespace}/{name}/{system}/versions", "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download", "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}", "ANY /v1/providers/{namespace}/{type}/versions", "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "ANY /v1/modules", "ANY /v1/modules/search", "ANY /v1/modules/{namespace}/{name}/{system}", "ANY /v1/modules/{namespace}/{name}/{system}/{version}", "ANY /", "ANY /ui/modules/{namespace}/{name}/{system}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}", "ANY /ui/providers/{hostname}/{namespace}/{type}", "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}", "ANY /ui/sign-in", "ANY /ui/sign-out", "ANY /ui/assets/{file}", "$default"])
+    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["ANY /.well-known/terraform.json", "ANY /v1/modules/{namespace}/{name}/{system}/versions", "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download", "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}", "ANY /v1/providers/{namespace}/{type}/versions", "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "ANY /v1/modules", "ANY /v1/modules/search", "ANY /v1/modules/{namespace}/{name}/{system}", "ANY /v1/modules/{namespace}/{name}/{system}/{version}", "ANY /", "ANY /ui/modules/{namespace}/{name}/{system}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}", "ANY /ui/providers/{hostname}/{namespace}/{type}", "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}", "ANY /ui/sign-in", "ANY /ui/sign-out", "ANY /ui/assets/{file}", "ANY /v2", "ANY /v2/{proxy+}", "$default"])
     error_message = "the API must have exactly the router's route keys, and $default"
   }
   assert {
@@ -38,7 +38,7 @@ run "defaults" {
     error_message = "every function is arm64 provided.al2023"
   }
   assert {
-    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "web", "indexer", "puller"])
+    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "web", "oci", "indexer", "puller"])
     error_message = "one function per Lambda binary"
   }
   assert {
@@ -146,6 +146,10 @@ run "least_privilege" {
   assert {
     condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog.json", "indexed/modules/*", "indexed/providers/*", "access/tokens.json"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
     error_message = "web only reads the catalog, module and provider manifests, module docs, and the token store: no archive, no publish log, no write"
+  }
+  assert {
+    condition     = flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject", "s3:GetObjectVersion"] && toset(flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "indexed/oci/*", "access/tokens.json", "providers/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "oci only reads provider documents, its manifests and blob pointers, the token store and provider zips: no write"
   }
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/*"])

@@ -55,6 +55,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("served provider index", layout::provider_index(&served)),
         ("catalog", layout::CATALOG.to_string()),
         ("publish log head", layout::PUBLISH_LOG_HEAD.to_string()),
+        ("oci manifest", layout::oci_manifest(&own, &format!("sha256:{}", "ab".repeat(32)))),
         ("own rejection", layout::rejection(&own_module_archive)),
         ("token store", layout::TOKENS.to_string()),
         ("upstream versions", layout::upstream_versions(&upstream)),
@@ -88,6 +89,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "served provider index",
         "catalog",
         "publish log head",
+        "oci manifest",
         "own rejection",
     ];
     let indexer_writes = vec![
@@ -96,6 +98,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "served provider index",
         "catalog",
         "publish log head",
+        "oci manifest",
         "own rejection",
     ];
     let publisher_writes = vec!["own module archive", "own provider zip", "own provider shasums"];
@@ -127,6 +130,20 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
             role("web"),
             GET,
             vec!["module manifest", "provider index", "served provider index", "catalog", "token store"],
+        ),
+        (
+            role("oci"),
+            GET,
+            vec![
+                "own provider zip",
+                "other provider zip",
+                "served provider zip",
+                "upstream copy",
+                "provider index",
+                "served provider index",
+                "oci manifest",
+                "token store",
+            ],
         ),
         (role("indexer"), GET, indexer_reads),
         (role("indexer"), PUT, indexer_writes.clone()),
@@ -226,7 +243,7 @@ fn list_prefixes_are_what_each_reads(principals: &serde_json::Map<String, Value>
         let upload = prefix.strip_prefix(layout::REJECTIONS_PREFIX).unwrap_or(&prefix);
         assert!(layout_allows_write(&format!("{NAME}-publish-{TEAM}"), upload), "publisher lists {prefix}");
     }
-    for f in ["discovery", "modules", "mirror", "providers", "web"] {
+    for f in ["discovery", "modules", "mirror", "providers", "web", "oci"] {
         assert!(listed(&format!("role/{NAME}-{f}")).is_empty(), "{f} lists nothing: a missing key is a 403");
     }
 }

@@ -195,6 +195,8 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
     for r in requests {
         let allowed_key = match r.key.as_deref() {
             Some(layout::TOKENS | layout::CATALOG) => true,
+            // OCI manifests and blob pointers, by digest.
+            Some(key) if key.starts_with(layout::OCI_PREFIX) => true,
             // A module version's docs (the details routes).
             Some(key) if key.starts_with("indexed/modules/") && key.contains("/docs/") => true,
             Some(key) => matches!(
@@ -251,6 +253,9 @@ fn check_4xx(
     }
     let json: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("{what}: not JSON ({e}): {shown}"))?;
+    if registry::router::is_oci_path(case.target.split('?').next().unwrap_or_default()) {
+        return check_oci_errors(what, case, &json, &shown);
+    }
     match json["errors"].as_array() {
         Some(errors) if !errors.is_empty() && errors.iter().all(|e| e.is_string()) => match case.says {
             Some(says) if !errors.iter().any(|e| e.as_str().is_some_and(|e| e.contains(says))) => {
@@ -259,6 +264,33 @@ fn check_4xx(
             _ => Ok(()),
         },
         _ => Err(format!("{what}: no errors array of strings: {shown}")),
+    }
+}
+
+/// An OCI error body, as the distribution spec has it: `{"errors": [{"code", "message"}]}`
+/// with one of the spec's codes.
+fn check_oci_errors(what: &str, case: &Case, json: &serde_json::Value, shown: &str) -> Result<(), String> {
+    const CODES: [&str; 9] = [
+        "UNAUTHORIZED",
+        "NAME_UNKNOWN",
+        "MANIFEST_UNKNOWN",
+        "BLOB_UNKNOWN",
+        "NAME_INVALID",
+        "MANIFEST_INVALID",
+        "DIGEST_INVALID",
+        "PAGINATION_NUMBER_INVALID",
+        "UNSUPPORTED",
+    ];
+    let errors = json["errors"].as_array().filter(|e| !e.is_empty());
+    let ok = errors.is_some_and(|errors| {
+        errors.iter().all(|e| e["code"].as_str().is_some_and(|c| CODES.contains(&c)) && e["message"].is_string())
+    });
+    if !ok {
+        return Err(format!("{what}: no OCI errors array: {shown}"));
+    }
+    match case.says {
+        Some(says) if !shown.contains(says) => Err(format!("{what}: the answer does not say {says:?}: {shown}")),
+        _ => Ok(()),
     }
 }
 
@@ -328,7 +360,8 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
         let mut checked = check_4xx(&what, case, status, header, &body)
             .and_then(|()| check_reads(&what, status, &h.running.take_s3_requests()));
         // The protocols' 401 says how to authenticate; a page says so in words (and a link).
-        let challenged = headers.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with("Bearer"));
+        let scheme = if registry::router::is_oci_path(&case.target) { "Basic" } else { "Bearer" };
+        let challenged = headers.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with(scheme));
         if status == 401 && !hostile::is_page(&case.target) && !challenged {
             checked = Err(format!("{what}: 401 without a Bearer challenge"));
         }

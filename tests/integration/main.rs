@@ -6,6 +6,7 @@ mod concurrent_publish;
 mod embedded_s3;
 mod faults;
 mod infra_consistency;
+mod oci_clients;
 mod oidc;
 mod pull_through;
 mod tokens;

@@ -3,7 +3,7 @@
 # (`cargo lambda watch`), fed real event JSON, against the embedded S3 of registry-local:
 #   1. archives are placed in the bucket, no manifest exists;
 #   2. the indexer function gets an S3 notification batch and writes the manifests;
-#   3. discovery, modules, mirror, providers and web answer API Gateway HTTP API v2 events from them.
+#   3. discovery, modules, mirror, providers, web and oci answer API Gateway HTTP API v2 events from them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v cargo-lambda >/dev/null || { echo "cargo-lambda not found: run make setup" >&2; exit 1; }
@@ -18,7 +18,7 @@ trap cleanup EXIT
 # builds with, so this reuses its build (another selection unifies features differently and
 # rebuilds dozens of crates).
 cargo build -q --workspace --bins --tests
-for bin in registry-local signed-release discovery modules mirror providers web indexer puller; do
+for bin in registry-local signed-release discovery modules mirror providers web oci indexer puller; do
   [ -x "$BIN/$bin" ] || { echo "FAIL  $BIN/$bin was not built" >&2; exit 1; }
 done
 
@@ -85,7 +85,7 @@ ENV
 cargo lambda watch --only-lambda-apis -A 127.0.0.1 -P "$WATCH_PORT" > "$work/watch.log" 2>&1 &
 pids+=($!)
 wait_for "cargo lambda watch on port $WATCH_PORT" 120 bash -c "echo > /dev/tcp/127.0.0.1/$WATCH_PORT"
-for function in discovery modules mirror providers web indexer puller; do
+for function in discovery modules mirror providers web oci indexer puller; do
   (
     set -a; . "$work/lambda.env"; set +a
     export AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096
@@ -214,6 +214,11 @@ check "modules: the list route is not the modules function's" modules "/v1/modul
 # lambda_http builds a URL from these headers and panics on these values; the guard before it
 # (registry::lambda::guard) makes them harmless, and the registry never reads them.
 EXTRA_HEADER="x-forwarded-proto=a b" check "modules: an odd X-Forwarded-Proto is ignored" modules "/v1/modules/acme/network/aws/versions" 200 '{\"version\":\"1.0.0\"}'
+oci_repo="/v2/providers/example.com/acme/widget"
+SEND_TOKEN="" check "oci: /v2/ without credentials is a Basic challenge" oci "/v2/" 401 'Basic realm='
+check "oci: tags are the mirrored versions" oci "$oci_repo/tags/list" 200 '\"tags\":[\"0.1.0\"]'
+check "oci: a tag is the provider's image index" oci "$oci_repo/manifests/0.1.0" 200 'application/vnd.opentofu.provider'
+check "oci: an unknown tag is MANIFEST_UNKNOWN" oci "$oci_repo/manifests/9.9.9" 404 'MANIFEST_UNKNOWN'
 EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
 
 if [ "$failures" -ne 0 ]; then

@@ -71,6 +71,14 @@ const LIST: &str = "/v1/modules";
 const SEARCH: &str = "/v1/modules/search";
 const DETAILS: &str = "/v1/modules/acme/vpc/aws";
 const DETAILS_VERSION: &str = "/v1/modules/acme/vpc/aws/1.0.0";
+/// The mirrored provider's OCI repository (the oci function).
+const OCI_REPO: &str = "/v2/providers/registry.terraform.io/hashicorp/null";
+
+fn basic(credentials: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(credentials)
+}
+
 /// The web pages (the web function): their errors are HTML pages, not JSON.
 const PAGE_MODULE: &str = "/ui/modules/acme/vpc/aws";
 const PAGE_PROVIDER: &str = "/ui/providers/registry.terraform.io/hashicorp/null";
@@ -422,6 +430,52 @@ pub fn corpus() -> Vec<Case> {
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(&long(4096))),
         with_header(404, "/ui/modules/other/vpc/aws", Auth::None, "cookie", cookie(SCOPED_TOKEN)),
         with_header(404, PAGE_PROVIDER, Auth::None, "cookie", cookie(SCOPED_TOKEN)),
+        // OCI Distribution (/v2/): read-only, OCI's error bodies, a Basic challenge.
+        auth(401, "/v2/", Auth::None),
+        auth(401, &format!("{OCI_REPO}/tags/list"), Auth::None),
+        auth(401, &format!("{OCI_REPO}/manifests/3.2.1"), Auth::Header("Basic !!!not-base64".into())),
+        auth(401, &format!("{OCI_REPO}/manifests/3.2.1"), Auth::Header("Basic Og==".into())),
+        auth(401, &format!("{OCI_REPO}/manifests/3.2.1"), Auth::Header(format!("Basic {}", basic("x:trg_unknown")))),
+        auth(
+            401,
+            &format!("{OCI_REPO}/tags/list"),
+            Auth::Header(format!("Basic {}", basic(&format!("x:{EXPIRED_TOKEN}")))),
+        ),
+        auth(
+            404,
+            &format!("{OCI_REPO}/tags/list"),
+            Auth::Header(format!("Basic {}", basic(&format!("x:{SCOPED_TOKEN}")))),
+        ),
+        case(404, "/v2/providers/registry.terraform.io/hashicorp/gone/tags/list"),
+        case(404, format!("{OCI_REPO}/manifests/9.9.9")),
+        case(404, format!("{OCI_REPO}/manifests/sha256:{}", "0".repeat(64))),
+        case(404, format!("{OCI_REPO}/blobs/sha256:{}", "0".repeat(64))),
+        case(404, format!("{OCI_REPO}/referrers/sha256:{}", "0".repeat(64))),
+        case(404, "/v2/_catalog"),
+        case(400, "/v2/providers/Registry.Terraform.io/hashicorp/null/tags/list"),
+        case(400, "/v2/providers/127.0.0.1:8443/acme/widget/tags/list"),
+        case(400, "/v2/providers/registry.terraform.io/hashicorp/null/extra/tags/list"),
+        case(400, "/v2/modules/acme/vpc/aws/tags/list"),
+        case(400, "/v2/providers/registry.terraform.io/hashicorp/../null/tags/list"),
+        case(400, "/v2/providers/registry.terraform.io/hashicorp/%2e%2e/tags/list"),
+        case(400, "/v2//tags/list"),
+        case(400, format!("{OCI_REPO}/manifests/latest")),
+        case(400, format!("{OCI_REPO}/manifests/3.2.1+x")),
+        case(400, format!("{OCI_REPO}/manifests/../../../../access/tokens.json")),
+        case(400, format!("{OCI_REPO}/manifests/sha256:{}", "A".repeat(64))),
+        case(400, format!("{OCI_REPO}/blobs/sha256:{}", "0".repeat(63))),
+        case(400, format!("{OCI_REPO}/blobs/sha256:{}/../x", "0".repeat(64))),
+        case(400, format!("{OCI_REPO}/blobs/uploads/")),
+        case(400, format!("{OCI_REPO}/tags/list?n=0")),
+        case(400, format!("{OCI_REPO}/tags/list?n=99999999999999999999999")),
+        case(400, format!("{OCI_REPO}/tags/list?last=../x")),
+        case(400, format!("{OCI_REPO}/tags/list?n=1&n=2")),
+        case(400, format!("{OCI_REPO}/manifests/3.2.1?x=1")),
+        method(405, "POST", &format!("{OCI_REPO}/blobs/uploads/")),
+        method(405, "PUT", &format!("{OCI_REPO}/manifests/3.2.1")),
+        method(405, "DELETE", &format!("{OCI_REPO}/manifests/3.2.1")),
+        method(405, "PATCH", &format!("{OCI_REPO}/blobs/uploads/x")),
+        method(405, "POST", "/v2/"),
     ];
     // The same traversal attempts against every route's variable segments.
     for template in [

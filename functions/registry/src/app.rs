@@ -147,7 +147,13 @@ impl<S: Storage> App<S> {
     /// web page's path a page that says what went wrong, with the same status. Transports use
     /// it for what they refuse before the handler (a body too large, say).
     pub fn refuse(&self, error: &Error, request: &Request<'_>) -> Reply {
-        if router::is_page_path(request.raw_path) { routes::error_page(error, request) } else { Reply::error(error) }
+        if router::is_page_path(request.raw_path) {
+            routes::error_page(error, request)
+        } else if router::is_oci_path(request.raw_path) {
+            routes::oci_error_reply(error, request.raw_path)
+        } else {
+            Reply::error(error)
+        }
     }
 
     /// A routed request, if this process serves its route.
@@ -166,8 +172,9 @@ impl<S: Storage> App<S> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
     use sha2::Digest;
+    use std::collections::BTreeMap;
 
     use super::*;
     use crate::layout;
@@ -586,6 +593,135 @@ mod tests {
     /// are one read each, answer exactly the protocol's fields, and presign only the release's
     /// own zip, SHA256SUMS and signature; scopes hide a provider as absence does.
     // One scenario told in order (long on purpose): a signed release, then each answer.
+    /// OCI Distribution for a mirrored provider with two platforms: every route in one read,
+    /// the tag an image index of one manifest per platform, each with the zip as its only
+    /// layer (digest = the zip's SHA-256), the blob a redirect to the zip, HEAD sized, and
+    /// OCI's error bodies; credentials as `Basic` with the token as password.
+    #[tokio::test]
+    async fn oci_serves_a_provider_as_opentofu_installs_it() {
+        use crate::oci::artifacts::{ImageIndex, ImageManifest};
+        let storage = MemoryStorage::new();
+        let prefix = "providers/registry.terraform.io/hashicorp/null/";
+        let indexer = crate::index::Indexer::new(&storage, crate::index::Limits::default());
+        let mut zips = BTreeMap::new();
+        for platform in ["linux_amd64", "darwin_arm64"] {
+            let key = format!("{prefix}terraform-provider-null_3.2.1+ent_{platform}.zip");
+            let zip = crate::testing::provider_zip("null", "3.2.1+ent", platform);
+            storage.insert(&key, zip.clone());
+            indexer.on_object_changed(&key).await.unwrap();
+            zips.insert(platform, zip);
+        }
+        let ci =
+            crate::auth::manage::record("ci", "trg_ci", vec![], vec!["registry.terraform.io/hashicorp/*".into()], None);
+        let other = crate::auth::manage::record(
+            "other",
+            "trg_other",
+            vec![],
+            vec!["registry.terraform.io/acme/*".into()],
+            None,
+        );
+        let store = crate::auth::TokenStore { format: 1, tokens: vec![ci, other] };
+        storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
+        let app = App::new(Config::new("bucket"), storage, &[Service::Oci]);
+        let basic = |token: &str| {
+            use base64::Engine;
+            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("anyone:{token}")))
+        };
+        let ci = basic("trg_ci");
+        let send = |method: &'static Method, path: &'static str, auth: Option<String>| {
+            let app = &app;
+            async move {
+                let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
+                let before = app.storage().request_count();
+                let request = Request::new(method, path).query(query).authorization(auth.as_deref());
+                let reply = app.handle(&request).await;
+                (reply, app.storage().request_count() - before)
+            }
+        };
+        let repo = "/v2/providers/registry.terraform.io/hashicorp/null";
+        let leak = |p: &str| -> &'static str { Box::leak(p.to_string().into_boxed_str()) };
+
+        let (reply, _) = send(&Method::GET, "/v2/", None).await;
+        assert_eq!(reply.status, 401);
+        assert!(reply.header_value("www-authenticate").unwrap().starts_with("Basic realm="));
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(body["errors"][0]["code"], "UNAUTHORIZED");
+        assert_eq!(send(&Method::GET, "/v2/", Some(ci.clone())).await.0.status, 200);
+        assert_eq!(send(&Method::GET, "/v2/", Some(basic("trg_nope"))).await.0.status, 401);
+
+        let (reply, reads) = send(&Method::GET, leak(&format!("{repo}/tags/list")), Some(ci.clone())).await;
+        // The token store was read at /v2/ and is kept: one read, index.json.
+        assert_eq!((reply.status.as_u16(), reads), (200, 1));
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(body, json!({"name": "providers/registry.terraform.io/hashicorp/null", "tags": ["3.2.1_ent"]}));
+
+        let (reply, reads) = send(&Method::GET, leak(&format!("{repo}/manifests/3.2.1_ent")), Some(ci.clone())).await;
+        assert_eq!((reply.status.as_u16(), reads), (200, 1));
+        assert_eq!(reply.header_value("content-type"), Some(crate::oci::MEDIA_TYPE_INDEX));
+        let index_digest = crate::oci::digest_of(&reply.body);
+        assert_eq!(reply.header_value("docker-content-digest"), Some(index_digest.as_str()));
+        let index: ImageIndex = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(index.artifact_type, crate::oci::ARTIFACT_TYPE_PROVIDER);
+        let (head, _) = send(&Method::HEAD, leak(&format!("{repo}/manifests/3.2.1_ent")), Some(ci.clone())).await;
+        assert!(head.body.is_empty());
+        assert_eq!(head.header_value("content-length"), Some(reply.body.len().to_string().as_str()));
+        let (by_digest, _) =
+            send(&Method::GET, leak(&format!("{repo}/manifests/{index_digest}")), Some(ci.clone())).await;
+        assert_eq!(by_digest.body, reply.body);
+
+        for entry in &index.manifests {
+            let platform = entry.platform.as_ref().unwrap();
+            let zip = &zips[format!("{}_{}", platform.os, platform.architecture).as_str()];
+            let (reply, reads) =
+                send(&Method::GET, leak(&format!("{repo}/manifests/{}", entry.digest)), Some(ci.clone())).await;
+            assert_eq!((reply.status.as_u16(), reads), (200, 1));
+            assert_eq!(crate::oci::digest_of(&reply.body), entry.digest);
+            let manifest: ImageManifest = serde_json::from_slice(&reply.body).unwrap();
+            let layer = &manifest.layers[0];
+            assert_eq!(layer.digest, format!("sha256:{}", hex::encode(sha2::Sha256::digest(zip))));
+            assert_eq!(layer.size, zip.len() as u64);
+            let (blob, reads) =
+                send(&Method::GET, leak(&format!("{repo}/blobs/{}", layer.digest)), Some(ci.clone())).await;
+            assert_eq!((blob.status.as_u16(), reads), (307, 1));
+            let location = blob.header_value("location").unwrap();
+            let file = layer.annotations["org.opencontainers.image.title"].clone();
+            assert!(location.starts_with(&format!("https://memory.invalid/{prefix}{file}?")), "{location}");
+            let (head, _) =
+                send(&Method::HEAD, leak(&format!("{repo}/blobs/{}", layer.digest)), Some(ci.clone())).await;
+            assert_eq!(head.header_value("content-length"), Some(zip.len().to_string().as_str()));
+            assert_eq!(head.header_value("docker-content-digest"), Some(layer.digest.as_str()));
+        }
+        let (config, reads) =
+            send(&Method::GET, leak(&format!("{repo}/blobs/{}", crate::oci::EMPTY_CONFIG_DIGEST)), Some(ci.clone()))
+                .await;
+        assert_eq!((config.status.as_u16(), &config.body[..], reads), (200, &b"{}"[..], 0), "inline");
+
+        // OCI's errors: unknown tag, blob and repository; a name that is none; the other team's
+        // token gets exactly what absence gets.
+        let zero = format!("sha256:{}", "0".repeat(64));
+        for (path, auth, status, code) in [
+            (format!("{repo}/manifests/9.9.9"), ci.clone(), 404, "MANIFEST_UNKNOWN"),
+            (format!("{repo}/blobs/{zero}"), ci.clone(), 404, "BLOB_UNKNOWN"),
+            ("/v2/providers/registry.terraform.io/hashicorp/gone/tags/list".into(), ci.clone(), 404, "NAME_UNKNOWN"),
+            ("/v2/providers/Registry/x/y/tags/list".into(), ci.clone(), 400, "NAME_INVALID"),
+            (format!("{repo}/manifests/latest"), ci.clone(), 400, "MANIFEST_INVALID"),
+            (format!("{repo}/blobs/sha256:xyz"), ci.clone(), 400, "DIGEST_INVALID"),
+            (format!("{repo}/tags/list"), basic("trg_other"), 404, "NAME_UNKNOWN"),
+            (format!("{repo}/tags/list"), "Basic !!!".into(), 401, "UNAUTHORIZED"),
+        ] {
+            let (reply, _) = send(&Method::GET, leak(&path), Some(auth)).await;
+            let body: Value = serde_json::from_slice(&reply.body).unwrap();
+            assert_eq!(
+                (reply.status.as_u16(), body["errors"][0]["code"].as_str()),
+                (status, Some(code)),
+                "{path}: {body}"
+            );
+        }
+        let (put, _) = send(&Method::PUT, leak(&format!("{repo}/manifests/3.2.1_ent")), Some(ci.clone())).await;
+        let body: Value = serde_json::from_slice(&put.body).unwrap();
+        assert_eq!((put.status.as_u16(), body["errors"][0]["code"].as_str()), (405, Some("UNSUPPORTED")));
+    }
+
     /// The CLI's `h1:` of a zip (Go's dirhash Hash1), computed here from scratch.
     fn h1_of(zip: &[u8]) -> String {
         use base64::Engine;

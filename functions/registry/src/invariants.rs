@@ -5,6 +5,7 @@
 use http::Method;
 
 use crate::layout::{self, ObjectKind};
+use crate::oci::name::{OciRoute, Reference, Repository};
 use crate::router::BasePaths;
 use crate::router::{self, Page, Route};
 
@@ -60,8 +61,13 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
         if raw_path.split('/').any(|s| s == ".." || s == ".") {
             return Err(format!("{raw_path:?}: accepted with a dot segment"));
         }
-        let reads_query =
-            matches!(route, Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(Page::Catalog(_)));
+        let reads_query = matches!(
+            route,
+            Route::ModuleList(_)
+                | Route::ModuleSearch(_)
+                | Route::Page(Page::Catalog(_))
+                | Route::Oci(OciRoute::Tags { .. })
+        );
         if query.is_some_and(|q| !q.is_empty()) && !reads_query {
             return Err(format!("{target:?}: a query string accepted by {}", route.name()));
         }
@@ -110,6 +116,26 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 layout::provider_version(p, v),
                 ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
             ),
+            Route::Oci(OciRoute::Base) => continue,
+            Route::Oci(OciRoute::Tags { repository: Repository::Provider(p), .. }) => {
+                (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone()))
+            }
+            Route::Oci(OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Tag(v) }) => (
+                layout::provider_version(p, v),
+                ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
+            ),
+            // Content-addressed keys under `indexed/oci/`: clean, and never another object's.
+            Route::Oci(
+                OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Digest(d) }
+                | OciRoute::Blob { repository: Repository::Provider(p), digest: d },
+            ) => {
+                for key in [layout::oci_manifest(p, d), layout::oci_blob(p, d)] {
+                    if !key_is_clean(&key) || layout::classify(&key).is_some() || !key.starts_with(layout::OCI_PREFIX) {
+                        return Err(format!("{target:?} -> OCI key {key:?} unclean or taken for another object"));
+                    }
+                }
+                continue;
+            }
             // providers.v1 names providers of the registry's own host (any valid one).
             Route::ProviderVersions(n) => {
                 let p = n.at("registry.example.com");

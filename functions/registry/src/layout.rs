@@ -57,6 +57,9 @@ pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 /// The file name of a provider's version list (the network mirror's).
 pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
+/// The OCI artifacts the indexer derives (`oci`): manifests and blob pointers, by digest.
+pub const OCI_PREFIX: &str = "indexed/oci/";
+
 /// Where publishers write (their IAM policy in infra/, the local registry's publisher key).
 pub const PUBLISHER_PREFIXES: [&str; 2] = [MODULES_PREFIX, PROVIDERS_PREFIX];
 /// Where key admins write (their IAM policy in infra/, the local registry's key-admin key).
@@ -172,6 +175,21 @@ pub fn provider_release_file_name(p: &ProviderAddress, version: &semver::Version
 /// Where the indexer keeps a provider's mirror documents.
 pub fn provider_documents_prefix(p: &ProviderAddress) -> String {
     format!("{INDEXED_PREFIX}{}", provider_prefix(p))
+}
+
+/// Where the indexer keeps a provider's OCI artifacts (`indexed/oci/providers/H/NS/TYPE/`).
+pub fn oci_provider_prefix(p: &ProviderAddress) -> String {
+    format!("{OCI_PREFIX}{}", provider_prefix(p))
+}
+
+/// A manifest of a provider's OCI repository, by its digest (`sha256:HEX`): its exact bytes.
+pub fn oci_manifest(p: &ProviderAddress, digest: &str) -> String {
+    format!("{}manifests/{}", oci_provider_prefix(p), digest.replacen(':', "/", 1))
+}
+
+/// A blob of a provider's OCI repository, by its digest: where its bytes are (`OciBlob`).
+pub fn oci_blob(p: &ProviderAddress, digest: &str) -> String {
+    format!("{}blobs/{}.json", oci_provider_prefix(p), digest.replacen(':', "/", 1))
 }
 
 /// Where the indexer keeps a provider's `index.json`.
@@ -466,6 +484,13 @@ pub enum Wanted<'a> {
         /// The `archives` key of `VERSION.json` (`linux_amd64`).
         platform: &'a str,
     },
+    /// A blob of a provider's OCI repository (`/v2/providers/…/blobs/DIGEST`): any served zip
+    /// of that provider (the pointer the indexer wrote names which; the client checks the
+    /// digest of what it gets).
+    OciProviderBlob {
+        /// The provider whose repository the request names.
+        provider: &'a ProviderAddress,
+    },
     /// A signed release's `SHA256SUMS` or its signature (providers.v1 `…/download/OS/ARCH`).
     ProviderReleaseFile {
         /// The provider the request names.
@@ -495,6 +520,7 @@ pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Erro
             Some(ObjectKind::ProviderReleaseFile { provider, version, file }),
             Wanted::ProviderReleaseFile { provider: p, version: v, file: f },
         ) => provider == *p && version == *v && file == f && file != ReleaseFile::Manifest,
+        (Some(ObjectKind::ProviderArchive { provider, .. }), Wanted::OciProviderBlob { provider: p }) => provider == *p,
         _ => false,
     };
     if matches {

@@ -33,6 +33,7 @@ pub mod lambda;
 pub mod layout;
 pub mod manifest;
 pub mod module_docs;
+pub mod oci;
 pub mod percent;
 pub mod publish_log;
 pub mod query;

@@ -151,6 +151,24 @@ pub struct ProviderVersion {
     /// does not verify (so they are not read again when it is fixed).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<String, ProviderArchive>,
+    /// The version's OCI image index, exactly as its tag serves it (`oci::artifacts`): written
+    /// with the document, so the tag and the archives it names change together. Absent when
+    /// nothing is served, or the provider's address has no OCI repository name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci_index: Option<String>,
+}
+
+/// `indexed/oci/…/blobs/sha256/HEX.json`: where the bytes of an OCI blob are (a served zip,
+/// and the object version the indexer hashed), for the OCI function to presign.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OciBlob {
+    /// The bucket key of the zip.
+    pub key: String,
+    /// Its object version, in a versioned bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// What the indexer verified of a signed release (`index::releases`).

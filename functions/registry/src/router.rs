@@ -8,6 +8,7 @@ use http::Method;
 use crate::address::{ModuleAddress, ProviderAddress, ProviderName, parse_version, printable};
 use crate::error::Error;
 use crate::layout::Platform;
+use crate::oci::name::OciRoute;
 use crate::query::Listing;
 
 /// Where the CLI looks for the services a host offers.
@@ -76,6 +77,8 @@ pub enum Route {
     ModuleDetails(ModuleAddress, semver::Version),
     /// A web page, for people in a browser.
     Page(Page),
+    /// `GET|HEAD /v2/…`: OCI Distribution (OpenTofu's `oci_mirror`).
+    Oci(OciRoute),
 }
 
 /// The web pages (`web`): HTML, with the viewer from the `Authorization` header or the
@@ -131,12 +134,14 @@ pub enum Service {
     /// For people and tools: the module list, search and details API (the public registry's
     /// v1 shape), and the web pages.
     Web,
+    /// OCI Distribution, read-only (`/v2/`).
+    Oci,
 }
 
 impl Service {
     /// Every service: what the local registry serves in one process.
-    pub const ALL: [Service; 5] =
-        [Service::Discovery, Service::Modules, Service::Mirror, Service::Providers, Service::Web];
+    pub const ALL: [Service; 6] =
+        [Service::Discovery, Service::Modules, Service::Mirror, Service::Providers, Service::Web, Service::Oci];
 
     /// The Lambda binary (and infra function key) that serves it.
     pub fn function_name(&self) -> &'static str {
@@ -146,6 +151,7 @@ impl Service {
             Service::Mirror => "mirror",
             Service::Providers => "providers",
             Service::Web => "web",
+            Service::Oci => "oci",
         }
     }
 }
@@ -163,6 +169,7 @@ impl Route {
             | Route::ModuleLatest(_)
             | Route::ModuleDetails(..)
             | Route::Page(_) => Service::Web,
+            Route::Oci(_) => Service::Oci,
         }
     }
 
@@ -180,6 +187,10 @@ impl Route {
             Route::ModuleSearch(_) => "module_search",
             Route::ModuleLatest(_) => "module_latest",
             Route::ModuleDetails(..) => "module_details",
+            Route::Oci(OciRoute::Base) => "oci_base",
+            Route::Oci(OciRoute::Tags { .. }) => "oci_tags",
+            Route::Oci(OciRoute::Manifest { .. }) => "oci_manifest",
+            Route::Oci(OciRoute::Blob { .. }) => "oci_blob",
             Route::Page(Page::Catalog(_)) => "page_catalog",
             Route::Page(Page::Module(..)) => "page_module",
             Route::Page(Page::Provider(..)) => "page_provider",
@@ -228,8 +239,20 @@ pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
         any(Service::Web, format!("{UI_PATH}sign-in")),
         any(Service::Web, format!("{UI_PATH}sign-out")),
         any(Service::Web, format!("{UI_PATH}assets/{{file}}")),
+        // OCI: `/v2/` (API Gateway routes it by `ANY /v2`, which takes the trailing slash) and
+        // everything under it.
+        any(Service::Oci, OCI_ROUTE_BASE.to_string()),
+        any(Service::Oci, format!("{OCI_ROUTE_BASE}/{{proxy+}}")),
         (DEFAULT_ROUTE_SERVICE, DEFAULT_ROUTE_KEY.to_string()),
     ]
+}
+
+/// The OCI routes' prefix, as an API Gateway route key spells it (no trailing slash).
+pub const OCI_ROUTE_BASE: &str = "/v2";
+
+/// Whether `raw_path` is an OCI route's (so its errors are OCI's `{"errors": [{"code"…}]}`).
+pub fn is_oci_path(raw_path: &str) -> bool {
+    raw_path == OCI_ROUTE_BASE || raw_path.starts_with(crate::oci::BASE_PATH)
 }
 
 /// Whether `raw_path` is a web page's (so its errors are pages too, not JSON).
@@ -241,8 +264,13 @@ pub fn is_page_path(raw_path: &str) -> bool {
 /// for one that breaks the grammar under a base path or a query string where the route takes
 /// none (or not that one, `query`), 405 for another method than GET or HEAD.
 pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
-    let route = match_path(raw_path, query, paths)?;
     let read = method == Method::GET || method == Method::HEAD;
+    // A push (POST to blobs/uploads/, PUT of a manifest, DELETE) is refused as such, 405
+    // `UNSUPPORTED`, before its path is judged: the OCI routes are read-only.
+    if is_oci_path(raw_path) && !read {
+        return Err(Error::MethodNotAllowed);
+    }
+    let route = match_path(raw_path, query, paths)?;
     match route {
         // The forms: sign-in is a page to GET and a form to POST; sign-out only a POST, so a
         // link or an image elsewhere cannot sign anyone out.
@@ -264,6 +292,10 @@ pub fn check_path_len(path: &str) -> Result<(), Error> {
 
 fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
     check_path_len(path)?;
+    if is_oci_path(path) {
+        let rest = path.strip_prefix(crate::oci::BASE_PATH).unwrap_or_default();
+        return crate::oci::name::parse(rest, query).map(Route::Oci);
+    }
     // Only the list and search routes read a query string. The others refuse one rather than
     // ignore it: one URL per answer, so a cache in front can never be keyed by, or poisoned
     // through, parameters we do not read (and the terraform CLI sends none).
@@ -546,7 +578,7 @@ mod tests {
         assert_eq!(route(&Method::GET, "/m/a/b/c/versions", None, &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
         assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
-        assert_eq!(templates.len(), 19);
+        assert_eq!(templates.len(), 21);
         assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
         assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
         assert!(

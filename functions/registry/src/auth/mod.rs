@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use scopes::{Decision, Policy, Resource, Viewer, decision, decision_for_header, glob};
-pub use tokens::{BEARER_BYTES_MAX, TOKEN_PREFIX, TOKENS_FORMAT, TokenRecord, TokenStore, bearer, hash, manage};
+pub use tokens::{
+    BEARER_BYTES_MAX, TOKEN_PREFIX, TOKENS_FORMAT, TokenRecord, TokenStore, basic_password, bearer, hash, manage,
+};
 
 use crate::error::Error;
 use crate::layout;

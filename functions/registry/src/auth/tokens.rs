@@ -97,6 +97,27 @@ pub fn bearer(header: &str) -> Option<&str> {
     ok.then_some(token)
 }
 
+/// The password of `Basic` credentials (RFC 7617), as OCI clients send the registry's token:
+/// `None` for another scheme, `Some(Err)` for `Basic` that does not decode to `user:password`
+/// with a password a bearer token could be.
+pub fn basic_password(header: &str) -> Option<Result<String, &'static str>> {
+    use base64::Engine;
+    let (scheme, encoded) = header.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let refused = "Basic credentials must be base64 of USER:TOKEN";
+    let decoded = match base64::engine::general_purpose::STANDARD.decode(encoded.trim()) {
+        Ok(decoded) if decoded.len() <= 2 * BEARER_BYTES_MAX => decoded,
+        _ => return Some(Err(refused)),
+    };
+    let password = String::from_utf8(decoded).ok().and_then(|s| s.split_once(':').map(|(_, p)| p.to_string()));
+    Some(match password {
+        Some(p) if !p.is_empty() && p.len() <= BEARER_BYTES_MAX && p.bytes().all(|b| b.is_ascii_graphic()) => Ok(p),
+        _ => Err(refused),
+    })
+}
+
 /// The SHA-256 of a token, as the store keeps it.
 pub fn hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()

@@ -34,6 +34,7 @@ use crate::storage::{Object, ObjectInfo, Storage};
 
 mod catalog;
 mod modules;
+mod oci;
 mod providers;
 mod rejections;
 mod releases;

@@ -210,15 +210,20 @@ async fn update_version_document<S: Storage>(
             .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
             .ok()
     });
-    let document =
+    let mut document =
         version_document(indexer, provider, version, platforms, release, existing.as_ref(), rejections).await?;
+    let artifacts = super::oci::attach(provider, &mut document);
     let same = match &existing {
         Some(e) => *e == document,
         None => document == ProviderVersion::default() && stored.is_none(),
     };
     if !same {
+        if let Some(artifacts) = &artifacts {
+            super::oci::store(indexer.storage, provider, &document, artifacts).await?;
+        }
         let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
         indexer.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
+        super::oci::forget(indexer.storage, provider, existing.as_ref(), &document).await?;
         indexer.log_changes(changes(provider, existing.as_ref(), &document)).await?;
     }
     Ok((document, !same))
@@ -499,8 +504,9 @@ mod tests {
         eprintln!("requests (publish, delete) at 3 and at 60 versions: {costs:?}");
         assert_eq!(costs[0], costs[1], "requests for one publish and one delete at 3 and at 60 versions");
         // At most 8 for the documents, 4 for the publish log (its head, a probe for a newer
-        // entry, the entry, the head again), and 3 for the catalog (it, the index, the write).
-        assert!(costs[0].0 <= 15, "{costs:?}");
+        // entry, the entry, the head again), 3 for the catalog (it, the index, the write), and
+        // 3 for the OCI artifacts (the platform's manifest, the index, the blob pointer).
+        assert!(costs[0].0 <= 18, "{costs:?}");
     }
 
     /// A version pass over an `index.json` that does not parse repairs the whole provider.

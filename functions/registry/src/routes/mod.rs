@@ -7,12 +7,14 @@
 mod discovery;
 mod mirror;
 mod modules;
+mod oci;
 mod providers;
 #[cfg(feature = "aws")]
 mod pull_through;
 mod web;
 
 pub(crate) use discovery::document as discovery_document;
+pub(crate) use oci::error_reply as oci_error_reply;
 pub(crate) use web::error_page;
 
 use crate::address::ProviderAddress;
@@ -34,6 +36,8 @@ pub(crate) async fn answer<S: Storage>(
     let authorization = request.authorization;
     match &route {
         Route::Page(page) => web::page(ctx, page, request, deadline).await,
+        // Its own credentials (Basic or Bearer) and error bodies: `oci` checks access itself.
+        Route::Oci(oci) => oci::answer(ctx, oci, request, deadline).await,
         Route::Discovery => Ok(discovery::answer(&ctx.config)),
         Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
             let viewer = ctx.verifier.lister(ctx.storage(), authorization).await?;
@@ -95,7 +99,9 @@ pub(crate) fn absent(route: &Route) -> Error {
         }
         Route::Page(Page::Module(m, _)) => format!("module {m} not found"),
         Route::Page(Page::Provider(p, _)) => format!("provider {p} not found"),
-        Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) => "not found".into(),
+        Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) | Route::Oci(_) => {
+            "not found".into()
+        }
     })
 }
 
@@ -120,7 +126,9 @@ pub(crate) async fn authorize<S: Storage>(
         (Route::Page(Page::Provider(p, _)), _) => Resource::Provider(p),
         // A listing is filtered item by item (`Verifier::lister`), not allowed or refused
         // whole; the other pages name nothing to read.
-        (Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_), _) => return Err(absent(route)),
+        (Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) | Route::Oci(_), _) => {
+            return Err(absent(route));
+        }
         (Route::MirrorIndex(p) | Route::MirrorVersion(p, _), _) => Resource::Provider(p),
         // The scope of a providers.v1 provider is its full address, as for the mirror.
         (Route::ProviderVersions(_) | Route::ProviderDownload(..), Some(p)) => Resource::Provider(p),

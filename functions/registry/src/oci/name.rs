@@ -1,0 +1,312 @@
+//! The OCI routes' grammar, on the raw path: `/v2/`, `/v2/NAME/tags/list`,
+//! `/v2/NAME/manifests/REFERENCE` and `/v2/NAME/blobs/DIGEST`, where NAME is a provider's
+//! repository, `providers/HOSTNAME/NAMESPACE/TYPE` (what an `oci_mirror`'s
+//! `repository_template` names), and a tag is a version with `_` for SemVer's `+`
+//! (OpenTofu's rule). Every component must be one the OCI name grammar allows (lower case),
+//! so a provider whose address is not (a hostname with a port) has no repository.
+
+use crate::address::{ProviderAddress, parse_version, printable};
+use crate::error::Error;
+
+/// The first component of a provider's repository name.
+pub const PROVIDERS: &str = "providers";
+
+/// A repository this registry serves.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Repository {
+    /// `providers/HOSTNAME/NAMESPACE/TYPE`: a provider's versions as tags.
+    Provider(ProviderAddress),
+}
+
+impl Repository {
+    /// The repository of a provider, if its address fits the OCI name grammar.
+    pub fn of_provider(provider: &ProviderAddress) -> Option<Repository> {
+        let parts = [provider.hostname.as_str(), provider.namespace.as_str(), provider.r#type.as_str()];
+        parts.iter().all(|p| is_component(p)).then(|| Repository::Provider(provider.clone()))
+    }
+
+    /// Parse a repository name (400 `NAME_INVALID` for one that is not a provider's).
+    pub fn parse(name: &str) -> Result<Repository, Error> {
+        let refuse = || {
+            Error::BadRequest(format!(
+                "repository name {:?} is not providers/HOSTNAME/NAMESPACE/TYPE in lower case",
+                printable(name)
+            ))
+        };
+        let parts: Vec<&str> = name.split('/').collect();
+        let [PROVIDERS, hostname, namespace, r#type] = parts.as_slice() else { return Err(refuse()) };
+        let provider = ProviderAddress::parse(hostname, namespace, r#type).map_err(|_| refuse())?;
+        Repository::of_provider(&provider).ok_or_else(refuse)
+    }
+
+    /// The repository's name, as clients spell it.
+    pub fn name(&self) -> String {
+        match self {
+            Repository::Provider(p) => format!("{PROVIDERS}/{}/{}/{}", p.hostname, p.namespace, p.r#type),
+        }
+    }
+}
+
+/// One component of a repository name: `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`.
+fn is_component(s: &str) -> bool {
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let bytes = s.as_bytes();
+    if bytes.is_empty() || !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) || s.len() > 128 {
+        return false;
+    }
+    // Separators: one `.`, one or two `_`, any run of `-`; never mixed, never at the ends.
+    s.split(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        .filter(|sep| !sep.is_empty())
+        .all(|sep| sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|b| b == b'-'))
+        && bytes.iter().all(|b| alnum(*b) || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// A manifest's reference: a tag (a version) or a digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reference {
+    /// A version, spelled as a tag.
+    Tag(semver::Version),
+    /// `sha256:HEX`, as sent (64 lower-case hex digits).
+    Digest(String),
+}
+
+/// A version's tag: SemVer with `_` for `+` (a tag cannot hold `+`).
+pub fn tag(version: &semver::Version) -> String {
+    version.to_string().replace('+', "_")
+}
+
+/// The version a tag names (400 for a tag that is none).
+pub fn version_of_tag(tag: &str) -> Result<semver::Version, Error> {
+    if tag.contains('+') {
+        return Err(Error::BadRequest(format!("tag {:?}: build metadata is written with `_`", printable(tag))));
+    }
+    parse_version(&tag.replacen('_', "+", 1))
+}
+
+/// A digest this registry can hold: `sha256:` and 64 lower-case hex digits.
+pub fn parse_digest(raw: &str) -> Result<String, Error> {
+    match raw.strip_prefix("sha256:") {
+        Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => {
+            Ok(raw.to_string())
+        }
+        _ => Err(Error::BadRequest(format!("digest {:?} is not sha256:<64 hex digits>", printable(raw)))),
+    }
+}
+
+/// What an OCI route asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OciRoute {
+    /// `/v2/`: may this client talk to the registry.
+    Base,
+    /// `/v2/NAME/tags/list[?n=N&last=TAG]`
+    Tags {
+        /// NAME.
+        repository: Repository,
+        /// At most this many tags.
+        n: Option<usize>,
+        /// Only tags after this one.
+        last: Option<String>,
+    },
+    /// `/v2/NAME/manifests/REFERENCE`
+    Manifest {
+        /// NAME.
+        repository: Repository,
+        /// A tag or a digest.
+        reference: Reference,
+    },
+    /// `/v2/NAME/blobs/DIGEST`
+    Blob {
+        /// NAME.
+        repository: Repository,
+        /// `sha256:HEX`.
+        digest: String,
+    },
+}
+
+/// Which kind of route a path under `/v2/` is, by its tail alone: what an error answer
+/// names (`MANIFEST_UNKNOWN` or `BLOB_UNKNOWN`, …) even when the rest does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `/v2/`
+    Base,
+    /// `…/tags/list`
+    Tags,
+    /// `…/manifests/…`
+    Manifest,
+    /// `…/blobs/…`
+    Blob,
+    /// Anything else.
+    Other,
+}
+
+/// The kind of `rest` (the path after `/v2/`), and its repository name and last segment.
+fn split(rest: &str) -> (Kind, &str, &str) {
+    if rest.is_empty() {
+        return (Kind::Base, "", "");
+    }
+    if let Some(name) = rest.strip_suffix("/tags/list") {
+        return (Kind::Tags, name, "");
+    }
+    for (marker, kind) in [("/manifests/", Kind::Manifest), ("/blobs/", Kind::Blob)] {
+        if let Some((name, last)) = rest.rsplit_once(marker) {
+            return (kind, name, last);
+        }
+    }
+    (Kind::Other, rest, "")
+}
+
+/// The kind of a raw path under `/v2/` (`Other` for any other path).
+pub fn kind(raw_path: &str) -> Kind {
+    raw_path.strip_prefix(BASE_PATH_TRIMMED).map_or(Kind::Other, |rest| match rest {
+        "" | "/" => Kind::Base,
+        rest => split(rest.strip_prefix('/').unwrap_or(rest)).0,
+    })
+}
+
+const BASE_PATH_TRIMMED: &str = "/v2";
+
+/// Whether a bad request under `/v2/` is about its repository name (`NAME_INVALID`) rather
+/// than its reference, digest or query.
+pub fn name_is_invalid(raw_path: &str) -> bool {
+    let rest = raw_path.strip_prefix(super::BASE_PATH).unwrap_or_default();
+    let (kind, name, _) = split(rest);
+    kind != Kind::Base && Repository::parse(name).is_err()
+}
+
+/// Route a path under `/v2/` (`rest`: after `/v2/`) with its query.
+pub fn parse(rest: &str, query: Option<&str>) -> Result<OciRoute, Error> {
+    let query = query.filter(|q| !q.is_empty());
+    let (kind, name, last) = split(rest);
+    if kind == Kind::Other {
+        return Err(Error::NotFound(format!("no OCI endpoint at /v2/{:?}", printable(rest))));
+    }
+    if kind != Kind::Tags && query.is_some() {
+        return Err(Error::BadRequest("query strings are only read by tags/list".into()));
+    }
+    if kind == Kind::Base {
+        return Ok(OciRoute::Base);
+    }
+    let repository = Repository::parse(name)?;
+    Ok(match kind {
+        Kind::Tags => {
+            let (n, last) = tags_query(query)?;
+            OciRoute::Tags { repository, n, last }
+        }
+        Kind::Manifest if last.starts_with("sha256:") => {
+            OciRoute::Manifest { repository, reference: Reference::Digest(parse_digest(last)?) }
+        }
+        Kind::Manifest => OciRoute::Manifest { repository, reference: Reference::Tag(version_of_tag(last)?) },
+        Kind::Blob => OciRoute::Blob { repository, digest: parse_digest(last)? },
+        Kind::Base | Kind::Other => unreachable!("answered above"),
+    })
+}
+
+/// `n` (1 to `TAGS_PAGE_MAX`) and `last` (a tag), each at most once; nothing else.
+fn tags_query(query: Option<&str>) -> Result<(Option<usize>, Option<String>), Error> {
+    let (mut n, mut last) = (None, None);
+    let Some(query) = query else { return Ok((n, last)) };
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "n" if n.is_none() => {
+                let parsed = value.parse::<usize>().ok().filter(|n| (1..=super::TAGS_PAGE_MAX).contains(n));
+                n = Some(parsed.ok_or_else(|| {
+                    Error::BadRequest(format!("n must be 1 to {}, not {:?}", super::TAGS_PAGE_MAX, printable(value)))
+                })?);
+            }
+            "last" if last.is_none() => {
+                version_of_tag(value)?;
+                last = Some(value.to_string());
+            }
+            _ => {
+                return Err(Error::BadRequest(format!(
+                    "tags/list reads n and last once each, not {:?}",
+                    printable(key)
+                )));
+            }
+        }
+    }
+    Ok((n, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(h: &str, ns: &str, t: &str) -> Repository {
+        Repository::Provider(ProviderAddress::parse(h, ns, t).unwrap())
+    }
+
+    #[test]
+    fn routes() {
+        let null = || provider("registry.terraform.io", "hashicorp", "null");
+        let name = "providers/registry.terraform.io/hashicorp/null";
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let v = |s: &str| parse_version(s).unwrap();
+        assert_eq!(parse("", None), Ok(OciRoute::Base));
+        assert_eq!(
+            parse(&format!("{name}/tags/list"), None),
+            Ok(OciRoute::Tags { repository: null(), n: None, last: None })
+        );
+        assert_eq!(
+            parse(&format!("{name}/tags/list"), Some("n=2&last=3.2.1")),
+            Ok(OciRoute::Tags { repository: null(), n: Some(2), last: Some("3.2.1".into()) })
+        );
+        assert_eq!(
+            parse(&format!("{name}/manifests/3.2.1_ent"), None),
+            Ok(OciRoute::Manifest { repository: null(), reference: Reference::Tag(v("3.2.1+ent")) })
+        );
+        assert_eq!(
+            parse(&format!("{name}/manifests/{digest}"), None),
+            Ok(OciRoute::Manifest { repository: null(), reference: Reference::Digest(digest.clone()) })
+        );
+        assert_eq!(parse(&format!("{name}/blobs/{digest}"), None), Ok(OciRoute::Blob { repository: null(), digest }));
+        assert_eq!(tag(&v("3.2.1+ent")), "3.2.1_ent");
+    }
+
+    #[test]
+    fn refusals() {
+        let name = "providers/registry.terraform.io/hashicorp/null";
+        let status = |rest: &str, query: Option<&str>| parse(rest, query).unwrap_err().status().as_u16();
+        for (rest, query, wanted) in [
+            ("nope", None, 404),
+            (&format!("{name}/referrers/sha256:00") as &str, None, 404),
+            ("providers/127.0.0.1:8443/acme/widget/tags/list", None, 400),
+            ("providers/registry.terraform.io/HashiCorp/null/tags/list", None, 400),
+            ("providers/registry.terraform.io/hashicorp/tags/list", None, 400),
+            ("modules/acme/vpc/aws/tags/list", None, 400),
+            ("providers/registry.terraform.io/hashicorp/null/../x/tags/list", None, 400),
+            (&format!("{name}/manifests/latest"), None, 400),
+            (&format!("{name}/manifests/3.2.1+ent"), None, 400),
+            (&format!("{name}/manifests/v3.2.1"), None, 400),
+            (&format!("{name}/manifests/sha256:AB"), None, 400),
+            (&format!("{name}/manifests/sha512:{}", "ab".repeat(64)), None, 400),
+            (&format!("{name}/blobs/3.2.1"), None, 400),
+            (&format!("{name}/blobs/sha256:{}", "AB".repeat(32)), None, 400),
+            (&format!("{name}/tags/list"), Some("n=0"), 400),
+            (&format!("{name}/tags/list"), Some("n=1001"), 400),
+            (&format!("{name}/tags/list"), Some("n=1&n=2"), 400),
+            (&format!("{name}/tags/list"), Some("last=nope"), 400),
+            (&format!("{name}/tags/list"), Some("x=1"), 400),
+            (&format!("{name}/manifests/1.0.0"), Some("n=1"), 400),
+        ] {
+            assert_eq!(status(rest, query), wanted, "{rest} {query:?}");
+        }
+        assert!(name_is_invalid("/v2/providers/x/tags/list"));
+        assert!(!name_is_invalid(&format!("/v2/{name}/manifests/nope")));
+        assert_eq!(kind(&format!("/v2/{name}/blobs/x")), Kind::Blob);
+        assert_eq!(kind("/v2/"), Kind::Base);
+        assert_eq!(kind("/v2"), Kind::Base);
+        assert_eq!(kind("/v1/modules"), Kind::Other);
+    }
+
+    #[test]
+    fn components_follow_the_oci_grammar() {
+        for ok in ["a", "registry.terraform.io", "a_b", "a__b", "a---b", "aws2"] {
+            assert!(is_component(ok), "{ok}");
+        }
+        for bad in ["", "A", "-a", "a-", "a..b", "a___b", "a._b", "127.0.0.1:8443", "a/b", "é"] {
+            assert!(!is_component(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! OCI Distribution v1.1, read-only (`/v2/…`): providers as OpenTofu's `oci_mirror` installs
+//! them. One read per request: a tag from the version's document (`VERSION.json` holds its
+//! image index), a manifest by digest or a blob's pointer from `indexed/oci/`, the tag list
+//! from `index.json`. A blob is a redirect to a presigned URL of the zip itself. Credentials
+//! come the way OCI clients send them: `Basic` with the registry's token (or a JWT) as the
+//! password, or `Bearer`; the access check, scopes and 404-for-hidden are every route's.
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::address::ProviderAddress;
+use crate::auth::Resource;
+use crate::context::Context;
+use crate::error::Error;
+use crate::exchange::{NO_CACHE, Reply, Request};
+use crate::layout::{self, Wanted};
+use crate::manifest::{OciBlob, ProviderIndex, ProviderVersion};
+use crate::oci::name::{self, Kind, OciRoute, Reference, Repository};
+use crate::oci::{DIGEST_HEADER, EMPTY_CONFIG, EMPTY_CONFIG_DIGEST, MEDIA_TYPE_MANIFEST, TAGS_PAGE_MAX, digest_of};
+use crate::storage::Storage;
+
+/// What every OCI answer says of the protocol (clients check it at `/v2/`).
+const API_VERSION: (&str, &str) = ("docker-distribution-api-version", "registry/2.0");
+
+/// Answer an OCI route.
+pub(super) async fn answer<S: Storage>(
+    ctx: &Context<S>,
+    route: &OciRoute,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let authorization = credentials(request.authorization)?;
+    let authorization = authorization.as_deref();
+    let head = *request.method == Method::HEAD;
+    match route {
+        OciRoute::Base => {
+            // Clients ask here first, and send their credentials once challenged.
+            if authorization.is_none() {
+                return Err(Error::Unauthorized("credentials are required".into()));
+            }
+            ctx.verifier.caller(ctx.storage(), authorization).await?;
+            Ok(Reply::json(StatusCode::OK, &json!({})).header(API_VERSION.0, API_VERSION.1))
+        }
+        OciRoute::Tags { repository, n, last } => {
+            let provider = check(ctx, repository, authorization, Kind::Tags).await?;
+            tags(ctx, repository, &provider, *n, last.as_deref(), deadline).await
+        }
+        OciRoute::Manifest { repository, reference } => {
+            let provider = check(ctx, repository, authorization, Kind::Manifest).await?;
+            manifest(ctx, &provider, reference, head, deadline).await
+        }
+        OciRoute::Blob { repository, digest } => {
+            let provider = check(ctx, repository, authorization, Kind::Blob).await?;
+            blob(ctx, &provider, digest, head, deadline).await
+        }
+    }
+}
+
+/// The `Authorization` header as the verifier reads it: `Basic` credentials become their
+/// password as a bearer token (the user name is not read: OCI clients need one, any will do).
+fn credentials(header: Option<&str>) -> Result<Option<String>, Error> {
+    let Some(header) = header else { return Ok(None) };
+    match crate::auth::basic_password(header) {
+        Some(Ok(password)) => Ok(Some(format!("Bearer {password}"))),
+        Some(Err(why)) => Err(Error::Unauthorized(why.into())),
+        None => Ok(Some(header.to_string())),
+    }
+}
+
+/// The access check of every route that names a repository: the provider's scope, as for the
+/// network mirror; hidden and absent are one answer.
+async fn check<S: Storage>(
+    ctx: &Context<S>,
+    repository: &Repository,
+    authorization: Option<&str>,
+    kind: Kind,
+) -> Result<ProviderAddress, Error> {
+    let Repository::Provider(provider) = repository;
+    ctx.verifier.check(ctx.storage(), authorization, Resource::Provider(provider), || absent(repository, kind)).await?;
+    Ok(provider.clone())
+}
+
+/// A repository, manifest or blob that does not exist (or that the caller may not see).
+pub(crate) fn absent(repository: &Repository, kind: Kind) -> Error {
+    let what = match kind {
+        Kind::Manifest => "manifest unknown",
+        Kind::Blob => "blob unknown",
+        Kind::Base | Kind::Tags | Kind::Other => "repository name not known to registry",
+    };
+    Error::NotFound(format!("{what}: {}", repository.name()))
+}
+
+/// `tags/list`: the served versions as tags, in lexical order, `n` at a time after `last`.
+async fn tags<S: Storage>(
+    ctx: &Context<S>,
+    repository: &Repository,
+    provider: &ProviderAddress,
+    n: Option<usize>,
+    last: Option<&str>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let missing = || absent(repository, Kind::Tags);
+    let key = layout::provider_index(provider);
+    let read = ctx.reader.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), missing, deadline).await?;
+    let mut all: Vec<String> = read
+        .value
+        .versions
+        .keys()
+        .filter_map(|v| crate::address::parse_version(v).ok())
+        .map(|v| name::tag(&v))
+        .filter(|t| last.is_none_or(|last| t.as_str() > last))
+        .collect();
+    all.sort();
+    let page = n.unwrap_or(TAGS_PAGE_MAX);
+    let more = all.len() > page;
+    all.truncate(page);
+    let mut reply = Reply::json(StatusCode::OK, &json!({"name": repository.name(), "tags": all}))
+        .header("cache-control", NO_CACHE)
+        .header(API_VERSION.0, API_VERSION.1);
+    if let (true, Some(last)) = (more, all.last()) {
+        let next = format!("</v2/{}/tags/list?n={page}&last={last}>; rel=\"next\"", repository.name());
+        reply = reply.header("link", next);
+    }
+    Ok(reply.stale(read.stale))
+}
+
+/// A manifest by tag (the version's image index, from its document) or by digest.
+async fn manifest<S: Storage>(
+    ctx: &Context<S>,
+    provider: &ProviderAddress,
+    reference: &Reference,
+    head: bool,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let repository = Repository::Provider(provider.clone());
+    let missing = || absent(&repository, Kind::Manifest);
+    let (bytes, stale) = match reference {
+        Reference::Tag(version) => {
+            let key = layout::provider_version(provider, version);
+            let read =
+                ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.oci_index.is_none(), missing, deadline).await?;
+            let index = read.value.oci_index.clone().unwrap_or_default();
+            (Bytes::from(index), read.stale)
+        }
+        Reference::Digest(digest) => {
+            let key = layout::oci_manifest(provider, digest);
+            let read = ctx
+                .reader
+                .manifest(&key, |b| Ok(Bytes::copy_from_slice(b)), Bytes::is_empty, missing, deadline)
+                .await?;
+            if digest_of(&read.value) != *digest {
+                return Err(Error::Internal(format!("stored manifest {key} does not hash to its digest")));
+            }
+            ((*read.value).clone(), read.stale)
+        }
+    };
+    let media_type = crate::oci::artifacts::media_type(&bytes).unwrap_or_else(|| MEDIA_TYPE_MANIFEST.into());
+    Ok(content(bytes, &media_type, head).header("cache-control", NO_CACHE).stale(stale))
+}
+
+/// A blob: the empty config inline; a zip by a redirect to a presigned URL of the object
+/// version the indexer hashed (HEAD: its size and digest, from the pointer).
+async fn blob<S: Storage>(
+    ctx: &Context<S>,
+    provider: &ProviderAddress,
+    digest: &str,
+    head: bool,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    if digest == EMPTY_CONFIG_DIGEST {
+        return Ok(content(Bytes::from_static(EMPTY_CONFIG), "application/vnd.oci.empty.v1+json", head));
+    }
+    let repository = Repository::Provider(provider.clone());
+    let missing = || absent(&repository, Kind::Blob);
+    let key = layout::oci_blob(provider, digest);
+    let parse = |b: &[u8]| serde_json::from_slice::<OciBlob>(b).map_err(|e| Error::Internal(format!("OCI blob: {e}")));
+    let read = ctx.reader.manifest(&key, parse, |b| b.key.is_empty(), missing, deadline).await?;
+    let pointer = &read.value;
+    let mut reply = match head {
+        true => Reply { status: StatusCode::OK, headers: vec![], body: Bytes::new() }
+            .header("content-type", "application/octet-stream")
+            .header("content-length", pointer.size.to_string()),
+        false => {
+            let wanted = Wanted::OciProviderBlob { provider };
+            let url = ctx.reader.presign(&pointer.key, pointer.version_id.as_deref(), wanted).await?;
+            Reply { status: StatusCode::TEMPORARY_REDIRECT, headers: vec![("location", url)], body: Bytes::new() }
+        }
+    };
+    reply = reply.header(DIGEST_HEADER, digest.to_string()).header(API_VERSION.0, API_VERSION.1);
+    Ok(reply.header("cache-control", "no-store"))
+}
+
+/// Bytes as an OCI answer: their media type, digest and length (a HEAD too: clients size
+/// what they fetch next by it).
+fn content(bytes: Bytes, media_type: &str, head: bool) -> Reply {
+    let mut reply =
+        Reply { status: StatusCode::OK, headers: vec![("content-type", media_type.to_string())], body: Bytes::new() }
+            .header(DIGEST_HEADER, digest_of(&bytes))
+            .header(API_VERSION.0, API_VERSION.1);
+    if head {
+        reply = reply.header("content-length", bytes.len().to_string());
+    } else {
+        reply.body = bytes;
+    }
+    reply
+}
+
+/// An error as OCI clients read it: `{"errors": [{"code", "message"}]}` with the code the
+/// distribution spec gives the status and the kind of route, and for 401 a `Basic` challenge.
+pub(crate) fn error_reply(error: &Error, raw_path: &str) -> Reply {
+    let kind = name::kind(raw_path);
+    let code = match (error.status().as_u16(), kind) {
+        (401, _) => "UNAUTHORIZED",
+        (404, Kind::Manifest) => "MANIFEST_UNKNOWN",
+        (404, Kind::Blob) => "BLOB_UNKNOWN",
+        (404, _) => "NAME_UNKNOWN",
+        (400, _) if name::name_is_invalid(raw_path) => "NAME_INVALID",
+        (400, Kind::Manifest) => "MANIFEST_INVALID",
+        (400, Kind::Blob) => "DIGEST_INVALID",
+        (400, _) => "PAGINATION_NUMBER_INVALID",
+        (405, _) => "UNSUPPORTED",
+        (429, _) => "TOOMANYREQUESTS",
+        _ => "UNKNOWN",
+    };
+    let body = json!({"errors": [{"code": code, "message": error.public_message(), "detail": null}]});
+    let mut reply = Reply::json(error.status(), &body).header(API_VERSION.0, API_VERSION.1);
+    if error.status() == StatusCode::UNAUTHORIZED {
+        reply = reply.header("www-authenticate", r#"Basic realm="terraform-registry", charset="UTF-8""#);
+    }
+    if error.status() == StatusCode::SERVICE_UNAVAILABLE {
+        reply = reply.header("retry-after", "1");
+    }
+    reply
+}

@@ -1,0 +1,41 @@
+"""Pull a provider version's packages from an OCI registry with the ORAS Python client.
+
+    oras_pull.py HOST REPOSITORY TAG TOKEN OUTDIR
+
+Logs in with Basic credentials (any user, the token as password), fetches the tag's image
+index, then each platform's manifest and its single layer into OUTDIR. Prints, by platform
+(os_arch), the layer's digest, the file it was saved as and the manifest, as JSON. The caller
+(tests/integration/oci_clients.rs) checks digests and bytes; TLS trust comes from
+REQUESTS_CA_BUNDLE.
+"""
+
+import json
+import os
+import sys
+
+import oras.client
+
+
+def main():
+    host, repository, tag, token, outdir = sys.argv[1:6]
+    # The "basic" auth backend: the default ("token") asks the challenge's realm for a bearer
+    # token even when the challenge is Basic; the registry answers with Basic.
+    client = oras.client.OrasClient(hostname=host, auth_backend="basic")
+    client.auth.set_basic_auth("ci", token)
+    container = f"{host}/{repository}:{tag}"
+    index = client.get_manifest(container)
+    assert index["artifactType"] == "application/vnd.opentofu.provider", index
+    pulled = {}
+    for entry in index["manifests"]:
+        platform = f'{entry["platform"]["os"]}_{entry["platform"]["architecture"]}'
+        by_digest = f'{host}/{repository}@{entry["digest"]}'
+        manifest = client.get_manifest(by_digest)
+        [layer] = [layer for layer in manifest["layers"] if layer["mediaType"] == "archive/zip"]
+        name = layer["annotations"]["org.opencontainers.image.title"]
+        client.download_blob(container, layer["digest"], os.path.join(outdir, name))
+        pulled[platform] = {"digest": layer["digest"], "file": name, "manifest": manifest}
+    json.dump(pulled, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
