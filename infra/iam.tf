@@ -43,9 +43,12 @@ locals {
     # The catalog, module manifests and docs, provider manifests (the provider pages); no
     # archive (it presigns nothing).
     web = ["indexed/catalog.json", "indexed/modules/*", "indexed/providers/*", "access/tokens.json"]
-    # OCI: tags from the provider documents, manifests and blob pointers by digest, and the
-    # zips a blob redirect presigns.
-    oci = ["indexed/providers/*", "indexed/oci/*", "access/tokens.json", "providers/*.zip"]
+    # OCI: tags from the provider documents and module manifests, manifests and blob pointers
+    # by digest (and the zips made of .tar.gz modules), and the zips a blob redirect presigns.
+    oci = [
+      "indexed/providers/*", "indexed/modules/*", "indexed/oci/*", "access/tokens.json", "providers/*.zip",
+      "modules/*.zip",
+    ]
   }
   # Of those, the archives whose download URLs name the object version the indexer hashed
   # (`versionId`, so an overwrite never changes what is served): GetObjectVersion on exactly
@@ -54,7 +57,7 @@ locals {
     modules   = [for o in local.read_objects.modules : o if startswith(o, "modules/")]
     mirror    = ["providers/*.zip"]
     providers = ["providers/${local.hostname}/*.zip"]
-    oci       = ["providers/*.zip"]
+    oci       = ["providers/*.zip", "modules/*.zip"]
   }
 }
 

@@ -22,6 +22,8 @@ fuzz_target!(|data: &[u8]| {
         format!("/v2/providers/registry.terraform.io/hashicorp/null/tags/list?{text}"),
         format!("/v2/providers/registry.terraform.io/hashicorp/null/manifests/{text}"),
         format!("/v2/providers/registry.terraform.io/hashicorp/null/blobs/{text}"),
+        format!("/v2/modules/acme/vpc/aws/manifests/{text}"),
+        format!("/v2/modules/{text}"),
     ] {
         if let Err(broken) = registry::invariants::check_request_path(&path) {
             panic!("{broken}");

@@ -148,8 +148,8 @@ run "least_privilege" {
     error_message = "web only reads the catalog, module and provider manifests, module docs, and the token store: no archive, no publish log, no write"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject", "s3:GetObjectVersion"] && toset(flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "indexed/oci/*", "access/tokens.json", "providers/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
-    error_message = "oci only reads provider documents, its manifests and blob pointers, the token store and provider zips: no write"
+    condition     = flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject", "s3:GetObjectVersion"] && toset(flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "indexed/modules/*", "indexed/oci/*", "access/tokens.json", "providers/*.zip", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "oci only reads provider documents, module manifests, its artifacts, the token store and provider and module zips: no write"
   }
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/*"])

@@ -135,6 +135,8 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
             role("oci"),
             GET,
             vec![
+                "other module archive",
+                "module manifest",
                 "own provider zip",
                 "other provider zip",
                 "served provider zip",

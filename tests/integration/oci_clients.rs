@@ -1,7 +1,8 @@
 //! OCI Distribution with real clients written elsewhere: Debian's `skopeo` (Go,
 //! containers/image) and PyPI's `oras` (Python), over TLS with the local registry's CA and a
-//! token as the password, pull a mirrored provider published for two platforms. Blob digests
-//! are the zips' `zh:` hashes and a pulled zip is byte-identical to the published one.
+//! token as the password, pull a mirrored provider published for two platforms, and a module
+//! published as `.tar.gz`. Blob digests are the zips' `zh:` hashes and a pulled zip is
+//! byte-identical to the published one; the module's zip holds its archive's files.
 //! (OpenTofu itself, whose `oci_mirror` these artifacts are shaped for, is not installable
 //! here.)
 
@@ -21,6 +22,11 @@ const PLATFORMS: [&str; 2] = ["linux_amd64", "darwin_arm64"];
 /// A registry with the provider published for both platforms: its zips by platform.
 async fn published() -> (Harness, Vec<(&'static str, Vec<u8>)>) {
     let h = Harness::start().await;
+    let module = support::module_tar_gz(&[
+        ("main.tf", "output \"name\" { value = \"vpc\" }\n"),
+        ("modules/sub/main.tf", "# sub\n"),
+    ]);
+    h.upload("modules/acme/vpc/aws/1.2.0.tar.gz", module).await;
     let mut zips = Vec::new();
     for platform in PLATFORMS {
         let zip = support::provider_zip("null", "3.2.1", platform);
@@ -95,6 +101,13 @@ async fn skopeo_lists_inspects_and_copies_the_provider_byte_for_byte() {
         let copied = std::fs::read(&blob).unwrap_or_else(|e| panic!("{platform}: no blob {}: {e}", blob.display()));
         assert!(copied == *zip, "{platform}: the copied zip is the published one, byte for byte");
     }
+    // The module's package manifest, and its tags.
+    let module = format!("docker://{}/modules/acme/vpc/aws", h.host());
+    let raw = run(vec!["inspect".into(), "--raw".into(), format!("{module}:1.2.0")]).await;
+    let manifest: ImageManifest = serde_json::from_slice(&raw).unwrap();
+    assert_eq!(manifest.artifact_type, registry::oci::ARTIFACT_TYPE_MODULE);
+    let tags: serde_json::Value = serde_json::from_slice(&run(vec!["list-tags".into(), module]).await).unwrap();
+    assert_eq!(tags["Tags"], serde_json::json!(["1.2.0"]));
     // Each platform's manifest as the registry serves it: the digest its index names.
     for entry in &index.manifests {
         let by_digest = run(vec!["inspect".into(), "--raw".into(), format!("{image}@{}", entry.digest)]).await;
@@ -132,6 +145,24 @@ async fn oras_pulls_both_platforms_with_the_zh_digests() {
     });
     assert!(out.status.success(), "oras_pull.py\n{}", support::text(&out));
     let pulled: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The module, published as .tar.gz: a zip of the same files, under its digest.
+    let out = tokio::task::block_in_place(|| {
+        Command::new(&python)
+            .arg(&script)
+            .args([&h.host(), "modules/acme/vpc/aws", "1.2.0", &h.running.dev_token, out_dir.path().to_str().unwrap()])
+            .env("REQUESTS_CA_BUNDLE", h.running.data_dir.join("ca.pem"))
+            .output()
+            .unwrap()
+    });
+    assert!(out.status.success(), "oras_pull.py (module)\n{}", support::text(&out));
+    let module: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let zip = std::fs::read(out_dir.path().join("module.zip")).unwrap();
+    assert_eq!(module["module"]["digest"], sha256(&zip));
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap();
+    let mut sub = String::new();
+    std::io::Read::read_to_string(&mut archive.by_name("modules/sub/main.tf").unwrap(), &mut sub).unwrap();
+    assert_eq!(sub, "# sub\n");
+    assert_eq!(module["module"]["manifest"]["artifactType"], registry::oci::ARTIFACT_TYPE_MODULE);
     for (platform, zip) in &zips {
         let entry = &pulled[platform];
         assert_eq!(entry["digest"], sha256(zip), "{platform}: the layer's digest is the zip's zh:");

@@ -1,10 +1,12 @@
-"""Pull a provider version's packages from an OCI registry with the ORAS Python client.
+"""Pull a provider version's packages, or a module package, from an OCI registry with the ORAS
+Python client.
 
     oras_pull.py HOST REPOSITORY TAG TOKEN OUTDIR
 
-Logs in with Basic credentials (any user, the token as password), fetches the tag's image
-index, then each platform's manifest and its single layer into OUTDIR. Prints, by platform
-(os_arch), the layer's digest, the file it was saved as and the manifest, as JSON. The caller
+Logs in with Basic credentials (any user, the token as password) and fetches the tag's
+manifest: a provider's image index, then each platform's manifest and its single layer; a
+module's image manifest and its single layer. Prints, by platform (os_arch, or "module"), the
+layer's digest, the file it was saved as and the manifest, as JSON. The caller
 (tests/integration/oci_clients.rs) checks digests and bytes; TLS trust comes from
 REQUESTS_CA_BUNDLE.
 """
@@ -24,8 +26,13 @@ def main():
     client.auth.set_basic_auth("ci", token)
     container = f"{host}/{repository}:{tag}"
     index = client.get_manifest(container)
-    assert index["artifactType"] == "application/vnd.opentofu.provider", index
     pulled = {}
+    if index["artifactType"] == "application/vnd.opentofu.modulepkg":
+        [layer] = [layer for layer in index["layers"] if layer["mediaType"] == "archive/zip"]
+        client.download_blob(container, layer["digest"], os.path.join(outdir, "module.zip"))
+        json.dump({"module": {"digest": layer["digest"], "file": "module.zip", "manifest": index}}, sys.stdout)
+        return
+    assert index["artifactType"] == "application/vnd.opentofu.provider", index
     for entry in index["manifests"]:
         platform = f'{entry["platform"]["os"]}_{entry["platform"]["architecture"]}'
         by_digest = f'{host}/{repository}@{entry["digest"]}'

@@ -455,7 +455,6 @@ pub fn corpus() -> Vec<Case> {
         case(400, "/v2/providers/Registry.Terraform.io/hashicorp/null/tags/list"),
         case(400, "/v2/providers/127.0.0.1:8443/acme/widget/tags/list"),
         case(400, "/v2/providers/registry.terraform.io/hashicorp/null/extra/tags/list"),
-        case(400, "/v2/modules/acme/vpc/aws/tags/list"),
         case(400, "/v2/providers/registry.terraform.io/hashicorp/../null/tags/list"),
         case(400, "/v2/providers/registry.terraform.io/hashicorp/%2e%2e/tags/list"),
         case(400, "/v2//tags/list"),
@@ -476,6 +475,14 @@ pub fn corpus() -> Vec<Case> {
         method(405, "DELETE", &format!("{OCI_REPO}/manifests/3.2.1")),
         method(405, "PATCH", &format!("{OCI_REPO}/blobs/uploads/x")),
         method(405, "POST", "/v2/"),
+        case(404, "/v2/modules/acme/vpc/aws/manifests/9.9.9"),
+        with_header(404, &format!("{OCI_REPO}/manifests/3.2.1"), Auth::Dev, "accept", "text/html".into()),
+        case(404, "/v2/modules/acme/nope/aws/tags/list"),
+        case(400, "/v2/modules/Acme/vpc/aws/tags/list"),
+        case(400, "/v2/modules/acme/vpc/tags/list"),
+        case(400, "/v2/modules/acme/vpc/aws/manifests/1.0"),
+        auth(404, "/v2/modules/other/vpc/aws/tags/list", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(401, "/v2/modules/acme/vpc/aws/tags/list", Auth::None),
     ];
     // The same traversal attempts against every route's variable segments.
     for template in [

@@ -194,6 +194,7 @@ mod tests {
                 version_id: None,
                 docs: true,
                 published_at: None,
+                oci: None,
             }]))
             .unwrap(),
         );
@@ -269,6 +270,7 @@ mod tests {
             version_id: None,
             docs: true,
             published_at: None,
+            oci: None,
         }]);
         // Planted by a publisher of `acme` beside its archives: not where manifests live.
         app.storage().insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());
@@ -717,9 +719,84 @@ mod tests {
                 "{path}: {body}"
             );
         }
+        // Accept: the index is served to a client that lists it or a wildcard, refused otherwise.
+        let tag = format!("{repo}/manifests/3.2.1_ent");
+        for (accept, status) in [
+            (format!("{}, application/vnd.oci.image.manifest.v1+json", crate::oci::MEDIA_TYPE_INDEX), 200),
+            ("application/*;q=0.5".into(), 200),
+            ("*/*".into(), 200),
+            ("application/vnd.oci.image.manifest.v1+json".into(), 404),
+        ] {
+            let request = Request::get(&tag).accept(Some(&accept)).authorization(Some(&ci));
+            assert_eq!(app.handle(&request).await.status.as_u16(), status, "{accept}");
+        }
         let (put, _) = send(&Method::PUT, leak(&format!("{repo}/manifests/3.2.1_ent")), Some(ci.clone())).await;
         let body: Value = serde_json::from_slice(&put.body).unwrap();
         assert_eq!((put.status.as_u16(), body["errors"][0]["code"].as_str()), (405, Some("UNSUPPORTED")));
+    }
+
+    /// OCI module packages (`oci://`): a `.zip` version's layer is the archive itself, a
+    /// `.tar.gz` version's a zip the indexer made of it (the same files, the same digest at
+    /// every pass); a yanked version's tag is gone.
+    #[tokio::test]
+    async fn oci_serves_module_packages() {
+        use crate::oci::artifacts::ImageManifest;
+        use std::io::Read;
+        let storage = MemoryStorage::new();
+        let prefix = "modules/acme/vpc/aws/";
+        let tar = crate::testing::module_tar_gz(&[("main.tf", "# tar"), ("modules/sub/main.tf", "# sub")]);
+        let zip = crate::testing::module_zip(&[("main.tf", "# zip")]);
+        storage.insert(&format!("{prefix}1.0.0.tar.gz"), tar);
+        storage.insert(&format!("{prefix}1.1.0.zip"), zip.clone());
+        let indexer = crate::index::Indexer::new(&storage, crate::index::Limits::default());
+        indexer.on_object_changed(&format!("{prefix}1.1.0.zip")).await.unwrap();
+        let app = App::new(open(Config::new("bucket")), storage, &[Service::Oci]);
+        let get = |path: String| {
+            let app = &app;
+            async move { app.handle(&Request::get(&path)).await }
+        };
+        let repo = "/v2/modules/acme/vpc/aws";
+        let tags: Value = serde_json::from_slice(&get(format!("{repo}/tags/list")).await.body).unwrap();
+        assert_eq!(tags["tags"], json!(["1.0.0", "1.1.0"]));
+        let layer = |bytes: &[u8]| {
+            let manifest: ImageManifest = serde_json::from_slice(bytes).unwrap();
+            assert_eq!(manifest.artifact_type, crate::oci::ARTIFACT_TYPE_MODULE);
+            manifest.layers[0].clone()
+        };
+        let zipped = layer(&get(format!("{repo}/manifests/1.1.0")).await.body);
+        assert_eq!(zipped.digest, format!("sha256:{}", hex::encode(sha2::Sha256::digest(&zip))), "the archive itself");
+        let blob = get(format!("{repo}/blobs/{}", zipped.digest)).await;
+        assert_eq!(blob.status, 307);
+        assert!(
+            blob.header_value("location").unwrap().starts_with(&format!("https://memory.invalid/{prefix}1.1.0.zip?"))
+        );
+
+        let tarred = get(format!("{repo}/manifests/1.0.0")).await;
+        let repacked = layer(&tarred.body);
+        let blob = get(format!("{repo}/blobs/{}", repacked.digest)).await;
+        let location = blob.header_value("location").unwrap().to_string();
+        let hex = repacked.digest.trim_start_matches("sha256:");
+        let key = format!("indexed/oci/{prefix}zips/{hex}.zip");
+        assert!(location.starts_with(&format!("https://memory.invalid/{key}?")), "{location}");
+        let bytes = app.storage().peek(&key).unwrap();
+        assert_eq!(format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes))), repacked.digest);
+        let mut archive = ::zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec())).unwrap();
+        let mut text = String::new();
+        archive.by_name("modules/sub/main.tf").unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "# sub", "the same files as the tar");
+        // Deterministic: rebuilt from nothing, the same digest.
+        app.storage().remove(&key);
+        app.storage().remove("indexed/modules/acme/vpc/aws/manifest.json");
+        let indexer = crate::index::Indexer::new(app.storage(), crate::index::Limits::default());
+        indexer.on_object_changed(&format!("{prefix}1.0.0.tar.gz")).await.unwrap();
+        assert_eq!(get(format!("{repo}/manifests/1.0.0")).await.body, tarred.body);
+
+        // Yanked: its tag is gone, its blob unknown; the other version stays.
+        app.storage().remove(&format!("{prefix}1.0.0.tar.gz"));
+        indexer.on_object_changed(&format!("{prefix}1.0.0.tar.gz")).await.unwrap();
+        assert_eq!(get(format!("{repo}/manifests/1.0.0")).await.status, 404);
+        assert_eq!(get(format!("{repo}/blobs/{}", repacked.digest)).await.status, 404);
+        assert_eq!(get(format!("{repo}/manifests/1.1.0")).await.status, 200);
     }
 
     /// The CLI's `h1:` of a zip (Go's dirhash Hash1), computed here from scratch.

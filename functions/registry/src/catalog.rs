@@ -222,6 +222,7 @@ mod tests {
             version_id: None,
             docs: true,
             published_at: at.map(str::to_string),
+            oci: None,
         }
     }
 

@@ -120,6 +120,17 @@ impl Reply {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawPath(pub String);
 
+/// A header sent exactly once. Go clients (skopeo, oras-go) send `Accept` as several lines, one
+/// media type each: read as one list it would need an allocation per request, so several lines
+/// count as "any" and only a single line can narrow what is served.
+fn single(headers: &http::HeaderMap, name: http::header::HeaderName) -> Option<&str> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => value.to_str().ok(),
+        _ => None,
+    }
+}
+
 /// What the handler looks at in a request; everything else (other headers, the body) is
 /// ignored. Transports fill it in from their own request type.
 #[derive(Debug, Clone, Copy)]
@@ -143,6 +154,8 @@ pub struct Request<'a> {
     pub origin: Option<&'a str>,
     /// The body (read only from the sign-in form's POST); never logged.
     pub body: &'a [u8],
+    /// The `Accept` header (read only by OCI's manifest routes, which negotiate on it).
+    pub accept: Option<&'a str>,
 }
 
 impl<'a> Request<'a> {
@@ -158,6 +171,7 @@ impl<'a> Request<'a> {
             host: None,
             origin: None,
             body: &[],
+            accept: None,
         }
     }
 
@@ -168,8 +182,8 @@ impl<'a> Request<'a> {
 
     /// The request as every transport has it: the method, the path exactly as sent (not
     /// decoded, not normalised), the raw query, and the headers, of which only
-    /// `Authorization`, `If-None-Match`, and for the web pages `Cookie`, `Host` and `Origin`
-    /// are read. The body is added with `body` where there is one.
+    /// `Authorization`, `If-None-Match`, for the web pages `Cookie`, `Host` and `Origin`, and
+    /// for OCI's manifests `Accept` are read. The body is added with `body` where there is one.
     pub fn from_parts(
         method: &'a Method,
         raw_path: &'a str,
@@ -184,6 +198,13 @@ impl<'a> Request<'a> {
             .cookie(header(http::header::COOKIE))
             .host(header(http::header::HOST))
             .origin(header(http::header::ORIGIN))
+            .accept(single(headers, http::header::ACCEPT))
+    }
+
+    /// With this `Accept` header (`None`: any type will do).
+    pub fn accept(mut self, accept: Option<&'a str>) -> Self {
+        self.accept = accept;
+        self
     }
 
     /// With this `Cookie` header.

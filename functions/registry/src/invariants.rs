@@ -117,6 +117,30 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
             ),
             Route::Oci(OciRoute::Base) => continue,
+            Route::Oci(OciRoute::Tags { repository: Repository::Module(m), .. }) => {
+                (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
+            }
+            // A module's tags and digests: keys under `indexed/oci/`, clean, never another object's.
+            Route::Oci(
+                OciRoute::Manifest { repository: Repository::Module(m), .. }
+                | OciRoute::Blob { repository: Repository::Module(m), .. },
+            ) => {
+                let name = match &route {
+                    Route::Oci(OciRoute::Manifest { reference: Reference::Tag(v), .. }) => crate::oci::name::tag(v),
+                    Route::Oci(
+                        OciRoute::Manifest { reference: Reference::Digest(d), .. } | OciRoute::Blob { digest: d, .. },
+                    ) => d.clone(),
+                    _ => continue,
+                };
+                for key in
+                    [layout::oci_module_object(m, "tags", &name), layout::oci_module_object(m, "manifests", &name)]
+                {
+                    if !key_is_clean(&key) || layout::classify(&key).is_some() || !key.starts_with(layout::OCI_PREFIX) {
+                        return Err(format!("{target:?} -> OCI key {key:?} unclean or taken for another object"));
+                    }
+                }
+                continue;
+            }
             Route::Oci(OciRoute::Tags { repository: Repository::Provider(p), .. }) => {
                 (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone()))
             }
@@ -279,6 +303,7 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
     let docs = crate::module_docs::ModuleDocs { root, warnings: vec![text.into()], ..Default::default() };
     let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").map_err(|e| e.to_string())?;
     let entry = crate::manifest::ModuleVersion {
+        oci: None,
         version: "1.0.0".into(),
         archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
         size: 1,

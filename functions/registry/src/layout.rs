@@ -182,6 +182,21 @@ pub fn oci_provider_prefix(p: &ProviderAddress) -> String {
     format!("{OCI_PREFIX}{}", provider_prefix(p))
 }
 
+/// Where the indexer keeps a module's OCI artifacts (`indexed/oci/modules/NS/NAME/SYSTEM/`).
+pub fn oci_module_prefix(m: &ModuleAddress) -> String {
+    format!("{OCI_PREFIX}{}", module_prefix(m))
+}
+
+/// A module repository's object by digest (`manifests` or `blobs`), or a tag's manifest.
+pub fn oci_module_object(m: &ModuleAddress, kind: &str, name: &str) -> String {
+    format!("{}{kind}/{}", oci_module_prefix(m), name.replacen(':', "/", 1))
+}
+
+/// The zip the indexer made of a `.tar.gz` module archive, by its SHA-256 (hex).
+pub fn oci_module_zip(m: &ModuleAddress, sha256: &str) -> String {
+    format!("{}zips/{sha256}.zip", oci_module_prefix(m))
+}
+
 /// A manifest of a provider's OCI repository, by its digest (`sha256:HEX`): its exact bytes.
 pub fn oci_manifest(p: &ProviderAddress, digest: &str) -> String {
     format!("{}manifests/{}", oci_provider_prefix(p), digest.replacen(':', "/", 1))
@@ -491,6 +506,12 @@ pub enum Wanted<'a> {
         /// The provider whose repository the request names.
         provider: &'a ProviderAddress,
     },
+    /// A blob of a module's OCI repository: a `.zip` archive of that module, or a zip the
+    /// indexer made of one of its archives.
+    OciModuleBlob {
+        /// The module whose repository the request names.
+        module: &'a ModuleAddress,
+    },
     /// A signed release's `SHA256SUMS` or its signature (providers.v1 `…/download/OS/ARCH`).
     ProviderReleaseFile {
         /// The provider the request names.
@@ -521,6 +542,15 @@ pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Erro
             Wanted::ProviderReleaseFile { provider: p, version: v, file: f },
         ) => provider == *p && version == *v && file == f && file != ReleaseFile::Manifest,
         (Some(ObjectKind::ProviderArchive { provider, .. }), Wanted::OciProviderBlob { provider: p }) => provider == *p,
+        (Some(ObjectKind::ModuleArchive { module, extension, .. }), Wanted::OciModuleBlob { module: m }) => {
+            module == *m && extension == "zip"
+        }
+        (None, Wanted::OciModuleBlob { module }) => {
+            let zips = format!("{}zips/", oci_module_prefix(module));
+            key.strip_prefix(&zips).and_then(|f| f.strip_suffix(".zip")).is_some_and(|hex| {
+                hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            })
+        }
         _ => false,
     };
     if matches {

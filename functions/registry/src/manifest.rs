@@ -63,6 +63,24 @@ pub struct ModuleVersion {
     /// written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_at: Option<String>,
+    /// Its OCI module package's layer (`oci`): absent in manifests written before OCI, so the
+    /// next pass reads the archive once more and builds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<OciLayer>,
+}
+
+/// A module version's one `archive/zip` layer: the archive itself when it is a `.zip`, else a
+/// zip the indexer made of it (`archive::tar_gz_to_zip`, under `indexed/oci/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OciLayer {
+    /// Hex SHA-256 of the zip; empty when the archive cannot be a zip (a tar hard link): the
+    /// version then has no OCI package.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Whether the indexer made it (stored at `layout::oci_module_zip`) rather than it being the
+    /// archive.
+    pub derived: bool,
 }
 
 impl ModuleManifest {
@@ -324,6 +342,7 @@ mod tests {
             version_id: None,
             docs: true,
             published_at: None,
+            oci: None,
         }
     }
 

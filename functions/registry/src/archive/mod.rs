@@ -24,12 +24,14 @@ use sha2::{Digest, Sha256};
 mod bounded;
 mod keep;
 mod readers;
+mod repack;
 #[cfg(test)]
 mod tests;
 mod tree;
 
 use keep::Keeper;
 use readers::{tar_gz_entries, zip_entries};
+pub use repack::tar_gz_to_zip;
 use tree::{check_tree, normalise};
 
 /// Files that make a directory a Terraform/OpenTofu module.

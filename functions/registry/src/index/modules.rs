@@ -10,7 +10,7 @@ use crate::address::ModuleAddress;
 use crate::archive;
 use crate::error::Error;
 use crate::layout::{self, ObjectKind};
-use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, to_json};
+use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, OciLayer, to_json};
 use crate::module_docs::{self, ModuleDocs};
 use crate::publish_log::{Action, Change};
 use crate::storage::{ObjectInfo, Precondition, Storage};
@@ -37,7 +37,9 @@ pub(super) async fn module_pass<S: Storage>(
     for (version, (object, extension)) in chosen {
         let previous = existing.as_ref().and_then(|m| m.find(&version));
         // Reused only with its docs: a manifest from before docs were read is read again.
-        let same_archive = previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs);
+        // And with its OCI layer: a manifest from before OCI reads the archive once more too.
+        let same_archive =
+            previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs && e.oci.is_some());
         let reusable = match same_archive {
             Some(e) if indexer.listed_etag(&object).await? == e.etag => Some(e),
             _ => None,
@@ -54,7 +56,7 @@ pub(super) async fn module_pass<S: Storage>(
                 if !published.docs {
                     put_docs(indexer, module, &version, &docs).await?;
                 }
-                versions.push(ModuleVersion { etag: entry.etag, docs: true, ..published.clone() });
+                versions.push(ModuleVersion { etag: entry.etag, docs: true, oci: entry.oci, ..published.clone() });
             }
             (Some((entry, _)), Some(published)) if !indexer.limits.overwrite_published => {
                 let what = format!("version {version} of module {module}");
@@ -83,8 +85,10 @@ pub(super) async fn module_pass<S: Storage>(
         return Ok(Outcome::Unchanged);
     }
     let count = manifest.versions.len();
+    super::oci::store_module(indexer.storage, module, existing.as_ref(), &manifest).await?;
     let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
     indexer.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
+    super::oci::forget_module(indexer.storage, module, existing.as_ref(), &manifest).await?;
     indexer.log_changes(changes(existing.as_ref(), &manifest)).await?;
     Ok(Outcome::Written { versions: count })
 }
@@ -150,16 +154,21 @@ async fn index_module_archive<S: Storage>(
     let bounds = indexer.limits.bounds();
     let verdict = blocking(move || {
         file.rewind().map_err(|e| e.to_string())?;
-        archive::read_module_archive(file, extension, &bounds, &module_docs::wanted)
+        let kept = archive::read_module_archive(&mut file, extension, &bounds, &module_docs::wanted)?;
+        Ok::<_, String>((kept, (extension != "zip").then(|| repack(file, &bounds))))
     })
     .await?;
-    let version = match layout::classify(&object.key) {
-        Some(ObjectKind::ModuleArchive { version, .. }) => version.to_string(),
+    let (module, version) = match layout::classify(&object.key) {
+        Some(ObjectKind::ModuleArchive { module, version, .. }) => (module, version.to_string()),
         _ => return Ok(None),
     };
     match verdict {
-        Ok(kept) => {
+        Ok((kept, repacked)) => {
             rejections.clear(indexer.storage, &object.key).await?;
+            let oci = match repacked {
+                None => OciLayer { sha256: sha256.clone(), size, derived: false },
+                Some(repacked) => super::oci::store_module_zip(indexer.storage, &module, repacked).await?,
+            };
             let docs = module_docs::extract(&kept, &sha256);
             let entry = ModuleVersion {
                 version,
@@ -170,6 +179,7 @@ async fn index_module_archive<S: Storage>(
                 version_id,
                 docs: true,
                 published_at: Some(crate::clock::rfc3339_now()),
+                oci: Some(oci),
             };
             Ok(Some((entry, docs)))
         }
@@ -178,6 +188,14 @@ async fn index_module_archive<S: Storage>(
             Ok(None)
         }
     }
+}
+
+/// The `.zip` a `.tar.gz` archive becomes for OCI, in a temporary file, or why it cannot be
+/// one (a hard link).
+fn repack(mut file: std::fs::File, bounds: &archive::Bounds) -> Result<tempfile::NamedTempFile, String> {
+    file.rewind().map_err(|e| e.to_string())?;
+    let zip = tempfile::NamedTempFile::new().map_err(|e| format!("a temporary file: {e}"))?;
+    archive::tar_gz_to_zip(file, zip, bounds)
 }
 
 /// What a manifest write changed, as publish log entries: each version served now whose

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ARTIFACT_TYPE_PROVIDER, ARTIFACT_TYPE_PROVIDER_TARGET, EMPTY_CONFIG_DIGEST, digest_of};
+use super::{
+    ARTIFACT_TYPE_MODULE, ARTIFACT_TYPE_PROVIDER, ARTIFACT_TYPE_PROVIDER_TARGET, EMPTY_CONFIG_DIGEST, digest_of,
+};
 use super::{MEDIA_TYPE_EMPTY, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST, MEDIA_TYPE_ZIP};
 
 /// A content descriptor (image-spec `descriptor.md`).
@@ -142,6 +144,12 @@ pub fn provider_artifacts(packages: &[Package<'_>]) -> Result<ProviderArtifacts,
         manifests: descriptors,
     })?;
     Ok(ProviderArtifacts { index, manifests })
+}
+
+/// A module version's package: an image manifest (`application/vnd.opentofu.modulepkg`) whose
+/// only layer is the zip (`package`'s `os` and `arch` are not read).
+pub fn module_artifact(package: &Package<'_>) -> Result<Stored, serde_json::Error> {
+    Stored::of(&ImageManifest { artifact_type: ARTIFACT_TYPE_MODULE.into(), ..platform_manifest(package) })
 }
 
 fn platform_manifest(package: &Package<'_>) -> ImageManifest {

@@ -19,6 +19,8 @@ pub const MEDIA_TYPE_ZIP: &str = "archive/zip";
 pub const ARTIFACT_TYPE_PROVIDER: &str = "application/vnd.opentofu.provider";
 /// ... and of each platform's manifest (`ociPackageManifestArtifactType`).
 pub const ARTIFACT_TYPE_PROVIDER_TARGET: &str = "application/vnd.opentofu.provider-target";
+/// What OpenTofu requires of a module package's manifest (`oci://` sources).
+pub const ARTIFACT_TYPE_MODULE: &str = "application/vnd.opentofu.modulepkg";
 /// The empty config blob (the same for every artifact).
 pub const EMPTY_CONFIG: &[u8] = b"{}";
 /// Its digest.

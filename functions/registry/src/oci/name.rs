@@ -1,21 +1,26 @@
 //! The OCI routes' grammar, on the raw path: `/v2/`, `/v2/NAME/tags/list`,
 //! `/v2/NAME/manifests/REFERENCE` and `/v2/NAME/blobs/DIGEST`, where NAME is a provider's
 //! repository, `providers/HOSTNAME/NAMESPACE/TYPE` (what an `oci_mirror`'s
-//! `repository_template` names), and a tag is a version with `_` for SemVer's `+`
-//! (OpenTofu's rule). Every component must be one the OCI name grammar allows (lower case),
-//! so a provider whose address is not (a hostname with a port) has no repository.
+//! `repository_template` names), or a module's, `modules/NAMESPACE/NAME/SYSTEM` (an `oci://`
+//! source), and a tag is a version with `_` for SemVer's `+` (OpenTofu's rule for providers;
+//! modules follow it too). Every component must be one the OCI name grammar allows (lower
+//! case), so an address that is not (a hostname with a port) has no repository.
 
-use crate::address::{ProviderAddress, parse_version, printable};
+use crate::address::{ModuleAddress, ProviderAddress, parse_version, printable};
 use crate::error::Error;
 
 /// The first component of a provider's repository name.
 pub const PROVIDERS: &str = "providers";
+/// The first component of a module's repository name.
+pub const MODULES: &str = "modules";
 
 /// A repository this registry serves.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Repository {
     /// `providers/HOSTNAME/NAMESPACE/TYPE`: a provider's versions as tags.
     Provider(ProviderAddress),
+    /// `modules/NAMESPACE/NAME/SYSTEM`: a module's versions as tags.
+    Module(ModuleAddress),
 }
 
 impl Repository {
@@ -25,24 +30,39 @@ impl Repository {
         parts.iter().all(|p| is_component(p)).then(|| Repository::Provider(provider.clone()))
     }
 
-    /// Parse a repository name (400 `NAME_INVALID` for one that is not a provider's).
+    /// The repository of a module, if its address fits the OCI name grammar.
+    pub fn of_module(module: &ModuleAddress) -> Option<Repository> {
+        let parts = [module.namespace.as_str(), module.name.as_str(), module.system.as_str()];
+        parts.iter().all(|p| is_component(p)).then(|| Repository::Module(module.clone()))
+    }
+
+    /// Parse a repository name (400 `NAME_INVALID` for one that is no provider's or module's).
     pub fn parse(name: &str) -> Result<Repository, Error> {
         let refuse = || {
             Error::BadRequest(format!(
-                "repository name {:?} is not providers/HOSTNAME/NAMESPACE/TYPE in lower case",
+                "repository name {:?} is not providers/HOSTNAME/NAMESPACE/TYPE or modules/NAMESPACE/NAME/SYSTEM in lower case",
                 printable(name)
             ))
         };
         let parts: Vec<&str> = name.split('/').collect();
-        let [PROVIDERS, hostname, namespace, r#type] = parts.as_slice() else { return Err(refuse()) };
-        let provider = ProviderAddress::parse(hostname, namespace, r#type).map_err(|_| refuse())?;
-        Repository::of_provider(&provider).ok_or_else(refuse)
+        match parts.as_slice() {
+            [PROVIDERS, hostname, namespace, r#type] => {
+                let provider = ProviderAddress::parse(hostname, namespace, r#type).map_err(|_| refuse())?;
+                Repository::of_provider(&provider).ok_or_else(refuse)
+            }
+            [MODULES, namespace, name, system] => {
+                let module = ModuleAddress::parse(namespace, name, system).map_err(|_| refuse())?;
+                Repository::of_module(&module).ok_or_else(refuse)
+            }
+            _ => Err(refuse()),
+        }
     }
 
     /// The repository's name, as clients spell it.
     pub fn name(&self) -> String {
         match self {
             Repository::Provider(p) => format!("{PROVIDERS}/{}/{}/{}", p.hostname, p.namespace, p.r#type),
+            Repository::Module(m) => format!("{MODULES}/{}/{}/{}", m.namespace, m.name, m.system),
         }
     }
 }
@@ -274,7 +294,8 @@ mod tests {
             ("providers/127.0.0.1:8443/acme/widget/tags/list", None, 400),
             ("providers/registry.terraform.io/HashiCorp/null/tags/list", None, 400),
             ("providers/registry.terraform.io/hashicorp/tags/list", None, 400),
-            ("modules/acme/vpc/aws/tags/list", None, 400),
+            ("modules/acme/vpc/tags/list", None, 400),
+            ("modules/Acme/vpc/aws/tags/list", None, 400),
             ("providers/registry.terraform.io/hashicorp/null/../x/tags/list", None, 400),
             (&format!("{name}/manifests/latest"), None, 400),
             (&format!("{name}/manifests/3.2.1+ent"), None, 400),

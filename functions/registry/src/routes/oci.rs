@@ -1,7 +1,8 @@
 //! OCI Distribution v1.1, read-only (`/v2/…`): providers as OpenTofu's `oci_mirror` installs
-//! them. One read per request: a tag from the version's document (`VERSION.json` holds its
-//! image index), a manifest by digest or a blob's pointer from `indexed/oci/`, the tag list
-//! from `index.json`. A blob is a redirect to a presigned URL of the zip itself. Credentials
+//! them, modules as its `oci://` sources do. One read per request: a provider's tag from the
+//! version's document (`VERSION.json` holds its image index), a module's from its tag object,
+//! a manifest by digest or a blob's pointer from `indexed/oci/`, the tag list from `index.json`
+//! or the module manifest. A blob is a redirect to a presigned URL of the zip itself. Credentials
 //! come the way OCI clients send them: `Basic` with the registry's token (or a JWT) as the
 //! password, or `Bearer`; the access check, scopes and 404-for-hidden are every route's.
 
@@ -9,13 +10,12 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::address::ProviderAddress;
 use crate::auth::Resource;
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply, Request};
 use crate::layout::{self, Wanted};
-use crate::manifest::{OciBlob, ProviderIndex, ProviderVersion};
+use crate::manifest::{ModuleManifest, OciBlob, ProviderIndex, ProviderVersion};
 use crate::oci::name::{self, Kind, OciRoute, Reference, Repository};
 use crate::oci::{DIGEST_HEADER, EMPTY_CONFIG, EMPTY_CONFIG_DIGEST, MEDIA_TYPE_MANIFEST, TAGS_PAGE_MAX, digest_of};
 use crate::storage::Storage;
@@ -43,16 +43,17 @@ pub(super) async fn answer<S: Storage>(
             Ok(Reply::json(StatusCode::OK, &json!({})).header(API_VERSION.0, API_VERSION.1))
         }
         OciRoute::Tags { repository, n, last } => {
-            let provider = check(ctx, repository, authorization, Kind::Tags).await?;
-            tags(ctx, repository, &provider, *n, last.as_deref(), deadline).await
+            check(ctx, repository, authorization, Kind::Tags).await?;
+            tags(ctx, repository, *n, last.as_deref(), deadline).await
         }
         OciRoute::Manifest { repository, reference } => {
-            let provider = check(ctx, repository, authorization, Kind::Manifest).await?;
-            manifest(ctx, &provider, reference, head, deadline).await
+            check(ctx, repository, authorization, Kind::Manifest).await?;
+            let reply = manifest(ctx, repository, reference, head, deadline).await?;
+            accepted(reply, request.accept)
         }
         OciRoute::Blob { repository, digest } => {
-            let provider = check(ctx, repository, authorization, Kind::Blob).await?;
-            blob(ctx, &provider, digest, head, deadline).await
+            check(ctx, repository, authorization, Kind::Blob).await?;
+            blob(ctx, repository, digest, head, deadline).await
         }
     }
 }
@@ -68,17 +69,19 @@ fn credentials(header: Option<&str>) -> Result<Option<String>, Error> {
     }
 }
 
-/// The access check of every route that names a repository: the provider's scope, as for the
-/// network mirror; hidden and absent are one answer.
+/// The access check of every route that names a repository: the provider's or the module's
+/// scope, as for the mirror and modules.v1; hidden and absent are one answer.
 async fn check<S: Storage>(
     ctx: &Context<S>,
     repository: &Repository,
     authorization: Option<&str>,
     kind: Kind,
-) -> Result<ProviderAddress, Error> {
-    let Repository::Provider(provider) = repository;
-    ctx.verifier.check(ctx.storage(), authorization, Resource::Provider(provider), || absent(repository, kind)).await?;
-    Ok(provider.clone())
+) -> Result<(), Error> {
+    let resource = match repository {
+        Repository::Provider(provider) => Resource::Provider(provider),
+        Repository::Module(module) => Resource::Module(module),
+    };
+    ctx.verifier.check(ctx.storage(), authorization, resource, || absent(repository, kind)).await
 }
 
 /// A repository, manifest or blob that does not exist (or that the caller may not see).
@@ -91,22 +94,41 @@ pub(crate) fn absent(repository: &Repository, kind: Kind) -> Error {
     Error::NotFound(format!("{what}: {}", repository.name()))
 }
 
-/// `tags/list`: the served versions as tags, in lexical order, `n` at a time after `last`.
+/// The versions a repository has tags for: a provider's served ones, a module's with a package.
+async fn versions<S: Storage>(
+    ctx: &Context<S>,
+    repository: &Repository,
+    deadline: tokio::time::Instant,
+) -> Result<(Vec<String>, bool), Error> {
+    let missing = || absent(repository, Kind::Tags);
+    Ok(match repository {
+        Repository::Provider(provider) => {
+            let key = layout::provider_index(provider);
+            let read =
+                ctx.reader.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), missing, deadline).await?;
+            (read.value.versions.keys().cloned().collect(), read.stale)
+        }
+        Repository::Module(module) => {
+            let key = layout::module_manifest(module);
+            let read =
+                ctx.reader.manifest(&key, ModuleManifest::parse, |m| m.versions.is_empty(), missing, deadline).await?;
+            let packaged = read.value.versions.iter().filter(|v| v.oci.as_ref().is_some_and(|l| !l.sha256.is_empty()));
+            (packaged.map(|v| v.version.clone()).collect(), read.stale)
+        }
+    })
+}
+
+/// `tags/list`: the versions as tags, in lexical order, `n` at a time after `last`.
 async fn tags<S: Storage>(
     ctx: &Context<S>,
     repository: &Repository,
-    provider: &ProviderAddress,
     n: Option<usize>,
     last: Option<&str>,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let missing = || absent(repository, Kind::Tags);
-    let key = layout::provider_index(provider);
-    let read = ctx.reader.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), missing, deadline).await?;
-    let mut all: Vec<String> = read
-        .value
-        .versions
-        .keys()
+    let (versions, stale) = versions(ctx, repository, deadline).await?;
+    let mut all: Vec<String> = versions
+        .iter()
         .filter_map(|v| crate::address::parse_version(v).ok())
         .map(|v| name::tag(&v))
         .filter(|t| last.is_none_or(|last| t.as_str() > last))
@@ -122,48 +144,78 @@ async fn tags<S: Storage>(
         let next = format!("</v2/{}/tags/list?n={page}&last={last}>; rel=\"next\"", repository.name());
         reply = reply.header("link", next);
     }
-    Ok(reply.stale(read.stale))
+    Ok(reply.stale(stale))
 }
 
-/// A manifest by tag (the version's image index, from its document) or by digest.
+/// A manifest by tag (a provider version's image index, from its document; a module version's
+/// package manifest, stored under its tag) or by digest.
 async fn manifest<S: Storage>(
     ctx: &Context<S>,
-    provider: &ProviderAddress,
+    repository: &Repository,
     reference: &Reference,
     head: bool,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let repository = Repository::Provider(provider.clone());
-    let missing = || absent(&repository, Kind::Manifest);
-    let (bytes, stale) = match reference {
-        Reference::Tag(version) => {
+    let missing = || absent(repository, Kind::Manifest);
+    let (bytes, stale) = match (repository, reference) {
+        (Repository::Provider(provider), Reference::Tag(version)) => {
             let key = layout::provider_version(provider, version);
             let read =
                 ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.oci_index.is_none(), missing, deadline).await?;
-            let index = read.value.oci_index.clone().unwrap_or_default();
-            (Bytes::from(index), read.stale)
+            (Bytes::from(read.value.oci_index.clone().unwrap_or_default()), read.stale)
         }
-        Reference::Digest(digest) => {
-            let key = layout::oci_manifest(provider, digest);
-            let read = ctx
-                .reader
-                .manifest(&key, |b| Ok(Bytes::copy_from_slice(b)), Bytes::is_empty, missing, deadline)
-                .await?;
-            if digest_of(&read.value) != *digest {
-                return Err(Error::Internal(format!("stored manifest {key} does not hash to its digest")));
-            }
-            ((*read.value).clone(), read.stale)
+        (Repository::Module(module), Reference::Tag(version)) => {
+            let key = layout::oci_module_object(module, "tags", &name::tag(version));
+            stored(ctx, &key, None, missing, deadline).await?
+        }
+        (Repository::Provider(provider), Reference::Digest(digest)) => {
+            stored(ctx, &layout::oci_manifest(provider, digest), Some(digest), missing, deadline).await?
+        }
+        (Repository::Module(module), Reference::Digest(digest)) => {
+            let key = layout::oci_module_object(module, "manifests", digest);
+            stored(ctx, &key, Some(digest), missing, deadline).await?
         }
     };
     let media_type = crate::oci::artifacts::media_type(&bytes).unwrap_or_else(|| MEDIA_TYPE_MANIFEST.into());
     Ok(content(bytes, &media_type, head).header("cache-control", NO_CACHE).stale(stale))
 }
 
+/// Content negotiation (distribution spec, "Pulling manifests"): a client whose `Accept` lists
+/// neither the manifest's media type nor a wildcard covering it gets `MANIFEST_UNKNOWN` (the
+/// registry converts nothing); no `Accept` takes what there is.
+fn accepted(reply: Reply, accept: Option<&str>) -> Result<Reply, Error> {
+    let (Some(accept), Some(media_type)) = (accept, reply.header_value("content-type")) else { return Ok(reply) };
+    let kind = media_type.split('/').next().unwrap_or_default();
+    let takes = accept
+        .split(',')
+        .map(|a| a.split(';').next().unwrap_or_default().trim())
+        .any(|a| a == media_type || a == "*/*" || a.strip_suffix("/*").is_some_and(|k| k == kind));
+    match takes {
+        true => Ok(reply),
+        false => Err(Error::NotFound(format!("the manifest is {media_type}, which the Accept header does not list"))),
+    }
+}
+
+/// A stored manifest's bytes; one stored by its digest is checked against it first.
+async fn stored<S: Storage>(
+    ctx: &Context<S>,
+    key: &str,
+    digest: Option<&str>,
+    missing: impl Fn() -> Error,
+    deadline: tokio::time::Instant,
+) -> Result<(Bytes, bool), Error> {
+    let read = ctx.reader.manifest(key, |b| Ok(Bytes::copy_from_slice(b)), Bytes::is_empty, missing, deadline).await?;
+    if digest.is_some_and(|d| digest_of(&read.value) != d) {
+        return Err(Error::Internal(format!("stored manifest {key} does not hash to its digest")));
+    }
+    Ok(((*read.value).clone(), read.stale))
+}
+
 /// A blob: the empty config inline; a zip by a redirect to a presigned URL of the object
-/// version the indexer hashed (HEAD: its size and digest, from the pointer).
+/// version the indexer hashed, or of the zip it made (HEAD: size and digest, from the pointer).
 async fn blob<S: Storage>(
     ctx: &Context<S>,
-    provider: &ProviderAddress,
+    repository: &Repository,
     digest: &str,
     head: bool,
     deadline: tokio::time::Instant,
@@ -171,9 +223,13 @@ async fn blob<S: Storage>(
     if digest == EMPTY_CONFIG_DIGEST {
         return Ok(content(Bytes::from_static(EMPTY_CONFIG), "application/vnd.oci.empty.v1+json", head));
     }
-    let repository = Repository::Provider(provider.clone());
-    let missing = || absent(&repository, Kind::Blob);
-    let key = layout::oci_blob(provider, digest);
+    let missing = || absent(repository, Kind::Blob);
+    let (key, wanted) = match repository {
+        Repository::Provider(provider) => (layout::oci_blob(provider, digest), Wanted::OciProviderBlob { provider }),
+        Repository::Module(module) => {
+            (format!("{}.json", layout::oci_module_object(module, "blobs", digest)), Wanted::OciModuleBlob { module })
+        }
+    };
     let parse = |b: &[u8]| serde_json::from_slice::<OciBlob>(b).map_err(|e| Error::Internal(format!("OCI blob: {e}")));
     let read = ctx.reader.manifest(&key, parse, |b| b.key.is_empty(), missing, deadline).await?;
     let pointer = &read.value;
@@ -182,7 +238,6 @@ async fn blob<S: Storage>(
             .header("content-type", "application/octet-stream")
             .header("content-length", pointer.size.to_string()),
         false => {
-            let wanted = Wanted::OciProviderBlob { provider };
             let url = ctx.reader.presign(&pointer.key, pointer.version_id.as_deref(), wanted).await?;
             Reply { status: StatusCode::TEMPORARY_REDIRECT, headers: vec![("location", url)], body: Bytes::new() }
         }
