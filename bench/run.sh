@@ -21,7 +21,7 @@ need nginx nginx-light
 # Servers optimised like release but quicker to build (profile perf); the Lambda binaries
 # exactly as deployed (profile release), natively, for the cold-start runs.
 cargo build -q --profile perf -p registry-bench -p registry-local
-cargo build -q --release -p discovery -p modules -p mirror -p providers -p web -p indexer -p puller
+cargo build -q --release -p discovery -p modules -p mirror -p providers -p web -p oci -p indexer -p puller
 B="$TARGET/perf"
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
 

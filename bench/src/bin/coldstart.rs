@@ -4,7 +4,7 @@
 //! AWS SDK and TLS setup) and (b) from handing it the first event to its response (the first
 //! request, including the first S3 connection). Each binary started `RUNS` times; p50 and p99.
 //!
-//! usage: coldstart BIN_DIR [RUNS]   (BIN_DIR holds the seven functions' binaries)
+//! usage: coldstart BIN_DIR [RUNS]   (BIN_DIR holds the eight functions' binaries)
 
 #![allow(clippy::unwrap_used)]
 
@@ -82,6 +82,8 @@ async fn main() {
             &[("REGISTRY_HOSTNAME", "registry.example.com")][..],
         ),
         ("web", api_event("/v1/modules"), "acme/vpc/aws", none),
+        // OCI: a module's tags (the token store and the module manifest read).
+        ("oci", api_event("/v2/modules/acme/vpc/aws/tags/list"), "1.0.0", none),
         ("indexer", s3_event, "unchanged", none),
         ("puller", pull_event, "copied", &[("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io")][..]),
     ];

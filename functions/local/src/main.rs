@@ -260,6 +260,7 @@ async fn serve(args: Serve) -> Result<(), String> {
          \x20 registry (HTTPS):  {base}   modules: {host}/NAMESPACE/NAME/SYSTEM\n\
          \x20 web pages:         {base}/   (sign in with the token in {dir}/dev-token)\n\
          \x20 provider mirror:   {base}{mirror}\n\
+         \x20 OCI (OpenTofu):    {base}/v2/   providers/HOSTNAME/NAMESPACE/TYPE, modules/NAMESPACE/NAME/SYSTEM\n\
          \x20 embedded S3:       {s3}   bucket: {bucket}\n\n\
          Use it from terraform (terraform.rc holds the local-dev token; `make token-create` makes scoped ones):\n\
          \x20 export TF_CLI_CONFIG_FILE={dir}/terraform.rc SSL_CERT_FILE={dir}/ca.pem\n\
