@@ -32,6 +32,7 @@ fn module_manifest(versions: usize) -> Vec<u8> {
             version_id: None,
             docs: true,
             published_at: None,
+            oci: None,
         })
         .collect();
     serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()
