@@ -125,16 +125,17 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 OciRoute::Manifest { repository: Repository::Module(m), .. }
                 | OciRoute::Blob { repository: Repository::Module(m), .. },
             ) => {
-                let name = match &route {
-                    Route::Oci(OciRoute::Manifest { reference: Reference::Tag(v), .. }) => crate::oci::name::tag(v),
+                // The keys the route reads: a tag's object, or a digest's manifest and blob pointer.
+                let keys = match &route {
+                    Route::Oci(OciRoute::Manifest { reference: Reference::Tag(v), .. }) => {
+                        vec![layout::oci_module_tag(m, &crate::oci::name::tag(v))]
+                    }
                     Route::Oci(
                         OciRoute::Manifest { reference: Reference::Digest(d), .. } | OciRoute::Blob { digest: d, .. },
-                    ) => d.clone(),
+                    ) => vec![layout::oci_module_manifest(m, d), layout::oci_module_blob(m, d)],
                     _ => continue,
                 };
-                for key in
-                    [layout::oci_module_object(m, "tags", &name), layout::oci_module_object(m, "manifests", &name)]
-                {
+                for key in keys {
                     if !key_is_clean(&key) || layout::classify(&key).is_some() || !key.starts_with(layout::OCI_PREFIX) {
                         return Err(format!("{target:?} -> OCI key {key:?} unclean or taken for another object"));
                     }

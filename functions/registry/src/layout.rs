@@ -187,9 +187,19 @@ pub fn oci_module_prefix(m: &ModuleAddress) -> String {
     format!("{OCI_PREFIX}{}", module_prefix(m))
 }
 
-/// A module repository's object by digest (`manifests` or `blobs`), or a tag's manifest.
-pub fn oci_module_object(m: &ModuleAddress, kind: &str, name: &str) -> String {
-    format!("{}{kind}/{}", oci_module_prefix(m), name.replacen(':', "/", 1))
+/// A module version's package manifest, under its tag (a version, `+` written `_`).
+pub fn oci_module_tag(m: &ModuleAddress, tag: &str) -> String {
+    format!("{}tags/{tag}", oci_module_prefix(m))
+}
+
+/// A module repository's manifest by its digest (`sha256:HEX`): its exact bytes.
+pub fn oci_module_manifest(m: &ModuleAddress, digest: &str) -> String {
+    format!("{}manifests/{}", oci_module_prefix(m), digest.replacen(':', "/", 1))
+}
+
+/// A module repository's blob by its digest: where its bytes are (`OciBlob`).
+pub fn oci_module_blob(m: &ModuleAddress, digest: &str) -> String {
+    format!("{}blobs/{}.json", oci_module_prefix(m), digest.replacen(':', "/", 1))
 }
 
 /// The zip the indexer made of a `.tar.gz` module archive, by its SHA-256 (hex).

@@ -1,12 +1,14 @@
-//! OCI artifacts, kept in line with the manifests they come from. A module version's package
-//! (one image manifest, under its tag and by digest, and its blob pointer) is written before
-//! the module manifest that lists the version and removed after the one that yanks it; a
-//! `.tar.gz` archive's zip is made when the archive is read. A provider version's artifacts (`oci::artifacts`), kept in line with its document: the
-//! image index goes into `VERSION.json` itself (`oci_index`), so a tag and the archives it
-//! names change together in one conditional write; the platform manifests, the index by its
-//! digest and the blob pointers are content-addressed objects written before that document
-//! (so nothing it names is missing when it appears), and the pointers of zips no longer
-//! served are deleted after it.
+//! OCI artifacts (`oci::artifacts`), kept in line with the manifests they come from.
+//!
+//! A provider version's image index goes into `VERSION.json` itself (`oci_index`), so a tag
+//! and the archives it names change together in one conditional write; the platform
+//! manifests, the index by its digest and the blob pointers are content-addressed objects
+//! written before that document (so nothing it names is missing when it appears), and the
+//! pointers of zips no longer served are deleted after it.
+//!
+//! A module version's package (one image manifest, under its tag and by digest, and its blob
+//! pointer) is written before the module manifest that lists the version and removed after
+//! the one that yanks it; a `.tar.gz` archive's zip is made when the archive is read.
 
 use crate::address::{ModuleAddress, ProviderAddress};
 use crate::error::Error;
@@ -62,9 +64,7 @@ pub(super) async fn store<S: Storage>(
             version_id: archive.version_id().map(str::to_string),
             size: archive.indexed.as_ref().map(|i| i.size).unwrap_or_default(),
         };
-        let bytes = serde_json::to_vec(&blob).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
-        let key = layout::oci_blob(provider, &format!("sha256:{}", archive.zh()));
-        storage.put(&key, bytes.into(), CONTENT_TYPE_JSON, Precondition::None).await?;
+        put_pointer(storage, &layout::oci_blob(provider, &format!("sha256:{}", archive.zh())), &blob).await?;
     }
     Ok(())
 }
@@ -136,26 +136,22 @@ pub(super) async fn store_module<S: Storage>(
         return Ok(());
     }
     for version in &after.versions {
-        let unchanged = before.and_then(|b| entry(b, &version.version)) == Some(version);
+        let parsed = crate::address::parse_version(&version.version)?;
+        let unchanged = before.and_then(|b| b.find(&parsed)) == Some(version);
         let Some(layer) = version.oci.as_ref().filter(|l| !l.sha256.is_empty() && !unchanged) else { continue };
         let file_name = format!("{}.zip", version.version);
         let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
         let manifest =
             module_artifact(&package).map_err(|e| Error::Internal(format!("serialise OCI manifest: {e}")))?;
-        let tag = crate::oci::name::tag(&crate::address::parse_version(&version.version)?);
-        for key in [
-            layout::oci_module_object(module, "manifests", &manifest.digest),
-            layout::oci_module_object(module, "tags", &tag),
-        ] {
+        let tag = crate::oci::name::tag(&parsed);
+        for key in [layout::oci_module_manifest(module, &manifest.digest), layout::oci_module_tag(module, &tag)] {
             storage.put(&key, manifest.bytes.clone().into(), MEDIA_TYPE_MANIFEST, Precondition::None).await?;
         }
         let blob = match layer.derived {
             true => OciBlob { key: layout::oci_module_zip(module, &layer.sha256), version_id: None, size: layer.size },
             false => OciBlob { key: version.archive.clone(), version_id: version.version_id.clone(), size: layer.size },
         };
-        let bytes = serde_json::to_vec(&blob).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
-        let key = format!("{}.json", layout::oci_module_object(module, "blobs", &format!("sha256:{}", layer.sha256)));
-        storage.put(&key, bytes.into(), CONTENT_TYPE_JSON, Precondition::None).await?;
+        put_pointer(storage, &layout::oci_module_blob(module, &format!("sha256:{}", layer.sha256)), &blob).await?;
     }
     Ok(())
 }
@@ -171,18 +167,22 @@ pub(super) async fn forget_module<S: Storage>(
     let Some(before) = before else { return Ok(()) };
     let served: std::collections::BTreeSet<&str> =
         after.versions.iter().filter_map(|v| v.oci.as_ref()).map(|l| l.sha256.as_str()).collect();
-    for gone in before.versions.iter().filter(|v| entry(after, &v.version).is_none()) {
-        if let Ok(version) = crate::address::parse_version(&gone.version) {
-            storage.delete(&layout::oci_module_object(module, "tags", &crate::oci::name::tag(&version))).await?;
+    for gone in &before.versions {
+        // Stored versions are canonical SemVer; one that is not was never tagged.
+        let Ok(version) = crate::address::parse_version(&gone.version) else { continue };
+        if after.find(&version).is_some() {
+            continue;
         }
+        storage.delete(&layout::oci_module_tag(module, &crate::oci::name::tag(&version))).await?;
         if let Some(layer) = gone.oci.as_ref().filter(|l| !l.sha256.is_empty() && !served.contains(l.sha256.as_str())) {
-            let digest = format!("sha256:{}", layer.sha256);
-            storage.delete(&format!("{}.json", layout::oci_module_object(module, "blobs", &digest))).await?;
+            storage.delete(&layout::oci_module_blob(module, &format!("sha256:{}", layer.sha256))).await?;
         }
     }
     Ok(())
 }
 
-fn entry<'m>(manifest: &'m ModuleManifest, version: &str) -> Option<&'m crate::manifest::ModuleVersion> {
-    manifest.versions.iter().find(|v| v.version == version)
+/// A blob pointer, stored (idempotent: a digest always names the same bytes).
+async fn put_pointer<S: Storage>(storage: &S, key: &str, blob: &OciBlob) -> Result<(), Error> {
+    let bytes = serde_json::to_vec(blob).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
+    storage.put(key, bytes.into(), CONTENT_TYPE_JSON, Precondition::None).await
 }

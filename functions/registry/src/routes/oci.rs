@@ -165,14 +165,14 @@ async fn manifest<S: Storage>(
             (Bytes::from(read.value.oci_index.clone().unwrap_or_default()), read.stale)
         }
         (Repository::Module(module), Reference::Tag(version)) => {
-            let key = layout::oci_module_object(module, "tags", &name::tag(version));
+            let key = layout::oci_module_tag(module, &name::tag(version));
             stored(ctx, &key, None, missing, deadline).await?
         }
         (Repository::Provider(provider), Reference::Digest(digest)) => {
             stored(ctx, &layout::oci_manifest(provider, digest), Some(digest), missing, deadline).await?
         }
         (Repository::Module(module), Reference::Digest(digest)) => {
-            let key = layout::oci_module_object(module, "manifests", digest);
+            let key = layout::oci_module_manifest(module, digest);
             stored(ctx, &key, Some(digest), missing, deadline).await?
         }
     };
@@ -226,9 +226,7 @@ async fn blob<S: Storage>(
     let missing = || absent(repository, Kind::Blob);
     let (key, wanted) = match repository {
         Repository::Provider(provider) => (layout::oci_blob(provider, digest), Wanted::OciProviderBlob { provider }),
-        Repository::Module(module) => {
-            (format!("{}.json", layout::oci_module_object(module, "blobs", digest)), Wanted::OciModuleBlob { module })
-        }
+        Repository::Module(module) => (layout::oci_module_blob(module, digest), Wanted::OciModuleBlob { module }),
     };
     let parse = |b: &[u8]| serde_json::from_slice::<OciBlob>(b).map_err(|e| Error::Internal(format!("OCI blob: {e}")));
     let read = ctx.reader.manifest(&key, parse, |b| b.key.is_empty(), missing, deadline).await?;
