@@ -19,6 +19,7 @@ pub mod client_files;
 pub mod embedded_s3;
 pub mod faults;
 mod object_files;
+mod object_listing;
 mod server;
 pub mod tls;
 pub mod tokens;

@@ -7,7 +7,8 @@
 //! for the same file over TLS (docs/PERFORMANCE.md). Here `get_object` lets s3s-fs answer as
 //! before (the request has passed s3s's SigV4 check by then; the key, range, ETag and metadata
 //! are its) and then, for a whole-object GET, swaps the body for the same file read in `CHUNK`
-//! pieces. Every other operation is s3s-fs's own.
+//! pieces. ListObjectsV2 walks only what its prefix can match (`object_listing`). Every other
+//! operation is s3s-fs's own.
 //!
 //! The file opened here is the file s3s-fs opened: `IndexingS3` holds the key's read lock
 //! while s3s-fs handles the request and this runs inside it, and writes replace an object by
@@ -16,7 +17,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use s3s::dto::{GetObjectInput, GetObjectOutput, StreamingBlob};
+use s3s::dto::{GetObjectInput, GetObjectOutput, ListObjectsV2Input, ListObjectsV2Output, StreamingBlob};
 use s3s::{S3, S3Request, S3Response, S3Result};
 use tokio::io::AsyncReadExt;
 use tokio_util::io::ReaderStream;
@@ -44,8 +45,12 @@ impl ObjectFiles {
     /// The file of `bucket`/`key` as s3s-fs resolves it, for keys made only of plain path
     /// segments (anything else keeps s3s-fs's own body: no `..` or `.` to resolve here).
     fn object_path(&self, bucket: &str, key: &str) -> Option<PathBuf> {
-        let plain = |s: &str| !s.is_empty() && Path::new(s).components().all(|c| matches!(c, Component::Normal(_)));
         (plain(bucket) && plain(key)).then(|| self.root.join(bucket).join(key))
+    }
+
+    /// The directory of `bucket`, under the same rule.
+    fn bucket_dir(&self, bucket: &str) -> Option<PathBuf> {
+        plain(bucket).then(|| self.root.join(bucket))
     }
 
     /// The body of `path` in `CHUNK`s, if the file is still the one s3s-fs described.
@@ -59,6 +64,11 @@ impl ObjectFiles {
         }
         Some(StreamingBlob::wrap(ReaderStream::with_capacity(file.take(length), CHUNK)))
     }
+}
+
+/// A name made only of plain path segments: no `..`, `.`, root or empty part.
+fn plain(name: &str) -> bool {
+    !name.is_empty() && Path::new(name).components().all(|c| matches!(c, Component::Normal(_)))
 }
 
 /// The S3 implementation: the given methods, and each listed operation answered by s3s-fs
@@ -94,6 +104,15 @@ s3_with! {
             }
             Ok(response)
         }
+
+        /// Walks only the directories the prefix can match (`object_listing`), where s3s-fs
+        /// walks the whole bucket.
+        async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
+            match self.bucket_dir(&req.input.bucket) {
+                Some(dir) => Ok(S3Response::new(crate::object_listing::list_objects_v2(&dir, req.input).await?)),
+                None => self.fs.list_objects_v2(req).await,
+            }
+        }
     }
     create_bucket: CreateBucketInput => CreateBucketOutput,
     copy_object: CopyObjectInput => CopyObjectOutput,
@@ -105,7 +124,6 @@ s3_with! {
     head_object: HeadObjectInput => HeadObjectOutput,
     list_buckets: ListBucketsInput => ListBucketsOutput,
     list_objects: ListObjectsInput => ListObjectsOutput,
-    list_objects_v2: ListObjectsV2Input => ListObjectsV2Output,
     put_object: PutObjectInput => PutObjectOutput,
     create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput,
     upload_part: UploadPartInput => UploadPartOutput,
