@@ -30,7 +30,7 @@ locals {
     discovery = []
     modules = concat(
       ["indexed/modules/*", "access/tokens.json"],
-      [for n in local.notifications : "${n.prefix}*${n.suffix}" if n.prefix == "modules/"],
+      [for suffix in local.module_archive_suffixes : "modules/*${suffix}"],
     )
     mirror = ["indexed/providers/*", "access/tokens.json", "providers/*.zip", "upstream/*"]
     # providers.v1 serves only the registry's own host: its documents, and the three files

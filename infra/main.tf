@@ -68,11 +68,19 @@ locals {
   # The uploads and deletes that invoke the indexer: exactly layout::NOTIFICATIONS, which the
   # local registry's embedded S3 follows too (the consistency test compares). None lies under
   # an indexer prefix, so the indexer's own writes never invoke it.
+  # The extensions of module archives (layout::MODULE_ARCHIVE_EXTENSIONS): what the modules
+  # function presigns.
+  module_archive_suffixes = [".tar.gz", ".tgz", ".zip"]
+
   notifications = {
     modules-tar-gz = { prefix = "modules/", suffix = ".tar.gz" }
     modules-tgz    = { prefix = "modules/", suffix = ".tgz" }
     modules-zip    = { prefix = "modules/", suffix = ".zip" }
     providers-zip  = { prefix = "providers/", suffix = ".zip" }
+    # A publisher deprecates a version by uploading its deprecation file, and undoes it by
+    # deleting the file.
+    modules-deprecation   = { prefix = "modules/", suffix = ".deprecation.json" }
+    providers-deprecation = { prefix = "providers/", suffix = "_deprecation.json" }
     # A signed release (providers.v1) is published when its last file arrives, whichever it is.
     providers-shasums   = { prefix = "providers/", suffix = "_SHA256SUMS" }
     providers-signature = { prefix = "providers/", suffix = "_SHA256SUMS.sig" }
@@ -119,6 +127,7 @@ locals {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)
       REGISTRY_ALLOW_OVERWRITE          = tostring(var.allow_overwrite)
+      REGISTRY_SEMVER_POLICY            = var.semver_policy
     })
     puller = merge(local.common_environment, {
       REGISTRY_MAX_PROVIDER_ZIP_BYTES = tostring(var.max_provider_zip_bytes)

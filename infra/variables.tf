@@ -168,6 +168,20 @@ variable "allow_overwrite" {
   default     = false
 }
 
+variable "semver_policy" {
+  description = "What a module version that breaks its major line's interface does: off, warn (published, the breaks recorded and shown) or enforce (rejected with a record naming each break and the major version to use), then NAMESPACE=POLICY exceptions, comma-separated (\"warn, platform=enforce\")."
+  type        = string
+  default     = "warn"
+
+  validation {
+    condition = alltrue([
+      for part in compact([for p in split(",", var.semver_policy) : trimspace(p)]) :
+      can(regex("^([A-Za-z0-9][A-Za-z0-9_-]*=)?(off|warn|enforce)$", replace(part, " ", "")))
+    ])
+    error_message = "semver_policy is off, warn or enforce, then NAMESPACE=POLICY pairs, comma-separated."
+  }
+}
+
 variable "reserved_concurrency" {
   description = "Reserved concurrent executions per function (caps cost and protects the account's other functions); -1 for none."
   type        = number

@@ -33,6 +33,8 @@ fn module_manifest(versions: usize) -> Vec<u8> {
             docs: true,
             published_at: None,
             oci: None,
+            judged: None,
+            deprecation: None,
         })
         .collect();
     serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()

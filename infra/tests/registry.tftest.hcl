@@ -62,8 +62,8 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if n.id != "upstream-pulls"]) == 7 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json"], n.filter_suffix) if n.id != "upstream-pulls"])
-    error_message = "the indexer's notifications cover only archives and signed release files under the publisher prefixes"
+    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if n.id != "upstream-pulls"]) == 9 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json"], n.filter_suffix) if n.id != "upstream-pulls"])
+    error_message = "the indexer's notifications cover only archives, signed release files and deprecation files under the publisher prefixes"
   }
   assert {
     condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || startswith(n.filter_prefix, "upstream/versions/")])

@@ -39,6 +39,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
     BTreeMap::from([
         ("own module archive", own_module_archive.clone()),
         ("other module archive", format!("{}1.0.0.zip", layout::module_prefix(&module("other")))),
+        ("own module deprecation", layout::module_deprecation(&module(TEAM), &v)),
         ("own provider zip", zip(&own)),
         ("own provider shasums", release(&own, ReleaseFile::Shasums)),
         ("other provider zip", zip(&provider(TEAM_HOST, "other", "thing"))),
@@ -75,6 +76,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
     let role = |f: &str| format!("role/{NAME}-{f}");
     let indexer_reads = vec![
         "own module archive",
+        "own module deprecation",
         "other module archive",
         "own provider zip",
         "own provider shasums",
@@ -101,7 +103,8 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "oci manifest",
         "own rejection",
     ];
-    let publisher_writes = vec!["own module archive", "own provider zip", "own provider shasums"];
+    let publisher_writes =
+        vec!["own module archive", "own module deprecation", "own provider zip", "own provider shasums"];
     vec![
         (role("discovery"), GET, vec![]),
         (role("modules"), GET, vec!["own module archive", "other module archive", "module manifest", "token store"]),
@@ -155,7 +158,13 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (
             format!("policy/{NAME}-publish-{TEAM}"),
             GET,
-            vec!["own module archive", "own provider zip", "own provider shasums", "own rejection"],
+            vec![
+                "own module archive",
+                "own module deprecation",
+                "own provider zip",
+                "own provider shasums",
+                "own rejection",
+            ],
         ),
         (format!("policy/{NAME}-publish-{TEAM}"), PUT, publisher_writes.clone()),
         (format!("policy/{NAME}-publish-{TEAM}"), DELETE, publisher_writes),

@@ -480,6 +480,33 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
     assert!(out.status.success(), "terraform init -upgrade failed\n{}", text(&out));
     assert!(text(&out).contains(&rotated.key_id()), "{}", text(&out));
 
+    // A publisher deprecates 1.0.0 with a small file; the CLI prints the protocol's warnings.
+    let deprecation = format!("{prefix}terraform-provider-widget_1.0.0_deprecation.json");
+    let reason = r#"{"reason": "signed with the retired 2025 key", "replacement": "1.1.0"}"#;
+    h.upload(&deprecation, reason.as_bytes().to_vec()).await;
+    let warned = TempDir::new("tf-providers-v1-deprecated");
+    std::fs::write(warned.path().join("main.tf"), config("1.0.0")).unwrap();
+    let out = init(warned.path(), &[]);
+    assert!(out.status.success(), "a deprecated version still installs\n{}", text(&out));
+    let printed = text(&out);
+    let expected = [
+        "Warning: Additional provider information from registry",
+        &format!("The remote registry returned warnings for {host}/acme/widget:"),
+        "- Version 1.0.0 is deprecated: signed with the retired 2025 key. Use 1.1.0 instead.",
+    ];
+    // The CLI wraps its diagnostics to the terminal's width.
+    let unwrapped = printed.split_whitespace().collect::<Vec<_>>().join(" ");
+    for line in expected {
+        assert!(unwrapped.contains(line), "{line:?} not printed\n{printed}");
+    }
+    let at = printed.find(expected[0]).unwrap();
+    eprintln!("terraform init printed:\n{}", printed[at..].lines().take(6).collect::<Vec<_>>().join("\n"));
+    // Deleting the file undoes it.
+    let client = h.running.publisher_client();
+    client.delete_object().bucket(registry_local::BUCKET).key(&deprecation).send().await.expect("delete the file");
+    let (_, versions) = h.get_json("/v1/providers/acme/widget/versions").await;
+    assert!(versions.get("warnings").is_none(), "{versions}");
+
     // Bytes changed in storage after indexing: the CLI refuses them.
     std::fs::write(h.object_path(&zip_key), provider_zip("widget", "1.0.0", "tampered")).unwrap();
     let fresh = TempDir::new("tf-providers-v1-tampered");

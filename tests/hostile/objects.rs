@@ -51,7 +51,8 @@ async fn rejection_reason(h: &Harness, key: &str) -> Option<String> {
 #[tokio::test]
 async fn every_hostile_object_gets_its_reaction_and_what_was_published_stays() {
     let max = OBJECT_CORPUS_MAX_ENTRIES.to_string();
-    let h = Harness::start_with(&[("REGISTRY_MAX_ARCHIVE_ENTRIES", &max)]).await;
+    let settings = [("REGISTRY_MAX_ARCHIVE_ENTRIES", max.as_str()), ("REGISTRY_SEMVER_POLICY", "acme=enforce")];
+    let h = Harness::start_with(&settings).await;
     h.upload("modules/acme/vpc/aws/1.0.0.tar.gz", support::module_tar_gz(&[("main.tf", "# vpc\n")])).await;
     let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
     h.upload(zip, support::provider_zip("null", "3.2.1", "fixture")).await;

@@ -10,3 +10,4 @@ mod oci_clients;
 mod oidc;
 mod pull_through;
 mod tokens;
+mod versions;

@@ -424,6 +424,11 @@ pub fn corpus() -> Vec<Case> {
         auth(404, "/ui/modules/other/vpc/aws", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, PAGE_PROVIDER, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, "/ui/modules/acme/vpc/aws/9.9.9", Auth::Dev),
+        // The upgrade page: both versions must be published; the same access as the module's page.
+        auth(404, "/ui/modules/acme/vpc/aws/1.0.0/from/9.9.9", Auth::Dev),
+        auth(404, "/ui/modules/acme/vpc/aws/9.9.9/from/1.0.0", Auth::Dev),
+        auth(401, "/ui/modules/acme/vpc/aws/1.0.0/from/1.0.0", Auth::None),
+        auth(404, "/ui/modules/other/vpc/aws/1.0.0/from/1.0.0", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, "/ui/providers/registry.terraform.io/hashicorp/null/9.9.9", Auth::Dev),
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(EXPIRED_TOKEN)),
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie("trg_0000000000000000000000000000000000000000000")),
@@ -507,6 +512,8 @@ pub fn corpus() -> Vec<Case> {
         "/ui/modules/acme/{}/aws",
         "/ui/modules/acme/vpc/{}",
         "/ui/modules/acme/vpc/aws/{}",
+        "/ui/modules/acme/vpc/aws/{}/from/1.0.0",
+        "/ui/modules/acme/vpc/aws/1.0.0/from/{}",
         "/ui/providers/{}/hashicorp/null",
         "/ui/providers/registry.terraform.io/{}/null",
         "/ui/providers/registry.terraform.io/hashicorp/{}",
@@ -608,6 +615,7 @@ pub fn objects() -> Vec<ObjectCase> {
     };
     let many: Vec<String> = (0..=OBJECT_CORPUS_MAX_ENTRIES).map(|i| format!("f{i}.tf")).collect();
     let many: Vec<(&str, &[u8])> = many.iter().map(|n| (n.as_str(), &b""[..])).collect();
+    let ten_thousand_variables: String = (0..10_000).map(|i| format!("variable \"v{i}\" {{}}\n")).collect();
     let m = |file: &str| format!("modules/acme/vpc/aws/{file}");
     let p = |file: &str| format!("providers/registry.terraform.io/hashicorp/null/{file}");
     let case = |what, key, bytes, reaction| ObjectCase { what, key, bytes, reaction };
@@ -753,6 +761,50 @@ pub fn objects() -> Vec<ObjectCase> {
             p("terraform-provider-null_3.2.1_linux_amd64.zip"),
             provider_zip("other", "3.2.1", "hostile"),
             Reaction::Rejected("no provider executable"),
+        ),
+        // Interfaces judged against the published 1.0.0 (the harness enforces SemVer for acme).
+        case(
+            "a minor release adding 10,000 required inputs",
+            m("1.1.0.tar.gz"),
+            tar_gz_items(&[Item::File("main.tf", ten_thousand_variables.as_bytes())]),
+            Reaction::Rejected("- and 9950 more"),
+        ),
+        case(
+            "a minor release whose only file does not parse",
+            m("1.2.0.tar.gz"),
+            tar_gz_items(&[Item::File("main.tf", b"variable \"x\" {")]),
+            Reaction::Rejected("does not parse as HCL"),
+        ),
+        case(
+            "a patch release declaring one required input twice",
+            m("1.0.1.tar.gz"),
+            tar_gz_items(&[Item::File("main.tf", b"variable \"x\" {}\nvariable \"x\" {}\n")]),
+            Reaction::Rejected("input \"x\" added, required"),
+        ),
+        // Deprecation files.
+        case(
+            "a deprecation file that is not JSON",
+            m("1.0.0.deprecation.json"),
+            b"{".to_vec(),
+            Reaction::Rejected("not a deprecation file"),
+        ),
+        case(
+            "a deprecation file of 1 MiB",
+            m("1.0.0.deprecation.json"),
+            format!("{{\"reason\": \"{}\"}}", "x".repeat(1 << 20)).into_bytes(),
+            Reaction::Rejected("over the 4096"),
+        ),
+        case(
+            "a deprecation of a version never published",
+            m("5.0.0.deprecation.json"),
+            br#"{"reason": "r"}"#.to_vec(),
+            Reaction::Rejected("is not published"),
+        ),
+        case(
+            "a provider deprecation with an unknown field",
+            p("terraform-provider-null_3.2.1_deprecation.json"),
+            br#"{"reason": "r", "sunset": "2027-01-01"}"#.to_vec(),
+            Reaction::Rejected("unknown field"),
         ),
     ]
 }

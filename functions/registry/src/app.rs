@@ -195,6 +195,8 @@ mod tests {
                 docs: true,
                 published_at: None,
                 oci: None,
+                judged: None,
+                deprecation: None,
             }]))
             .unwrap(),
         );
@@ -271,6 +273,8 @@ mod tests {
             docs: true,
             published_at: None,
             oci: None,
+            judged: None,
+            deprecation: None,
         }]);
         // Planted by a publisher of `acme` beside its archives: not where manifests live.
         app.storage().insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());

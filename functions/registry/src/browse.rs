@@ -15,6 +15,7 @@ use crate::address::ModuleAddress;
 
 use crate::catalog::{Catalog, ModuleEntry};
 use crate::manifest::{ModuleManifest, ModuleVersion};
+use crate::module_docs::compare::Change;
 use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
 
@@ -162,6 +163,21 @@ pub fn details(
     body["versions"] = json!(manifest.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>());
     body["warnings"] = json!(warnings);
     body
+}
+
+/// The registry's additions to a version's details: its deprecation, how it was judged at
+/// publish (`index::judgment`), and every change since the version before it (`changes`:
+/// `since` and the list, each change with `breaking` saying why when it is).
+pub fn add_changes(body: &mut Value, entry: &ModuleVersion, changes: Option<(&str, &[Change])>) {
+    body["deprecation"] = match &entry.deprecation {
+        Some(d) => json!({"reason": d.reason, "replacement": d.replacement}),
+        None => Value::Null,
+    };
+    body["judged"] = json!(entry.judged);
+    body["changes"] = match changes {
+        Some((since, list)) => json!({"since": since, "changes": list}),
+        None => Value::Null,
+    };
 }
 
 /// One directory (root, submodule, example) in the public registry's shape, with the

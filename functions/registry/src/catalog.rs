@@ -223,6 +223,8 @@ mod tests {
             docs: true,
             published_at: at.map(str::to_string),
             oci: None,
+            judged: None,
+            deprecation: None,
         }
     }
 

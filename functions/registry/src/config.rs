@@ -251,6 +251,15 @@ fn limits(env: &Env<'_>) -> Result<Limits, ConfigError> {
         unpacked_bytes: env.bytes("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
         archive_entries: env.bounded("REGISTRY_MAX_ARCHIVE_ENTRIES", defaults.archive_entries, 1_000_000, "entries")?,
         overwrite_published: env.flag("REGISTRY_ALLOW_OVERWRITE")?,
+        semver: match env.text("REGISTRY_SEMVER_POLICY") {
+            None => crate::index::SemverPolicy::default(),
+            Some(raw) => crate::index::SemverPolicy::parse(&raw).map_err(|e| {
+                ConfigError(format!(
+                    "REGISTRY_SEMVER_POLICY: {e} (expected off, warn or enforce, then NAMESPACE=POLICY pairs: \
+                     \"warn, acme=enforce\")"
+                ))
+            })?,
+        },
     })
 }
 

@@ -91,6 +91,14 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 }
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
+            Route::Page(Page::Upgrade(m, v, from)) => {
+                for docs in [layout::module_docs(m, v), layout::module_docs(m, from)] {
+                    if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
+                        return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
+                    }
+                }
+                (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
+            }
             Route::Page(Page::Provider(p, _)) => (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone())),
             Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
                 let search = matches!(route, Route::ModuleSearch(_));
@@ -293,6 +301,7 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
         default: Some(text.into()),
         required: true,
         sensitive: false,
+        non_nullable: false,
     };
     let output = crate::module_docs::Output { name: "y".into(), description: Some(text.into()), sensitive: true };
     let root = crate::module_docs::ModuleDir {
@@ -305,6 +314,12 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
     let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").map_err(|e| e.to_string())?;
     let entry = crate::manifest::ModuleVersion {
         oci: None,
+        judged: Some(crate::manifest::Judgment { note: Some(text.into()), ..Default::default() }),
+        deprecation: Some(crate::manifest::Deprecation {
+            reason: text.into(),
+            replacement: Some(text.into()),
+            etag: String::new(),
+        }),
         version: "1.0.0".into(),
         archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
         size: 1,
@@ -320,8 +335,20 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
         mirror_path: "/v1/mirror/",
         modules_path: "/v1/modules/",
     };
-    let page = crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), true);
-    check_inert_html(&page, &FRAME_TAGS)
+    // A change whose name and detail are the text, breaking for the same reason.
+    let change = crate::module_docs::compare::Change {
+        path: text.into(),
+        subject: crate::module_docs::compare::Subject::Input,
+        name: text.into(),
+        kind: crate::module_docs::compare::Kind::Changed,
+        detail: text.into(),
+        breaking: Some(text.into()),
+    };
+    let changes = [change];
+    let page =
+        crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), Some(("0.9.0", &changes)), true);
+    check_inert_html(&page, &FRAME_TAGS)?;
+    check_inert_html(&crate::web::changes::upgrade(&module, &entry, "0.9.0", Some(&changes), true), &FRAME_TAGS)
 }
 
 #[cfg(test)]

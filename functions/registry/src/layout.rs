@@ -73,15 +73,33 @@ pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];
 /// exactly what the local registry's embedded S3 indexes, so local runs see what AWS delivers.
 /// A signed release's checksum file, signature and manifest invoke it too, so a release
 /// whose signature arrives last (or is fixed later) is published when it does.
-pub const NOTIFICATIONS: [(&str, &str); 7] = [
+pub const NOTIFICATIONS: [(&str, &str); 9] = [
     (MODULES_PREFIX, ".tar.gz"),
     (MODULES_PREFIX, ".tgz"),
     (MODULES_PREFIX, ".zip"),
+    (MODULES_PREFIX, MODULE_DEPRECATION_SUFFIX),
     (PROVIDERS_PREFIX, ".zip"),
     (PROVIDERS_PREFIX, SHASUMS_SUFFIX),
     (PROVIDERS_PREFIX, SIGNATURE_SUFFIX),
     (PROVIDERS_PREFIX, RELEASE_MANIFEST_SUFFIX),
+    (PROVIDERS_PREFIX, PROVIDER_DEPRECATION_SUFFIX),
 ];
+
+/// The end of a module version's deprecation file (`modules/NS/NAME/SYSTEM/1.2.0.deprecation.json`).
+pub const MODULE_DEPRECATION_SUFFIX: &str = ".deprecation.json";
+/// The end of a provider version's (`…/terraform-provider-TYPE_1.2.0_deprecation.json`).
+pub const PROVIDER_DEPRECATION_SUFFIX: &str = "_deprecation.json";
+
+/// A module version's deprecation file, which a publisher uploads to deprecate it and deletes
+/// to undo that: `{"reason": "…", "replacement": "…"}` (`manifest::Deprecation`).
+pub fn module_deprecation(m: &ModuleAddress, version: &semver::Version) -> String {
+    format!("{}{version}{MODULE_DEPRECATION_SUFFIX}", module_prefix(m))
+}
+
+/// A provider version's deprecation file, likewise.
+pub fn provider_deprecation(p: &ProviderAddress, version: &semver::Version) -> String {
+    format!("{}terraform-provider-{}_{version}{PROVIDER_DEPRECATION_SUFFIX}", provider_prefix(p), p.r#type)
+}
 
 /// The end of a release's checksum file name (`terraform-provider-TYPE_VERSION_SHA256SUMS`).
 pub const SHASUMS_SUFFIX: &str = "_SHA256SUMS";
@@ -376,6 +394,13 @@ pub enum ObjectKind {
         /// Which of its files.
         file: ReleaseFile,
     },
+    /// A version's deprecation file (`module_deprecation`, `provider_deprecation`).
+    Deprecation {
+        /// Whose version.
+        owner: Owner,
+        /// Which.
+        version: semver::Version,
+    },
     /// `index.json` or `VERSION.json` beside the zips, as a synced `terraform providers mirror`
     /// directory holds them: a name the layout accepts, whose content is never read.
     ProviderMirrorFile(ProviderAddress),
@@ -424,7 +449,7 @@ impl ObjectKind {
             | ObjectKind::ProviderMirrorFile(provider)
             | ObjectKind::ProviderIndex(provider)
             | ObjectKind::ProviderVersion { provider, .. } => Owner::Provider(provider.clone()),
-            ObjectKind::Unrecognised(owner) => owner.clone(),
+            ObjectKind::Unrecognised(owner) | ObjectKind::Deprecation { owner, .. } => owner.clone(),
         }
     }
 
@@ -446,6 +471,11 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
     if let Some(rest) = key.strip_prefix(MODULES_PREFIX) {
         let [namespace, name, system, file] = split4(rest)?;
         let module = ModuleAddress::parse(namespace, name, system).ok()?;
+        if let Some(version) =
+            file.strip_suffix(MODULE_DEPRECATION_SUFFIX).and_then(|v| crate::address::parse_version(v).ok())
+        {
+            return Some(ObjectKind::Deprecation { owner: Owner::Module(module), version });
+        }
         for extension in MODULE_ARCHIVE_EXTENSIONS {
             if let Some(v) = file.strip_suffix(extension).and_then(|s| s.strip_suffix('.'))
                 && let Ok(version) = crate::address::parse_version(v)
@@ -462,6 +492,13 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
             || file.strip_suffix(".json").is_some_and(|v| crate::address::parse_version(v).is_ok())
         {
             return Some(ObjectKind::ProviderMirrorFile(provider));
+        }
+        let deprecated = file
+            .strip_prefix(&format!("terraform-provider-{}_", provider.r#type))
+            .and_then(|rest| rest.strip_suffix(PROVIDER_DEPRECATION_SUFFIX))
+            .and_then(|v| crate::address::parse_version(v).ok());
+        if let Some(version) = deprecated {
+            return Some(ObjectKind::Deprecation { owner: Owner::Provider(provider), version });
         }
         if let Some((version, file)) = parse_release_file_name(&provider, file) {
             return Some(ObjectKind::ProviderReleaseFile { provider, version, file });

@@ -67,6 +67,106 @@ pub struct ModuleVersion {
     /// next pass reads the archive once more and builds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oci: Option<OciLayer>,
+    /// How its interface was judged when it was published (`index::judgment`); absent under
+    /// the policy `off` and in manifests written before judgments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judgment>,
+    /// Marked deprecated by its publisher (`layout::deprecation`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Deprecation>,
+}
+
+/// A version's interface judged against the one before it in its major line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Judgment {
+    /// The version compared with; absent for the first release of a major version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    /// Each breaking change, one line each (the first 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaking: Vec<String>,
+    /// Breaking changes beyond those listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more: u64,
+    /// Why it was not judged (a file that does not parse), when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Judgment {
+    /// How many breaking changes it found.
+    pub fn breaking_count(&self) -> u64 {
+        self.breaking.len() as u64 + self.more
+    }
+}
+
+/// A publisher's deprecation of a version (`layout::deprecation`, a small JSON file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deprecation {
+    /// Why, as the publisher wrote it.
+    pub reason: String,
+    /// What to use instead (a version, or another module or provider), if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
+    /// ETag of the file it was read from: an unchanged file is not read again.
+    #[serde(default)]
+    pub etag: String,
+}
+
+impl Deprecation {
+    /// Longest reason accepted, in characters.
+    pub const REASON_MAX_CHARS: usize = 500;
+    /// Longest replacement accepted, in characters.
+    pub const REPLACEMENT_MAX_CHARS: usize = 200;
+    /// Largest file read.
+    pub const FILE_MAX_BYTES: u64 = 4096;
+
+    /// The file's content: `{"reason": "…", "replacement": "…"}` (replacement optional, no
+    /// other field), or why it is refused.
+    pub fn parse(bytes: &[u8], etag: &str) -> Result<Deprecation, String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            reason: String,
+            #[serde(default)]
+            replacement: Option<String>,
+        }
+        let file: File = serde_json::from_slice(bytes).map_err(|e| {
+            format!("not a deprecation file ({e}): expected {{\"reason\": \"…\", \"replacement\": \"…\"}}")
+        })?;
+        let clean = |text: &str, max: usize, what: &str| -> Result<String, String> {
+            let text = text.trim();
+            if text.chars().count() > max {
+                return Err(format!("{what} is longer than {max} characters"));
+            }
+            if text.chars().any(char::is_control) {
+                return Err(format!("{what} holds a control character"));
+            }
+            Ok(text.to_string())
+        };
+        let reason = clean(&file.reason, Self::REASON_MAX_CHARS, "reason")?;
+        if reason.is_empty() {
+            return Err("reason is empty: say why the version is deprecated".into());
+        }
+        let replacement = match file.replacement {
+            Some(r) => Some(clean(&r, Self::REPLACEMENT_MAX_CHARS, "replacement")?).filter(|r| !r.is_empty()),
+            None => None,
+        };
+        Ok(Deprecation { reason, replacement, etag: etag.to_string() })
+    }
+
+    /// One sentence for people and the CLI: `Version 1.2.0 of X is deprecated: REASON. Use R instead.`
+    pub fn sentence(&self, what: &str) -> String {
+        let reason = self.reason.trim_end_matches('.');
+        match &self.replacement {
+            Some(r) => format!("{what} is deprecated: {reason}. Use {r} instead."),
+            None => format!("{what} is deprecated: {reason}."),
+        }
+    }
 }
 
 /// A module version's one `archive/zip` layer: the archive itself when it is a `.zip`, else a
@@ -174,6 +274,10 @@ pub struct ProviderVersion {
     /// nothing is served, or the provider's address has no OCI repository name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oci_index: Option<String>,
+    /// Marked deprecated by its publisher (`layout::provider_deprecation`); only a version
+    /// with something served can be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Deprecation>,
 }
 
 /// `indexed/oci/…/blobs/sha256/HEX.json`: where the bytes of an OCI blob are (a served zip,
@@ -289,7 +393,7 @@ impl ProviderVersion {
     /// The version's line in `index.json`: `{}` for the mirror; for a signed release also its
     /// protocols and platforms, which providers.v1 lists (so its `versions` answer is one read).
     pub fn index_line(&self) -> Value {
-        match &self.release {
+        let mut line = match &self.release {
             None => json!({}),
             Some(release) => {
                 let platforms: Vec<Value> = self
@@ -300,7 +404,11 @@ impl ProviderVersion {
                     .collect();
                 json!({"protocols": release.protocols, "platforms": platforms})
             }
+        };
+        if let Some(d) = &self.deprecation {
+            line["deprecation"] = json!({"reason": d.reason, "replacement": d.replacement});
         }
+        line
     }
 }
 
@@ -324,7 +432,25 @@ impl ProviderIndex {
                 })
             })
             .collect();
-        json!({ "versions": versions })
+        // The protocol's `warnings`, which the CLI prints under "Additional provider
+        // information from registry": one per deprecated version, newest first.
+        let warnings: Vec<String> = versions
+            .iter()
+            .filter_map(|v| v["version"].as_str())
+            .filter_map(|v| {
+                let d = self.versions.get(v)?.get("deprecation")?;
+                let deprecation = Deprecation {
+                    reason: d.get("reason")?.as_str()?.to_string(),
+                    replacement: d.get("replacement").and_then(Value::as_str).map(str::to_string),
+                    etag: String::new(),
+                };
+                Some(deprecation.sentence(&format!("Version {v}")))
+            })
+            .collect();
+        if warnings.is_empty() {
+            return json!({ "versions": versions });
+        }
+        json!({ "versions": versions, "warnings": warnings })
     }
 }
 
@@ -343,6 +469,8 @@ mod tests {
             docs: true,
             published_at: None,
             oci: None,
+            judged: None,
+            deprecation: None,
         }
     }
 

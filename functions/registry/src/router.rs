@@ -89,6 +89,8 @@ pub enum Page {
     Catalog(Listing),
     /// `GET /ui/modules/NAMESPACE/NAME/SYSTEM[/VERSION]`
     Module(ModuleAddress, Option<semver::Version>),
+    /// `GET /ui/modules/NAMESPACE/NAME/SYSTEM/VERSION/from/FROM`: upgrading from FROM to VERSION.
+    Upgrade(ModuleAddress, semver::Version, semver::Version),
     /// `GET /ui/providers/HOSTNAME/NAMESPACE/TYPE[/VERSION]`
     Provider(ProviderAddress, Option<semver::Version>),
     /// `GET /ui/sign-in`: the form.
@@ -193,6 +195,7 @@ impl Route {
             Route::Oci(OciRoute::Blob { .. }) => "oci_blob",
             Route::Page(Page::Catalog(_)) => "page_catalog",
             Route::Page(Page::Module(..)) => "page_module",
+            Route::Page(Page::Upgrade(..)) => "page_upgrade",
             Route::Page(Page::Provider(..)) => "page_provider",
             Route::Page(Page::SignIn) => "page_sign_in",
             Route::Page(Page::SignInSubmit) => "sign_in",
@@ -382,6 +385,9 @@ fn page(rest: &str) -> Result<Page, Error> {
         ["modules", namespace, name, system, v] => {
             Ok(Page::Module(ModuleAddress::parse(namespace, name, system)?, Some(version(v)?)))
         }
+        ["modules", namespace, name, system, v, "from", from] => {
+            Ok(Page::Upgrade(ModuleAddress::parse(namespace, name, system)?, version(v)?, version(from)?))
+        }
         ["providers", hostname, namespace, r#type] => {
             Ok(Page::Provider(ProviderAddress::parse(hostname, namespace, r#type)?, None))
         }
@@ -512,6 +518,11 @@ mod tests {
                 M::GET,
                 "/ui/modules/acme/vpc/aws/1.2.3",
                 Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), Some(v("1.2.3"))))),
+            ),
+            (
+                M::GET,
+                "/ui/modules/acme/vpc/aws/2.0.0/from/1.2.3",
+                Ok(Route::Page(Page::Upgrade(m("acme", "vpc", "aws"), v("2.0.0"), v("1.2.3")))),
             ),
             (
                 M::GET,

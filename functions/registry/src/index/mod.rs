@@ -33,6 +33,8 @@ use crate::retry::{self, Backoff};
 use crate::storage::{Object, ObjectInfo, Storage};
 
 mod catalog;
+mod deprecations;
+mod judgment;
 mod modules;
 mod oci;
 mod providers;
@@ -40,6 +42,7 @@ mod rejections;
 mod releases;
 mod spool;
 
+pub use judgment::{Policy as SemverRule, SemverPolicy};
 pub use rejections::Rejection;
 use rejections::{Rejections, write_rejection};
 use spool::{Spooled, spool};
@@ -81,6 +84,9 @@ impl Pass {
         match kind {
             ObjectKind::ProviderArchive { provider, version, .. }
             | ObjectKind::ProviderReleaseFile { provider, version, .. } => {
+                Pass::ProviderVersion(provider.clone(), version.clone())
+            }
+            ObjectKind::Deprecation { owner: Owner::Provider(provider), version } => {
                 Pass::ProviderVersion(provider.clone(), version.clone())
             }
             other => Pass::Owner(other.owner()),
@@ -125,6 +131,9 @@ pub struct Limits {
     /// version that is already published replaces it. By default it is rejected and the
     /// published bytes stay served (`immutable`).
     pub overwrite_published: bool,
+    /// `REGISTRY_SEMVER_POLICY`, default `warn`: what a breaking change in a minor or patch
+    /// release of a module does (`judgment`).
+    pub semver: SemverPolicy,
 }
 
 impl Default for Limits {
@@ -135,6 +144,7 @@ impl Default for Limits {
             unpacked_bytes: 4 << 30,
             archive_entries: 20_000,
             overwrite_published: false,
+            semver: SemverPolicy::default(),
         }
     }
 }

@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 use std::io::Seek;
 
+use super::judgment::{self, Verdict};
 use super::spool::{Spooled, blocking};
-use super::{Indexer, Outcome, Rejections};
+use super::{Indexer, Outcome, Rejections, deprecations};
 use crate::address::ModuleAddress;
 use crate::archive;
 use crate::error::Error;
-use crate::layout::{self, ObjectKind};
+use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, OciLayer, to_json};
 use crate::module_docs::{self, ModuleDocs};
 use crate::publish_log::{Action, Change};
@@ -31,9 +32,11 @@ pub(super) async fn module_pass<S: Storage>(
     let objects = indexer.storage.list(&prefix).await?;
     let mut rejections = Rejections::load(indexer.storage, &prefix, indexer.principals()).await?;
 
-    let (chosen, misnamed) = choose_archives(module, objects);
+    let Archives { chosen, deprecations, misnamed } = choose_archives(module, objects);
     rejections.reject_misnamed(indexer.storage, &misnamed).await?;
     let mut versions = Vec::with_capacity(chosen.len());
+    // The docs of versions accepted in this pass, for judging those above them.
+    let mut fresh = BTreeMap::new();
     for (version, (object, extension)) in chosen {
         let previous = existing.as_ref().and_then(|m| m.find(&version));
         // Reused only with its docs: a manifest from before docs were read is read again.
@@ -65,15 +68,27 @@ pub(super) async fn module_pass<S: Storage>(
                 rejections.reject(indexer.storage, &uploaded, reason).await?;
                 versions.push(published.clone());
             }
-            // Docs first, so the manifest never names a version whose docs are not there.
-            (Some((entry, docs)), _) => {
-                put_docs(indexer, module, &version, &docs).await?;
-                versions.push(entry);
+            (Some((entry, docs)), previous) => {
+                let policy = &indexer.limits.semver;
+                match judgment::judge(indexer.storage, policy, module, &version, &docs, &versions, &fresh).await? {
+                    Verdict::Refuse(reason) => {
+                        let uploaded = ObjectInfo { etag: entry.etag.clone(), ..object.clone() };
+                        rejections.reject(indexer.storage, &uploaded, reason).await?;
+                        versions.extend(previous.cloned());
+                    }
+                    Verdict::Publish(judged) => {
+                        // Docs first, so the manifest never names a version whose docs are not there.
+                        put_docs(indexer, module, &version, &docs).await?;
+                        fresh.insert(entry.version.clone(), docs);
+                        versions.push(ModuleVersion { judged, ..entry });
+                    }
+                }
             }
             // Rejected: what was published for this version stays as it was.
             (None, previous) => versions.extend(previous.cloned()),
         }
     }
+    deprecate(indexer, module, &mut versions, deprecations, &mut rejections).await?;
     rejections.clear_stale(indexer.storage).await?;
 
     let manifest = ModuleManifest::new(versions);
@@ -89,25 +104,34 @@ pub(super) async fn module_pass<S: Storage>(
     let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
     indexer.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
     super::oci::forget_module(indexer.storage, module, existing.as_ref(), &manifest).await?;
-    indexer.log_changes(changes(existing.as_ref(), &manifest)).await?;
+    indexer.log_changes(changes(module, existing.as_ref(), &manifest)).await?;
     Ok(Outcome::Written { versions: count })
 }
 
-/// One archive per version of `module` among `objects`, and the objects whose names are no
-/// archive's. Two formats of one version is a publishing mistake: the first by extension
-/// preference (the order of `MODULE_ARCHIVE_EXTENSIONS`) is kept.
-fn choose_archives(
-    module: &ModuleAddress,
-    objects: Vec<ObjectInfo>,
-) -> (BTreeMap<semver::Version, (ObjectInfo, &'static str)>, Vec<ObjectInfo>) {
-    let mut chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)> = BTreeMap::new();
-    let mut misnamed = Vec::new();
+/// A module's uploads, sorted out.
+struct Archives {
+    /// One archive per version.
+    chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
+    /// Deprecation files by version.
+    deprecations: BTreeMap<semver::Version, ObjectInfo>,
+    /// Objects whose names are no archive's.
+    misnamed: Vec<ObjectInfo>,
+}
+
+/// One archive per version of `module` among `objects`, its deprecation files, and the objects
+/// whose names are neither. Two formats of one version is a publishing mistake: the first by
+/// extension preference (the order of `MODULE_ARCHIVE_EXTENSIONS`) is kept.
+fn choose_archives(module: &ModuleAddress, objects: Vec<ObjectInfo>) -> Archives {
+    let mut out = Archives { chosen: BTreeMap::new(), deprecations: BTreeMap::new(), misnamed: Vec::new() };
     for object in objects {
         match layout::classify(&object.key) {
-            Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+            Some(ObjectKind::Unrecognised(_)) => out.misnamed.push(object),
+            Some(ObjectKind::Deprecation { owner: Owner::Module(m), version }) if &m == module => {
+                out.deprecations.insert(version, object);
+            }
             Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
                 let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
-                match chosen.get(&version) {
+                match out.chosen.get(&version) {
                     Some((kept, kept_ext)) if rank(kept_ext) <= rank(extension) => {
                         tracing::warn!(
                             kept = kept.key,
@@ -116,14 +140,37 @@ fn choose_archives(
                         );
                     }
                     _ => {
-                        chosen.insert(version, (object, extension));
+                        out.chosen.insert(version, (object, extension));
                     }
                 }
             }
             _ => {}
         }
     }
-    (chosen, misnamed)
+    out
+}
+
+/// Each version's deprecation, from its file (`deprecations`); files for versions that are not
+/// published get a record.
+async fn deprecate<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    versions: &mut [ModuleVersion],
+    mut files: BTreeMap<semver::Version, ObjectInfo>,
+    rejections: &mut Rejections,
+) -> Result<(), Error> {
+    for entry in versions.iter_mut() {
+        let file = crate::address::parse_version(&entry.version).ok().and_then(|v| files.remove(&v));
+        entry.deprecation = match file {
+            Some(file) => deprecations::read(indexer.storage, &file, entry.deprecation.as_ref(), rejections).await?,
+            None => None,
+        };
+    }
+    for (version, file) in files {
+        let what = format!("version {version} of module {module}");
+        deprecations::refuse_orphan(indexer.storage, &file, &what, rejections).await?;
+    }
+    Ok(())
 }
 
 /// Store the docs of one version (`layout::module_docs`), read from its archive.
@@ -180,6 +227,8 @@ async fn index_module_archive<S: Storage>(
                 docs: true,
                 published_at: Some(crate::clock::rfc3339_now()),
                 oci: Some(oci),
+                judged: None,
+                deprecation: None,
             };
             Ok(Some((entry, docs)))
         }
@@ -201,7 +250,7 @@ fn repack(mut file: std::fs::File, bounds: &archive::Bounds) -> Result<tempfile:
 /// What a manifest write changed, as publish log entries: each version served now whose
 /// archive or bytes differ from before is published (its old archive yanked if that key
 /// changed), each version no longer served is yanked.
-fn changes(before: Option<&ModuleManifest>, after: &ModuleManifest) -> Vec<Change> {
+fn changes(module: &ModuleAddress, before: Option<&ModuleManifest>, after: &ModuleManifest) -> Vec<Change> {
     let change = |action, v: &ModuleVersion| Change {
         action,
         key: v.archive.clone(),
@@ -210,7 +259,7 @@ fn changes(before: Option<&ModuleManifest>, after: &ModuleManifest) -> Vec<Chang
         etag: Some(v.etag.clone()).filter(|e| !e.is_empty()),
         version_id: v.version_id.clone(),
         principal: None,
-        reason: None,
+        reason: (action == Action::Publish).then(|| v.judged.as_ref().and_then(breaking_summary)).flatten(),
     };
     let old = |version: &str| before.and_then(|m| m.versions.iter().find(|o| o.version == version));
     let mut out = Vec::new();
@@ -231,7 +280,22 @@ fn changes(before: Option<&ModuleManifest>, after: &ModuleManifest) -> Vec<Chang
             out.push(change(Action::Yank, o));
         }
     }
+    for v in &after.versions {
+        let Ok(version) = crate::address::parse_version(&v.version) else { continue };
+        let was = old(&v.version).and_then(|o| o.deprecation.as_ref());
+        let key = layout::module_deprecation(module, &version);
+        out.extend(deprecations::change(key, was, v.deprecation.as_ref()));
+    }
     out
+}
+
+/// The publish log's reason for a version published with breaking changes.
+fn breaking_summary(judged: &crate::manifest::Judgment) -> Option<String> {
+    let against = judged.against.as_deref()?;
+    (judged.breaking_count() > 0).then(|| {
+        let more = if judged.more > 0 { format!("; and {} more", judged.more) } else { String::new() };
+        format!("breaking changes since {against}: {}{more}", judged.breaking.join("; "))
+    })
 }
 
 #[cfg(test)]

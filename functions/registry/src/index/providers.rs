@@ -12,11 +12,11 @@ use futures_util::StreamExt;
 
 use super::releases::ReleaseObjects;
 use super::spool::{Spooled, blocking};
-use super::{Indexer, Outcome, Rejections};
+use super::{Indexer, Outcome, Rejections, deprecations};
 use crate::address::ProviderAddress;
 use crate::archive;
 use crate::error::Error;
-use crate::layout::{self, ObjectKind, Platform};
+use crate::layout::{self, ObjectKind, Owner, Platform};
 use crate::manifest::{CONTENT_TYPE_JSON, Indexed, ProviderArchive, ProviderIndex, ProviderVersion, to_json};
 use crate::publish_log::{Action, Change};
 use crate::storage::{Object, ObjectInfo, Precondition, Storage};
@@ -30,6 +30,8 @@ const DOCUMENT_READS_IN_FLIGHT: usize = 16;
 struct Listing {
     zips: BTreeMap<semver::Version, BTreeMap<Platform, ObjectInfo>>,
     releases: BTreeMap<semver::Version, ReleaseObjects>,
+    /// Deprecation files by version.
+    deprecations: BTreeMap<semver::Version, ObjectInfo>,
 }
 
 /// The documents a pass may replace, as read before its listing (rule 1).
@@ -48,14 +50,23 @@ pub(super) async fn provider_pass<S: Storage>(
 
     let mut changed = false;
     let mut listed = BTreeMap::new();
-    let all_versions: BTreeSet<semver::Version> =
-        listing.zips.keys().chain(listing.releases.keys()).chain(read.versions.keys()).cloned().collect();
+    let all_versions: BTreeSet<semver::Version> = listing
+        .zips
+        .keys()
+        .chain(listing.releases.keys())
+        .chain(listing.deprecations.keys())
+        .chain(read.versions.keys())
+        .cloned()
+        .collect();
     for version in all_versions {
-        let platforms = listing.zips.get(&version).cloned().unwrap_or_default();
-        let release = listing.releases.get(&version).cloned().unwrap_or_default();
+        let uploads = Uploads {
+            platforms: listing.zips.get(&version).cloned().unwrap_or_default(),
+            release: listing.releases.get(&version).cloned().unwrap_or_default(),
+            deprecation: listing.deprecations.get(&version).cloned(),
+        };
         let stored = read.versions.get(&version);
         let (document, written) =
-            update_version_document(indexer, provider, &version, &platforms, &release, stored, &mut rejections).await?;
+            update_version_document(indexer, provider, &version, &uploads, stored, &mut rejections).await?;
         if !document.archives.is_empty() {
             listed.insert(version.to_string(), document.index_line());
         }
@@ -106,11 +117,13 @@ pub(super) async fn provider_version_pass<S: Storage>(
     };
     let prefix = layout::provider_version_prefix(provider, version);
     let (mut listing, mut rejections) = list_zips(indexer, provider, &prefix).await?;
-    let platforms = listing.zips.remove(version).unwrap_or_default();
-    let release = listing.releases.remove(version).unwrap_or_default();
+    let uploads = Uploads {
+        platforms: listing.zips.remove(version).unwrap_or_default(),
+        release: listing.releases.remove(version).unwrap_or_default(),
+        deprecation: listing.deprecations.remove(version),
+    };
     let (document, mut changed) =
-        update_version_document(indexer, provider, version, &platforms, &release, stored.as_ref(), &mut rejections)
-            .await?;
+        update_version_document(indexer, provider, version, &uploads, stored.as_ref(), &mut rejections).await?;
     rejections.clear_stale(indexer.storage).await?;
 
     // index.json after the document: it never lists a version whose VERSION.json is not written yet.
@@ -144,6 +157,9 @@ async fn list_zips<S: Storage>(
     for object in objects {
         match layout::classify(&object.key) {
             Some(ObjectKind::Unrecognised(_)) => misnamed.push(object),
+            Some(ObjectKind::Deprecation { owner: Owner::Provider(p), version }) if &p == provider => {
+                listing.deprecations.insert(version, object);
+            }
             Some(ObjectKind::ProviderArchive { provider: p, version, platform }) if &p == provider => {
                 listing.zips.entry(version).or_default().insert(platform, object);
             }
@@ -193,14 +209,20 @@ async fn read_documents<S: Storage>(indexer: &Indexer<'_, S>, provider: &Provide
     Ok(Documents { versions, index })
 }
 
-/// Rebuild one version's document from its zips and write it if it changed (only over
+/// One version's uploads: its zips by platform, its release files, its deprecation file.
+struct Uploads {
+    platforms: BTreeMap<Platform, ObjectInfo>,
+    release: ReleaseObjects,
+    deprecation: Option<ObjectInfo>,
+}
+
+/// Rebuild one version's document from its uploads and write it if it changed (only over
 /// what was read: `stored`). Returns the document and whether it was written.
 async fn update_version_document<S: Storage>(
     indexer: &Indexer<'_, S>,
     provider: &ProviderAddress,
     version: &semver::Version,
-    platforms: &BTreeMap<Platform, ObjectInfo>,
-    release: &ReleaseObjects,
+    uploads: &Uploads,
     stored: Option<&Object>,
     rejections: &mut Rejections,
 ) -> Result<(ProviderVersion, bool), Error> {
@@ -210,8 +232,21 @@ async fn update_version_document<S: Storage>(
             .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
             .ok()
     });
+    let (platforms, release) = (&uploads.platforms, &uploads.release);
     let mut document =
         version_document(indexer, provider, version, platforms, release, existing.as_ref(), rejections).await?;
+    let was = existing.as_ref().and_then(|e| e.deprecation.as_ref());
+    document.deprecation = match &uploads.deprecation {
+        Some(file) if !document.archives.is_empty() => {
+            deprecations::read(indexer.storage, file, was, rejections).await?
+        }
+        Some(file) => {
+            let what = format!("version {version} of provider {provider}");
+            deprecations::refuse_orphan(indexer.storage, file, &what, rejections).await?;
+            None
+        }
+        None => None,
+    };
     let artifacts = super::oci::attach(provider, &mut document);
     let same = match &existing {
         Some(e) => *e == document,
@@ -224,7 +259,10 @@ async fn update_version_document<S: Storage>(
         let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
         indexer.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
         super::oci::forget(indexer.storage, provider, existing.as_ref(), &document).await?;
-        indexer.log_changes(changes(provider, existing.as_ref(), &document)).await?;
+        let mut log = changes(provider, existing.as_ref(), &document);
+        let deprecation_key = layout::provider_deprecation(provider, version);
+        log.extend(deprecations::change(deprecation_key, was, document.deprecation.as_ref()));
+        indexer.log_changes(log).await?;
     }
     Ok((document, !same))
 }

@@ -93,7 +93,13 @@ pub(super) async fn sign_off<S: Storage>(
     match verdict {
         Ok(release) => {
             rejections.clear(indexer.storage, &record).await?;
-            Ok(ProviderVersion { archives, release: Some(release), pending: BTreeMap::new(), oci_index: None })
+            Ok(ProviderVersion {
+                archives,
+                release: Some(release),
+                pending: BTreeMap::new(),
+                oci_index: None,
+                deprecation: None,
+            })
         }
         Err(reason) => {
             let served = existing.and_then(|e| e.release.as_ref().map(|r| (e, r)));
@@ -119,9 +125,13 @@ pub(super) async fn sign_off<S: Storage>(
             match served {
                 // Served before: it stays as it was; what was checked now waits aside.
                 Some((served, _)) => Ok(ProviderVersion { pending: archives, ..served.clone() }),
-                None => {
-                    Ok(ProviderVersion { archives: BTreeMap::new(), release: None, pending: archives, oci_index: None })
-                }
+                None => Ok(ProviderVersion {
+                    archives: BTreeMap::new(),
+                    release: None,
+                    pending: archives,
+                    oci_index: None,
+                    deprecation: None,
+                }),
             }
         }
     }

@@ -48,6 +48,7 @@ impl DirReader<'_> {
                             required: default.is_none(),
                             default,
                             sensitive: attr("sensitive").and_then(literal) == Some(Value::Bool(true)),
+                            non_nullable: attr("nullable").and_then(literal) == Some(Value::Bool(false)),
                         },
                     );
                 }
@@ -146,6 +147,7 @@ impl DirReader<'_> {
                     required: default.is_none(),
                     default,
                     sensitive: body.get("sensitive") == Some(&Value::Bool(true)),
+                    non_nullable: body.get("nullable") == Some(&Value::Bool(false)),
                 },
             );
         }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::archive::{KEPT_FILE_BYTES, KeptFile, MODULE_FILE_SUFFIXES};
 
+pub mod compare;
 mod hcl;
 mod summary;
 #[cfg(test)]
@@ -92,6 +93,9 @@ pub struct Input {
     /// `sensitive = true`.
     #[serde(default)]
     pub sensitive: bool,
+    /// `nullable = false`: a caller may not pass null. Absent in docs read before it was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub non_nullable: bool,
 }
 
 /// An `output` block.

@@ -131,7 +131,8 @@ fn reads_a_real_world_module() {
             description: Some("Name of the VPC.".into()),
             default: None,
             required: true,
-            sensitive: false
+            sensitive: false,
+            non_nullable: false,
         }
     );
     assert_eq!(input("cidr").default.as_deref(), Some("\"10.0.0.0/16\""));

@@ -108,7 +108,7 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
                     Action::Yank => {
                         published.remove(&change.key);
                     }
-                    Action::Reject => {}
+                    Action::Reject | Action::Deprecate | Action::Undeprecate => {}
                 }
             }
         }

@@ -49,6 +49,11 @@ pub enum Action {
     Yank,
     /// Not served, with the rejection record's reason.
     Reject,
+    /// A version marked deprecated by its deprecation file (`reason` says why), or its
+    /// deprecation changed.
+    Deprecate,
+    /// Its deprecation file deleted: the version is no longer deprecated.
+    Undeprecate,
 }
 
 /// One entry of the log, as stored.
@@ -88,7 +93,8 @@ pub struct Change {
     /// the change was found by a repair pass rather than an event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
-    /// Why it was rejected.
+    /// Why: a rejection's reason, a deprecation's, or the breaking changes a publish was
+    /// judged to make (`index::judgment`, under the policy `warn`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

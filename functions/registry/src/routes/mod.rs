@@ -97,7 +97,7 @@ pub(crate) fn absent(route: &Route) -> Error {
         Route::ProviderDownload(p, v, platform) => {
             format!("provider {p} has no version {v} for {}", platform.key())
         }
-        Route::Page(Page::Module(m, _)) => format!("module {m} not found"),
+        Route::Page(Page::Module(m, _) | Page::Upgrade(m, ..)) => format!("module {m} not found"),
         Route::Page(Page::Provider(p, _)) => format!("provider {p} not found"),
         Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) | Route::Oci(_) => {
             "not found".into()
@@ -122,7 +122,7 @@ pub(crate) async fn authorize<S: Storage>(
             | Route::ModuleDetails(m, _),
             _,
         ) => Resource::Module(m),
-        (Route::Page(Page::Module(m, _)), _) => Resource::Module(m),
+        (Route::Page(Page::Module(m, _) | Page::Upgrade(m, ..)), _) => Resource::Module(m),
         (Route::Page(Page::Provider(p, _)), _) => Resource::Provider(p),
         // A listing is filtered item by item (`Verifier::lister`), not allowed or refused
         // whole; the other pages name nothing to read.

@@ -121,18 +121,30 @@ pub(super) async fn details<S: Storage>(
     absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let view = module_version(ctx, module, version, absent, deadline).await?;
-    let body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
+    let view = module_version(ctx, module, version, Compare::Previous, absent, deadline).await?;
+    let mut body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
+    crate::browse::add_changes(&mut body, view.entry(), view.changes().as_ref().map(|(v, c)| (*v, c.as_slice())));
     Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
 }
 
+/// Which version a shown version is compared with.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Compare<'a> {
+    /// The one before it (`previous`).
+    Previous,
+    /// This one (the upgrade page).
+    From(&'a semver::Version),
+}
+
 /// A module version as the API and the web page show it: the manifest, the version (the
-/// latest when none is named), and its docs when they were read from the served archive.
-/// Two reads, at once when the version is named.
+/// latest when none is named), its docs when they were read from the served archive, and the
+/// docs of the version it is compared with. Two reads, at once when the version is named,
+/// then the other version's docs.
 pub(super) async fn module_version<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
     version: Option<&semver::Version>,
+    compare: Compare<'_>,
     absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<ModuleView, Error> {
@@ -173,7 +185,39 @@ pub(super) async fn module_version<S: Storage>(
     // Docs read from other bytes than those served are not these docs.
     let sha256 = &manifest.value.versions[index].sha256;
     let docs = docs.filter(|d| d.sha256 == *sha256);
-    Ok(ModuleView { manifest: manifest.value, index, docs, stale: manifest.stale })
+    let other = match compare {
+        Compare::Previous => previous(&manifest.value, index),
+        Compare::From(v) => {
+            let wanted = v.to_string();
+            let position = manifest.value.versions.iter().position(|e| e.version == wanted);
+            Some(position.ok_or_else(|| Error::NotFound(format!("module {module} has no version {v}")))?)
+        }
+    };
+    let before = match other {
+        None => None,
+        Some(i) => {
+            let entry = &manifest.value.versions[i];
+            let read = match crate::address::parse_version(&entry.version) {
+                Ok(v) => ctx.reader.manifest(&docs_key(&v), parse_docs, |_| false, no_docs, deadline).await,
+                Err(e) => Err(e),
+            };
+            let docs = match read {
+                Ok(read) => Some(read.value).filter(|d| d.sha256 == entry.sha256),
+                Err(Error::NotFound(_) | Error::BadRequest(_)) => None,
+                Err(e) => return Err(e),
+            };
+            Some((entry.version.clone(), docs))
+        }
+    };
+    Ok(ModuleView { manifest: manifest.value, index, docs, before, stale: manifest.stale })
+}
+
+/// The version before the one at `index` (newest first): the next older one, a release unless
+/// the shown version is a pre-release.
+fn previous(manifest: &ModuleManifest, index: usize) -> Option<usize> {
+    let is_pre = |v: &str| v.split('+').next().is_some_and(|v| v.contains('-'));
+    let shown_pre = is_pre(&manifest.versions[index].version);
+    (index + 1..manifest.versions.len()).find(|&i| shown_pre || !is_pre(&manifest.versions[i].version))
 }
 
 /// What `module_version` read.
@@ -184,6 +228,8 @@ pub(super) struct ModuleView {
     index: usize,
     /// Its docs, when read from the bytes served.
     pub(crate) docs: Option<Arc<ModuleDocs>>,
+    /// The version it is compared with, and that version's docs (when read).
+    pub(crate) before: Option<(String, Option<Arc<ModuleDocs>>)>,
     /// Made from a copy kept through a storage fault.
     pub(crate) stale: bool,
 }
@@ -192,6 +238,13 @@ impl ModuleView {
     /// The shown version.
     pub(crate) fn entry(&self) -> &ModuleVersion {
         &self.manifest.versions[self.index]
+    }
+
+    /// The version compared with and every change since it, when both versions' docs are here.
+    pub(crate) fn changes(&self) -> Option<(&str, Vec<crate::module_docs::compare::Change>)> {
+        let (version, Some(before)) = self.before.as_ref()? else { return None };
+        let docs = self.docs.as_deref()?;
+        Some((version.as_str(), crate::module_docs::compare::compare(before, docs)))
     }
 }
 

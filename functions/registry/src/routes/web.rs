@@ -125,16 +125,31 @@ pub(super) async fn page<S: Storage>(
             let route = Route::Page(page.clone());
             super::authorize(ctx, &route, None, authorization).await?;
             let absent = || Error::NotFound(format!("module {module} not found"));
-            let view = super::modules::module_version(ctx, module, version.as_ref(), absent, deadline).await?;
+            let previous = super::modules::Compare::Previous;
+            let view =
+                super::modules::module_version(ctx, module, version.as_ref(), previous, absent, deadline).await?;
             let place = place(ctx, request);
+            let changes = view.changes();
             let page = pages::module(
                 &place.as_place(&ctx.config),
                 module,
                 view.entry(),
                 &view.manifest,
                 view.docs.as_deref(),
+                changes.as_ref().map(|(v, c)| (*v, c.as_slice())),
                 signed_in,
             );
+            Ok(html_reply(StatusCode::OK, page).etag().stale(view.stale))
+        }
+        Page::Upgrade(module, version, from) => {
+            let route = Route::Page(page.clone());
+            super::authorize(ctx, &route, None, authorization).await?;
+            let absent = || Error::NotFound(format!("module {module} not found"));
+            let compare = super::modules::Compare::From(from);
+            let view = super::modules::module_version(ctx, module, Some(version), compare, absent, deadline).await?;
+            let changes = view.changes();
+            let list = changes.as_ref().map(|(_, c)| c.as_slice());
+            let page = crate::web::changes::upgrade(module, view.entry(), &from.to_string(), list, signed_in);
             Ok(html_reply(StatusCode::OK, page).etag().stale(view.stale))
         }
         Page::Provider(provider, version) => {

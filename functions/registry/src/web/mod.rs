@@ -6,6 +6,7 @@
 //! stylesheet and script (no inline script or style, no other origin, no frames), and works
 //! without the script (which only adds copy buttons).
 
+pub mod changes;
 mod html;
 pub mod markdown;
 pub mod pages;

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::address::{ModuleAddress, ProviderAddress};
 use crate::catalog::{ModuleEntry, ProviderEntry};
 use crate::manifest::{ModuleManifest, ModuleVersion, ProviderVersion, newest_first};
+use crate::module_docs::compare::Change;
 use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
 use crate::router::UI_PATH;
@@ -154,6 +155,7 @@ pub fn module(
     entry: &ModuleVersion,
     manifest: &ModuleManifest,
     docs: Option<&ModuleDocs>,
+    changes: Option<(&str, &[Change])>,
     signed_in: bool,
 ) -> String {
     let address = format!("{}/{}/{}", module.namespace, module.name, module.system);
@@ -170,6 +172,7 @@ pub fn module(
         escape(&address),
         escape(&entry.version)
     );
+    head.push_str(&super::changes::deprecation(entry));
     if let Some(summary) = root.readme.as_deref().and_then(crate::module_docs::summary) {
         let _ = writeln!(head, "<p class=\"description\">{}</p>", escape(&summary));
     }
@@ -219,6 +222,7 @@ pub fn module(
     );
     budget = budget.saturating_sub(versions.len());
 
+    let since = super::changes::since_section(&address, entry, manifest, changes, &mut budget);
     let inputs = inputs_section("inputs", root, &mut budget, &api);
     let outputs = outputs_section("outputs", root, &mut budget, &api);
     let requirements = requirements_section(root, &mut budget, &api);
@@ -254,7 +258,7 @@ pub fn module(
     }
 
     let main = format!(
-        "{head}<div class=\"columns\">\n<div class=\"body\">\n{readme}{inputs}{outputs}{requirements}{directories}</div>\n\
+        "{head}<div class=\"columns\">\n<div class=\"body\">\n{readme}{since}{inputs}{outputs}{requirements}{directories}</div>\n\
          <aside>\n{versions}{warnings}</aside>\n</div>\n"
     );
     html::document(&Frame { title: &address, search: None, signed_in }, &main)

@@ -1,0 +1,300 @@
+//! SemVer judgment at publish: each new module version's interface compared with the version
+//! before it in its major line (`module_docs::compare`), and the namespace's policy applied.
+//!
+//! The rules, from SemVer 2.0.0:
+//! - A version is compared with the highest earlier *release* of the same major version that
+//!   is published (§8: within a major version, changes must be backward compatible). The
+//!   first release of a major version has nothing to break (§8: a major bump may break).
+//! - `0.y.z` is initial development (§4: "anything MAY change at any time"): judged and shown,
+//!   never refused.
+//! - A pre-release "might not satisfy the intended compatibility requirements" (§9): judged
+//!   and shown, never refused, and never the version others are compared with.
+//!
+//! Versions are judged in ascending order within a pass, each against what is published or
+//! accepted before it in that pass, and the judgment is stored in the manifest entry the
+//! conditional write commits: two versions uploaded at once end as if published one after the
+//! other, the lower first when one pass sees both, never judged against a version that was not
+//! published.
+
+use std::collections::BTreeMap;
+
+use crate::address::ModuleAddress;
+use crate::error::Error;
+use crate::layout;
+use crate::manifest::{Judgment, ModuleVersion};
+use crate::module_docs::ModuleDocs;
+use crate::module_docs::compare::{Change, compare};
+use crate::storage::Storage;
+
+/// What a namespace does with breaking changes in a minor or patch release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// Not judged.
+    Off,
+    /// Published; the breaking changes are recorded and shown.
+    #[default]
+    Warn,
+    /// Refused, with a rejection record naming each breaking change and the version to use.
+    Enforce,
+}
+
+/// `REGISTRY_SEMVER_POLICY`: a default and per-namespace exceptions, `warn` when unset.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SemverPolicy {
+    /// For namespaces not named.
+    pub default: Policy,
+    /// Namespace → its policy.
+    pub namespaces: BTreeMap<String, Policy>,
+}
+
+impl SemverPolicy {
+    /// `enforce`, or `warn, acme=enforce, sandbox=off`: at most one bare policy (the default)
+    /// and `NAMESPACE=POLICY` pairs, comma-separated.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let policy = |p: &str| match p.trim() {
+            "off" => Ok(Policy::Off),
+            "warn" => Ok(Policy::Warn),
+            "enforce" => Ok(Policy::Enforce),
+            other => Err(format!("{other:?} is not off, warn or enforce")),
+        };
+        let mut out = SemverPolicy::default();
+        let mut default_given = false;
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.split_once('=') {
+                None if default_given => return Err("more than one default policy".into()),
+                None => (out.default, default_given) = (policy(part)?, true),
+                Some((namespace, p)) => {
+                    let namespace = namespace.trim().to_ascii_lowercase();
+                    crate::address::ModuleAddress::parse(&namespace, "n", "s")
+                        .map_err(|_| format!("{namespace:?} is not a namespace"))?;
+                    if out.namespaces.insert(namespace.clone(), policy(p)?).is_some() {
+                        return Err(format!("namespace {namespace:?} is named twice"));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The policy of `namespace`.
+    pub fn of(&self, namespace: &str) -> Policy {
+        self.namespaces.get(&namespace.to_ascii_lowercase()).copied().unwrap_or(self.default)
+    }
+}
+
+/// Breaking changes kept in a manifest entry; the full list is computed from the two versions'
+/// docs wherever it is shown.
+const KEPT_LINES: usize = 20;
+
+/// Breaking changes a rejection record lists (a hostile archive may have thousands).
+const REFUSAL_LINES: usize = 50;
+
+/// A new version's verdict: its judgment, or why it is refused.
+pub(super) enum Verdict {
+    Publish(Option<Judgment>),
+    Refuse(String),
+}
+
+/// Judge `version` (its `docs`) of `module` against `published` (the entries accepted so far
+/// in this pass, all lower), reading the baseline's docs from `fresh` (this pass's) or storage.
+pub(super) async fn judge<S: Storage>(
+    storage: &S,
+    policy: &SemverPolicy,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    docs: &ModuleDocs,
+    published: &[ModuleVersion],
+    fresh: &BTreeMap<String, ModuleDocs>,
+) -> Result<Verdict, Error> {
+    let policy = policy.of(&module.namespace);
+    if policy == Policy::Off {
+        return Ok(Verdict::Publish(None));
+    }
+    let Some(baseline) = baseline(version, published) else {
+        return Ok(Verdict::Publish(Some(Judgment::default())));
+    };
+    let against = Some(baseline.version.clone());
+    let old = match fresh.get(&baseline.version) {
+        Some(d) => Some(d.clone()),
+        None => read_docs(storage, module, &baseline.version).await?,
+    };
+    // A file that was not read (does not parse, too large, not UTF-8) hides part of the interface.
+    let unreadable =
+        |d: &ModuleDocs| d.warnings.iter().find(|w| w.contains("does not parse") || w.ends_with("not read")).cloned();
+    let note = match (&old, unreadable(docs)) {
+        (_, Some(why)) => Some(format!("not judged: {why}")),
+        (None, _) => Some(format!("not judged: the docs of {} are not stored", baseline.version)),
+        (Some(old), None) => unreadable(old).map(|why| format!("not judged: {} has {why}", baseline.version)),
+    };
+    if let Some(note) = note {
+        // A new version whose files cannot be read cannot be shown to keep its interface.
+        if policy == Policy::Enforce && enforced(version) && unreadable(docs).is_some() {
+            return Ok(Verdict::Refuse(format!("{note}. Fix the file and upload the archive again")));
+        }
+        return Ok(Verdict::Publish(Some(Judgment { against, note: Some(note), ..Judgment::default() })));
+    }
+    let changes: Vec<Change> = old.map(|old| compare(&old, docs)).unwrap_or_default();
+    let breaking: Vec<String> = changes.iter().filter(|c| c.breaking.is_some()).map(Change::line).collect();
+    if policy == Policy::Enforce && enforced(version) && !breaking.is_empty() {
+        return Ok(Verdict::Refuse(refusal(version, &baseline.version, &breaking)));
+    }
+    let more = breaking.len().saturating_sub(KEPT_LINES) as u64;
+    let breaking = breaking.into_iter().take(KEPT_LINES).collect();
+    Ok(Verdict::Publish(Some(Judgment { against, breaking, more, note: None })))
+}
+
+/// The highest published release below `version` in its major line.
+fn baseline<'a>(version: &semver::Version, published: &'a [ModuleVersion]) -> Option<&'a ModuleVersion> {
+    published
+        .iter()
+        .filter_map(|e| crate::address::parse_version(&e.version).ok().map(|v| (v, e)))
+        .filter(|(v, _)| v.major == version.major && v.pre.is_empty() && v.cmp_precedence(version).is_lt())
+        .max_by(|a, b| a.0.cmp_precedence(&b.0))
+        .map(|(_, e)| e)
+}
+
+/// Whether `enforce` may refuse `version`: a release of a major version from 1 on.
+fn enforced(version: &semver::Version) -> bool {
+    version.major >= 1 && version.pre.is_empty()
+}
+
+/// The rejection record's reason: each breaking change, and the version that says them.
+fn refusal(version: &semver::Version, against: &str, breaking: &[String]) -> String {
+    let honest = semver::Version::new(version.major + 1, 0, 0);
+    let mut lines: Vec<String> = breaking.iter().take(REFUSAL_LINES).map(|b| format!("- {b}")).collect();
+    if breaking.len() > REFUSAL_LINES {
+        lines.push(format!("- and {} more", breaking.len() - REFUSAL_LINES));
+    }
+    format!(
+        "{version} breaks callers of {against} (REGISTRY_SEMVER_POLICY is enforce for this namespace):\n{}\n\
+         A release with breaking changes is a new major version: publish this archive as {honest}",
+        lines.join("\n")
+    )
+}
+
+async fn read_docs<S: Storage>(
+    storage: &S,
+    module: &ModuleAddress,
+    version: &str,
+) -> Result<Option<ModuleDocs>, Error> {
+    let Ok(version) = crate::address::parse_version(version) else { return Ok(None) };
+    let Some(object) = storage.get(&layout::module_docs(module, &version)).await? else { return Ok(None) };
+    Ok(serde_json::from_slice(&object.bytes).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_with_namespace_exceptions() {
+        let p = SemverPolicy::parse("warn, acme=enforce, Sandbox=off").unwrap();
+        assert_eq!((p.of("acme"), p.of("sandbox"), p.of("other")), (Policy::Enforce, Policy::Off, Policy::Warn));
+        assert_eq!(SemverPolicy::parse("").unwrap(), SemverPolicy::default());
+        assert_eq!(SemverPolicy::parse("enforce").unwrap().of("x"), Policy::Enforce);
+        for bad in ["strict", "warn, off", "acme=maybe", "a b=warn", "acme=warn, acme=off"] {
+            assert!(SemverPolicy::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_honest_version_is_the_next_major() {
+        let v = semver::Version::parse("1.3.0").unwrap();
+        let reason = refusal(&v, "1.2.0", &["input \"x\" removed: …".into()]);
+        assert!(reason.contains("publish this archive as 2.0.0"), "{reason}");
+        assert!(reason.contains("- input \"x\" removed"), "{reason}");
+        assert!(!enforced(&semver::Version::parse("0.4.0").unwrap()));
+        assert!(!enforced(&semver::Version::parse("1.4.0-rc.1").unwrap()));
+    }
+
+    use super::super::fixtures::*;
+    use super::super::{Indexer, Limits};
+    use crate::storage::MemoryStorage;
+
+    const V1: &str = "variable \"region\" {}\nvariable \"name\" {}\noutput \"id\" { value = 1 }\n";
+    const V2: &str = "variable \"name\" {}\noutput \"id\" { value = 1 }\n";
+
+    fn archive(main: &str) -> Vec<u8> {
+        crate::testing::tar_gz(&[("main.tf", main.as_bytes())])
+    }
+
+    fn limits(policy: &str) -> Limits {
+        Limits { semver: SemverPolicy::parse(policy).unwrap(), ..Limits::default() }
+    }
+
+    async fn publish(indexer: &Indexer<'_, MemoryStorage>, s: &MemoryStorage, version: &str, main: &str) {
+        let key = format!("modules/acme/vpc/aws/{version}.tar.gz");
+        s.insert(&key, archive(main));
+        indexer.on_object_changed(&key).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn enforce_refuses_a_break_and_names_the_honest_version() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, limits("warn, acme=enforce"));
+        publish(&indexer, &s, "1.2.0", V1).await;
+        publish(&indexer, &s, "1.3.0", V2).await;
+        assert_eq!(versions(&s), ["1.2.0"], "1.3.0 is not published");
+        let record = rejection(&s, "modules/acme/vpc/aws/1.3.0.tar.gz").unwrap();
+        assert!(record.reason.contains("1.3.0 breaks callers of 1.2.0"), "{}", record.reason);
+        assert!(record.reason.contains("input \"region\" removed"), "{}", record.reason);
+        assert!(record.reason.contains("publish this archive as 2.0.0"), "{}", record.reason);
+        // The same bytes as 2.0.0: a new major version may break.
+        publish(&indexer, &s, "2.0.0", V2).await;
+        assert_eq!(versions(&s), ["2.0.0", "1.2.0"]);
+        assert_eq!(manifest(&s).versions[0].judged, Some(crate::manifest::Judgment::default()));
+        // 0.x and pre-releases are judged, never refused; a pre-release is never a baseline.
+        publish(&indexer, &s, "2.1.0-rc.1", V1).await;
+        publish(&indexer, &s, "0.2.0", V1).await;
+        publish(&indexer, &s, "0.3.0", V2).await;
+        assert_eq!(versions(&s), ["2.1.0-rc.1", "2.0.0", "1.2.0", "0.3.0", "0.2.0"]);
+        let judged = |v: &str| manifest(&s).versions.into_iter().find(|e| e.version == v).unwrap().judged.unwrap();
+        assert_eq!(judged("0.3.0").against.as_deref(), Some("0.2.0"));
+        assert_eq!(judged("0.3.0").breaking_count(), 1);
+        assert_eq!(judged("2.1.0-rc.1").breaking_count(), 1, "a required input added");
+        publish(&indexer, &s, "2.1.0", &format!("{V2}variable \"zone\" {{ default = \"a\" }}\n")).await;
+        assert_eq!(judged("2.1.0").against.as_deref(), Some("2.0.0"), "not the pre-release");
+        assert_eq!(judged("2.1.0").breaking_count(), 0, "an optional input added");
+    }
+
+    #[tokio::test]
+    async fn warn_publishes_and_records_the_break_in_the_manifest_and_the_log() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        publish(&indexer, &s, "1.2.0", V1).await;
+        publish(&indexer, &s, "1.3.0", V2).await;
+        let judged = manifest(&s).versions[0].judged.clone().unwrap();
+        assert_eq!(judged.against.as_deref(), Some("1.2.0"));
+        assert_eq!(judged.breaking.len(), 1);
+        assert!(judged.breaking[0].starts_with("input \"region\" removed"), "{judged:?}");
+        let log = crate::publish_log::audit::audit(&s).await.unwrap();
+        assert!(log.is_clean());
+        let last = s.keys().into_iter().filter(|k| k.starts_with(crate::layout::PUBLISH_LOG_ENTRIES)).max().unwrap();
+        let entry = String::from_utf8(s.peek(&last).unwrap().to_vec()).unwrap();
+        assert!(entry.contains("breaking changes since 1.2.0: input"), "{entry}");
+        // Off: nothing judged.
+        let off = Indexer::new(&s, limits("off"));
+        publish(&off, &s, "1.4.0", V1).await;
+        assert_eq!(manifest(&s).versions[0].judged, None);
+    }
+
+    /// Uploaded at once and seen by one pass, versions are judged lowest first, each against
+    /// what is published or accepted below it: as if published one after the other.
+    #[tokio::test]
+    async fn versions_published_at_once_are_judged_in_order() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, limits("enforce"));
+        publish(&indexer, &s, "1.0.0", V1).await;
+        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", archive(V2));
+        s.insert("modules/acme/vpc/aws/1.2.0.tar.gz", archive(V2));
+        s.insert("modules/acme/vpc/aws/1.0.1.tar.gz", archive(V1));
+        indexer.reindex(&module()).await.unwrap();
+        assert_eq!(versions(&s), ["1.0.1", "1.0.0"], "1.1.0 and 1.2.0 each break 1.0.1");
+        let record = rejection(&s, "modules/acme/vpc/aws/1.2.0.tar.gz").unwrap();
+        assert!(record.reason.contains("breaks callers of 1.0.1"), "{}", record.reason);
+        // A module whose new files do not parse cannot be shown to keep its interface.
+        publish(&indexer, &s, "1.3.0", "variable \"region\" {").await;
+        let record = rejection(&s, "modules/acme/vpc/aws/1.3.0.tar.gz").unwrap();
+        assert!(record.reason.contains("does not parse"), "{}", record.reason);
+    }
+}
