@@ -28,7 +28,9 @@ UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),
 ## What each target does (this list): the `##` comment above each target.
 help:
 	@awk '/^## /{doc = doc (doc ? " " : "") substr($$0, 4); next} /^[A-Z_]+ *[:?]?=/{next} \
-	  /^[a-z][a-z0-9-]*:/{if (doc) printf "  %-14s %s\n", substr($$1, 1, length($$1) - 1), doc; doc = ""; next} {doc = ""}' $(MAKEFILE_LIST)
+	  /^[a-z][a-z0-9-]*:/{if (doc) printf "  %-14s %s\n", substr($$1, 1, length($$1) - 1), doc; doc = ""; next} {doc = ""}' $(MAKEFILE_LIST) | \
+	  sed -e 's|$$(LISTEN)|$(LISTEN)|g' -e 's|$$(DATA_DIR)|$(DATA_DIR)|g' -e 's|$$(FUZZ_SECONDS)|$(FUZZ_SECONDS)|g' \
+	    -e 's|$$(LAMBDA_DIR)|$(LAMBDA_DIR)|g'
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -71,7 +73,8 @@ infra-check:
 deploy-check:
 	bash tests/suite.sh deploy-check
 
-## Tools for packaging: cargo-lambda (prebuilt, with zig) and the arm64 Rust target.
+## Tools: cargo-lambda (PyPI, prebuilt, with zig) and the arm64 Rust target for packaging; Debian's
+## chromium (apt) and playwright-core (npm) for the browser tests.
 setup:
 	pip install cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu

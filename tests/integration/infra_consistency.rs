@@ -149,7 +149,7 @@ fn infra_environment() -> BTreeSet<String> {
 }
 
 /// Every `REGISTRY_*` variable the functions read is set by infra/ or documented in the
-/// README's configuration table as not an infra input (local registry only, or the default
+/// configuration table (docs/CONFIGURATION.md) as not an infra input (local registry only, or the default
 /// applies in AWS); infra sets none the code does not read, and the table lists no other.
 #[test]
 fn every_variable_the_code_reads_is_an_infra_input_or_documented_as_not_one() {
@@ -167,24 +167,27 @@ fn every_variable_the_code_reads_is_an_infra_input_or_documented_as_not_one() {
     let unread: Vec<&String> = infra.iter().filter(|v| !read.contains(*v)).collect();
     assert!(unread.is_empty(), "infra/ sets variables the code does not read: {unread:?}");
 
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let rows: Vec<(String, String)> = readme
+    let table = std::fs::read_to_string(repo().join("docs/CONFIGURATION.md")).expect("docs/CONFIGURATION.md");
+    let rows: Vec<(String, String)> = table
         .lines()
         .filter_map(|line| line.strip_prefix("| `REGISTRY_"))
         .filter_map(|rest| rest.split_once("` |").map(|(name, row)| (format!("REGISTRY_{name}"), row.to_string())))
         .collect();
     let documented: BTreeSet<&String> = rows.iter().map(|(name, _)| name).collect();
     let undocumented: Vec<&String> = read.iter().filter(|v| !documented.contains(v)).collect();
-    assert!(undocumented.is_empty(), "variables missing from the README's configuration table: {undocumented:?}");
+    assert!(undocumented.is_empty(), "variables missing from docs/CONFIGURATION.md's table: {undocumented:?}");
     let stale: Vec<&&String> = documented.iter().filter(|v| !read.contains(**v)).collect();
-    assert!(stale.is_empty(), "the README documents variables the code does not read: {stale:?}");
+    assert!(stale.is_empty(), "docs/CONFIGURATION.md documents variables the code does not read: {stale:?}");
     for (name, row) in &rows {
         let marked = row.contains("local registry only") || row.contains("not an infra input");
         assert!(
             infra.contains(name) || marked,
-            "{name} is no infra/ input: its README row must say `local registry only` or `not an infra input`"
+            "{name} is no infra/ input: its docs/CONFIGURATION.md row must say `local registry only` or `not an infra input`"
         );
-        assert!(!(infra.contains(name) && marked), "{name} is an infra/ input, but its README row says it is not");
+        assert!(
+            !(infra.contains(name) && marked),
+            "{name} is an infra/ input, but its docs/CONFIGURATION.md row says it is not"
+        );
     }
 }
 

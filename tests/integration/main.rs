@@ -3,6 +3,8 @@
 //! `e2e` and `browser`). `make test`'s "integration" stage, with `hostile`.
 
 mod concurrent_publish;
+mod docs;
+mod docs_commands;
 mod embedded_s3;
 mod faults;
 mod infra_consistency;

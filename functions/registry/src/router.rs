@@ -237,6 +237,7 @@ pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
         any(Service::Web, "/".to_string()),
         any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}")),
         any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}")),
+        any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}/from/{{from}}")),
         any(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}")),
         any(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}/{{version}}")),
         any(Service::Web, format!("{UI_PATH}sign-in")),
@@ -551,8 +552,26 @@ mod tests {
             (M::PUT, "/v1/mirror/registry.terraform.io/hashicorp/null/index.json", Err(405)),
             (M::DELETE, "/.well-known/terraform.json", Err(405)),
         ];
+        // In AWS each route reaches its function only through a route key that matches its path
+        // (a `{x}` one segment, `{proxy+}` the rest); anything else goes to `$default`.
+        let templates = route_templates(&BasePaths::default());
+        let matches = |template: &str, path: &str| {
+            let template = template.trim_start_matches("ANY ");
+            let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+            match t.last() {
+                Some(last) if last.ends_with("+}") => {
+                    p.len() >= t.len() && t[..t.len() - 1].iter().zip(&p).all(|(t, p)| t.starts_with('{') || t == p)
+                }
+                _ => t.len() == p.len() && t.iter().zip(&p).all(|(t, p)| t.starts_with('{') || t == p),
+            }
+        };
         for (method, path, want) in cases {
             assert_eq!(r(method.clone(), path), want, "{method} {path}");
+            if let Ok(route) = want {
+                let path = path.split('?').next().unwrap_or_default();
+                let keyed = templates.iter().filter(|(_, t)| t != DEFAULT_ROUTE_KEY).find(|(_, t)| matches(t, path));
+                assert_eq!(keyed.map(|(s, _)| *s), Some(route.service()), "{path}: no route key of its function");
+            }
         }
         let long = format!("/v1/modules/{}", "a/".repeat(600));
         assert_eq!(r(Method::GET, &long), Err(400));
@@ -589,7 +608,7 @@ mod tests {
         assert_eq!(route(&Method::GET, "/m/a/b/c/versions", None, &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
         assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
         let templates = route_templates(&paths);
-        assert_eq!(templates.len(), 21);
+        assert_eq!(templates.len(), 22);
         assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
         assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
         assert!(
