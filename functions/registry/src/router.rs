@@ -214,6 +214,21 @@ pub const DEFAULT_ROUTE_KEY: &str = "$default";
 /// the cheapest to start (no S3 client).
 pub const DEFAULT_ROUTE_SERVICE: Service = Service::Discovery;
 
+/// Whether API Gateway sends `path` to the route key `key` (`ANY /a/{x}/b`): a `{x}` matches one
+/// segment, a final `{x+}` the rest; a trailing `/` is not significant. `$default` matches
+/// nothing here (it takes what no key matches).
+pub fn route_key_matches(key: &str, path: &str) -> bool {
+    let Some(template) = key.split_once(' ').map(|(_, t)| t) else { return false };
+    let trim = |p: &str| if p.len() > 1 { p.trim_end_matches('/').to_string() } else { p.to_string() };
+    let (template, path) = (trim(template), trim(path));
+    let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+    let same = |(t, p): (&&str, &&str)| t.starts_with('{') || t == p;
+    match t.last() {
+        Some(last) if last.ends_with("+}") => p.len() >= t.len() && t[..t.len() - 1].iter().zip(&p).all(same),
+        _ => t.len() == p.len() && t.iter().zip(&p).all(same),
+    }
+}
+
 /// API Gateway's route keys (`ANY /template`, and `$default`) with the service that answers
 /// each; the infra consistency test compares them with infra/main.tf and the deployment check
 /// with what was applied. A route key takes every method, so that the function's `route`
@@ -555,26 +570,31 @@ mod tests {
         // In AWS each route reaches its function only through a route key that matches its path
         // (a `{x}` one segment, `{proxy+}` the rest); anything else goes to `$default`.
         let templates = route_templates(&BasePaths::default());
-        let matches = |template: &str, path: &str| {
-            let template = template.trim_start_matches("ANY ");
-            let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
-            match t.last() {
-                Some(last) if last.ends_with("+}") => {
-                    p.len() >= t.len() && t[..t.len() - 1].iter().zip(&p).all(|(t, p)| t.starts_with('{') || t == p)
-                }
-                _ => t.len() == p.len() && t.iter().zip(&p).all(|(t, p)| t.starts_with('{') || t == p),
-            }
-        };
         for (method, path, want) in cases {
             assert_eq!(r(method.clone(), path), want, "{method} {path}");
             if let Ok(route) = want {
                 let path = path.split('?').next().unwrap_or_default();
-                let keyed = templates.iter().filter(|(_, t)| t != DEFAULT_ROUTE_KEY).find(|(_, t)| matches(t, path));
+                let keyed =
+                    templates.iter().filter(|(_, t)| t != DEFAULT_ROUTE_KEY).find(|(_, t)| route_key_matches(t, path));
                 assert_eq!(keyed.map(|(s, _)| *s), Some(route.service()), "{path}: no route key of its function");
             }
         }
         let long = format!("/v1/modules/{}", "a/".repeat(600));
         assert_eq!(r(Method::GET, &long), Err(400));
+    }
+
+    #[test]
+    fn route_keys_match_as_api_gateway_matches_them() {
+        let key = "ANY /ui/modules/{namespace}/{name}/{system}/{version}";
+        assert!(route_key_matches(key, "/ui/modules/a/b/c/1.0.0"));
+        assert!(route_key_matches(key, "/ui/modules/a/b/c/1.0.0/"));
+        assert!(!route_key_matches(key, "/ui/modules/a/b/c/1.0.0/from/0.9.0"), "one segment per {{x}}");
+        assert!(!route_key_matches(key, "/ui/modules/a/b/c"));
+        assert!(route_key_matches("ANY /v2/{proxy+}", "/v2/providers/h/n/t/tags/list"));
+        assert!(route_key_matches("ANY /v2", "/v2/"));
+        assert!(!route_key_matches("ANY /v2/{proxy+}", "/v2"));
+        assert!(route_key_matches("ANY /", "/") && !route_key_matches("ANY /", "/x"));
+        assert!(!route_key_matches(DEFAULT_ROUTE_KEY, "/anything"));
     }
 
     /// Only the list and search routes read a query string, and only their parameters.

@@ -209,7 +209,7 @@ mod tests {
 
     use super::super::fixtures::*;
     use super::super::{Indexer, Limits};
-    use crate::storage::MemoryStorage;
+    use crate::storage::{MemoryStorage, Storage};
 
     const V1: &str = "variable \"region\" {}\nvariable \"name\" {}\noutput \"id\" { value = 1 }\n";
     const V2: &str = "variable \"name\" {}\noutput \"id\" { value = 1 }\n";
@@ -239,6 +239,18 @@ mod tests {
         assert!(record.reason.contains("1.3.0 breaks callers of 1.2.0"), "{}", record.reason);
         assert!(record.reason.contains("input \"region\" removed"), "{}", record.reason);
         assert!(record.reason.contains("publish this archive as 2.0.0"), "{}", record.reason);
+        // Judged once: under another policy the same bytes stay refused while they stay;
+        // deleted (the record goes) and uploaded again, they are judged anew.
+        let warn = Indexer::new(&s, Limits::default());
+        publish(&warn, &s, "1.3.0", V2).await;
+        assert_eq!(versions(&s), ["1.2.0"], "the same bytes are not read twice");
+        s.delete("modules/acme/vpc/aws/1.3.0.tar.gz").await.unwrap();
+        warn.on_object_changed("modules/acme/vpc/aws/1.3.0.tar.gz").await.unwrap();
+        assert!(rejection(&s, "modules/acme/vpc/aws/1.3.0.tar.gz").is_none());
+        publish(&warn, &s, "1.3.0", V2).await;
+        assert_eq!(versions(&s), ["1.3.0", "1.2.0"], "judged anew under warn");
+        s.delete("modules/acme/vpc/aws/1.3.0.tar.gz").await.unwrap();
+        warn.on_object_changed("modules/acme/vpc/aws/1.3.0.tar.gz").await.unwrap();
         // The same bytes as 2.0.0: a new major version may break.
         publish(&indexer, &s, "2.0.0", V2).await;
         assert_eq!(versions(&s), ["2.0.0", "1.2.0"]);

@@ -215,7 +215,7 @@ pub(super) async fn module_version<S: Storage>(
 /// The version before the one at `index` (newest first): the next older one, a release unless
 /// the shown version is a pre-release.
 fn previous(manifest: &ModuleManifest, index: usize) -> Option<usize> {
-    let is_pre = |v: &str| v.split('+').next().is_some_and(|v| v.contains('-'));
+    let is_pre = |v: &str| crate::address::parse_version(v).is_ok_and(|v| !v.pre.is_empty());
     let shown_pre = is_pre(&manifest.versions[index].version);
     (index + 1..manifest.versions.len()).find(|&i| shown_pre || !is_pre(&manifest.versions[i].version))
 }
