@@ -14,7 +14,7 @@ locals {
     providers = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     # For people and tools: the module list, search and details API.
     web = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
-    # OCI Distribution (/v2/): providers as OpenTofu's oci_mirror installs them.
+    # OCI Distribution (/v2/): providers and module packages as OpenTofu installs them.
     oci     = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     indexer = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
     # The pull-through mirror's copier: invoked by pull records, never by API Gateway.

@@ -38,13 +38,13 @@ variable "presign_ttl_seconds" {
 }
 
 variable "read_memory_mb" {
-  description = "Memory of the discovery, modules and mirror functions."
+  description = "Memory of the read functions: discovery, modules, mirror, providers, web and oci."
   type        = number
   default     = 256
 }
 
 variable "read_timeout_seconds" {
-  description = "Timeout of the discovery, modules and mirror functions: at least 12 s (they answer 503 themselves after 10 s of storage trouble), at most 29 s (API Gateway gives up then)."
+  description = "Timeout of the read functions (discovery, modules, mirror, providers, web, oci): at least 12 s (they answer 503 themselves after 10 s of storage trouble), at most 29 s (API Gateway gives up then)."
   type        = number
   default     = 15
 
