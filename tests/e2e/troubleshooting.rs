@@ -22,11 +22,14 @@ fn quoted() -> String {
     collapsed(&blocks.join("\n"))
 }
 
-/// One mistake: the module source (`provider:ADDRESS` for a provider), the CLI configuration and CA bundle it runs with, and the
+/// One mistake: the module source (`provider:ADDRESS` for a provider) and whether it sets a
+/// version, the CLI configuration and CA bundle it runs with, and the
 /// lines the CLI must print (with `HOST` for the registry's address).
 struct Mistake {
     name: &'static str,
     source: String,
+    /// Whether the module block sets `version` (a registry address then).
+    version: bool,
     cli_config: Option<String>,
     ca_file: Option<std::path::PathBuf>,
     expected: &'static [&'static str],
@@ -57,6 +60,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "untrusted CA",
             source: format!("{host}/acme/network/aws"),
+            version: true,
             cli_config: None,
             ca_file: Some(other_ca_file.clone()),
             expected: &["tls: failed to verify certificate: x509: certificate signed by unknown authority"],
@@ -64,6 +68,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "no token",
             source: format!("{host}/acme/network/aws"),
+            version: true,
             cli_config: Some(without_credentials),
             ca_file: None,
             expected: &[
@@ -74,6 +79,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "a module that is not there (or the token may not read)",
             source: format!("{host}/acme/nothing/aws"),
+            version: true,
             cli_config: None,
             ca_file: None,
             expected: &["Error: Module not found", "cannot be found in the module registry at"],
@@ -81,6 +87,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "bytes changed after indexing",
             source: format!("{host}/acme/tampered/aws"),
+            version: true,
             cli_config: None,
             ca_file: None,
             expected: &["Error: Failed to download module", "Checksums did not match for"],
@@ -88,6 +95,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "a host without a dot",
             source: format!("{localhost}/acme/network/aws"),
+            version: true,
             cli_config: None,
             ca_file: None,
             expected: &["invalid module registry hostname: must contain at least one dot"],
@@ -95,6 +103,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "a host without a dot, and no version",
             source: format!("{localhost}/acme/network/aws"),
+            version: false,
             cli_config: None,
             ca_file: None,
             expected: &["download not supported for scheme 'localhost'"],
@@ -102,6 +111,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
         Mistake {
             name: "a provider of a host with a port, through the mirror",
             source: format!("provider:{host}/acme/widget"),
+            version: true,
             cli_config: Some(format!(
                 "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n{}",
                 &rc[rc.find("credentials").unwrap()..]
@@ -114,7 +124,7 @@ async fn the_cli_prints_what_troubleshooting_quotes() {
     let mut failures = Vec::new();
     for mistake in &mistakes {
         let work = TempDir::new("tf-mistake");
-        let version = if mistake.name.ends_with("no version") { "" } else { "  version = \"1.0.0\"\n" };
+        let version = if mistake.version { "  version = \"1.0.0\"\n" } else { "" };
         let config = match mistake.source.strip_prefix("provider:") {
             Some(source) => format!(
                 "terraform {{\n  required_providers {{\n    widget = {{\n      source = \"{source}\"\n    }}\n  }}\n}}\n"

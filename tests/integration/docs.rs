@@ -13,7 +13,7 @@ use registry::layout;
 use registry::router::{BasePaths, DEFAULT_ROUTE_KEY, route_key_matches, route_templates};
 use support::Harness;
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
 }
 
@@ -22,7 +22,7 @@ fn read(path: &str) -> String {
 }
 
 /// Every Markdown file a reader meets.
-fn documents() -> Vec<String> {
+pub(crate) fn documents() -> Vec<String> {
     let mut out = vec!["README.md".to_string(), "infra/README.md".to_string()];
     for entry in std::fs::read_dir(repo().join("docs")).expect("docs/") {
         let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();

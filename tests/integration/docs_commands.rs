@@ -10,9 +10,7 @@ use std::process::Command;
 
 use support::{Harness, TempDir};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
-}
+use super::docs::{documents, repo};
 
 /// One fenced `sh` block: where it is, its text, and why it is not run (if it is not).
 struct Block {
@@ -56,15 +54,7 @@ fn aws_cli() -> Option<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shell_block_runs_or_says_why_not() {
-    let mut docs = vec!["README.md".to_string(), "infra/README.md".to_string()];
-    for entry in std::fs::read_dir(repo().join("docs")).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".md") {
-            docs.push(format!("docs/{name}"));
-        }
-    }
-    docs.sort();
-    let all: Vec<Block> = docs.iter().flat_map(|d| blocks(d)).collect();
+    let all: Vec<Block> = documents().iter().flat_map(|d| blocks(d)).collect();
     assert!(all.len() >= 15, "{} sh blocks found", all.len());
     let unexplained: Vec<&str> =
         all.iter().filter(|b| b.not_run.as_deref() == Some("")).map(|b| b.at.as_str()).collect();

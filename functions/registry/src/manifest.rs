@@ -438,12 +438,8 @@ impl ProviderIndex {
             .iter()
             .filter_map(|v| v["version"].as_str())
             .filter_map(|v| {
-                let d = self.versions.get(v)?.get("deprecation")?;
-                let deprecation = Deprecation {
-                    reason: d.get("reason")?.as_str()?.to_string(),
-                    replacement: d.get("replacement").and_then(Value::as_str).map(str::to_string),
-                    etag: String::new(),
-                };
+                let line = self.versions.get(v)?.get("deprecation")?;
+                let deprecation: Deprecation = serde_json::from_value(line.clone()).ok()?;
                 Some(deprecation.sentence(&format!("Version {v}")))
             })
             .collect();
@@ -457,6 +453,34 @@ impl ProviderIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deprecated_releases_become_the_protocols_warnings() {
+        let release = ProviderVersion {
+            release: Some(SignedRelease {
+                protocols: vec!["6.0".into()],
+                signing_key: RecordedKey { key_id: "K".into(), ascii_armor: "A".into() },
+            }),
+            ..ProviderVersion::default()
+        };
+        let deprecated = ProviderVersion {
+            deprecation: Some(Deprecation {
+                reason: "broken".into(),
+                replacement: Some("1.1.0".into()),
+                etag: "e".into(),
+            }),
+            ..release.clone()
+        };
+        let index = ProviderIndex {
+            versions: [("1.0.0".to_string(), deprecated.index_line()), ("1.1.0".to_string(), release.index_line())]
+                .into_iter()
+                .collect(),
+        };
+        let answer = index.registry_versions();
+        assert_eq!(answer["warnings"], json!(["Version 1.0.0 is deprecated: broken. Use 1.1.0 instead."]));
+        let clean = ProviderIndex { versions: [("1.1.0".to_string(), release.index_line())].into_iter().collect() };
+        assert!(clean.registry_versions().get("warnings").is_none(), "no warnings key without a deprecation");
+    }
 
     fn mv(v: &str) -> ModuleVersion {
         ModuleVersion {
