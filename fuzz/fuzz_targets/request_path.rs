@@ -2,7 +2,7 @@
 //! of the web pages', and as the query of the list, search and catalog page routes): the router must never panic, only the list and
 //! search routes (and OCI's tags/list) may take a query, and whatever it accepts must lead to a
 //! clean key of its own owner (`registry::invariants`), the OCI routes' content-addressed keys
-//! included. Also feeds the same bytes to the Authorization parsers (Bearer, and OCI's Basic).
+//! included, and a 401's challenge names a repository plainly. Also feeds the same bytes to the Authorization parsers (Bearer, and OCI's Basic).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         format!("/ui/{text}"),
         format!("/?{text}"),
         format!("/v2/{text}"),
+        format!("/v2/token?{text}"),
         format!("/v2/providers/registry.terraform.io/hashicorp/null/tags/list?{text}"),
         format!("/v2/providers/registry.terraform.io/hashicorp/null/manifests/{text}"),
         format!("/v2/providers/registry.terraform.io/hashicorp/null/blobs/{text}"),

@@ -359,8 +359,10 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
         let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
         let mut checked = check_4xx(&what, case, status, header, &body)
             .and_then(|()| check_reads(&what, status, &h.running.take_s3_requests()));
-        // The protocols' 401 says how to authenticate; a page says so in words (and a link).
-        let scheme = if registry::router::is_oci_path(&case.target) { "Basic" } else { "Bearer" };
+        // The protocols' 401 says how to authenticate (OCI's names its token endpoint); a page
+        // says so in words (and a link).
+        let realm = format!("Bearer realm=\"https://{}/v2/token\"", h.host());
+        let scheme = if registry::router::is_oci_path(&case.target) { realm.as_str() } else { "Bearer" };
         let challenged = headers.iter().any(|(n, v)| n == "www-authenticate" && v.starts_with(scheme));
         if status == 401 && !hostile::is_page(&case.target) && !challenged {
             checked = Err(format!("{what}: 401 without a Bearer challenge"));

@@ -3,7 +3,7 @@
 //! is the one served, the bucket's notification suffixes and prefixes are in docs/BUCKET.md and
 //! docs/DEPLOY.md, every relative link and anchor in README.md, docs/ and infra/README.md
 //! resolves, the README stays a newcomer's page (at most 200 lines), and `make help` prints
-//! values, not `$(VARIABLES)`. (The configuration table is held to the code by
+//! values, not `$(VARIABLES)`, and SECURITY.md counts the hostile corpus as it is. (The configuration table is held to the code by
 //! `infra_consistency`, with infra/'s inputs.)
 
 use std::collections::BTreeSet;
@@ -183,4 +183,10 @@ fn make_help_prints_values_not_variables() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("  dev "), "{text}");
     assert!(!text.contains("$("), "make help prints a variable's name, not its value:\n{text}");
+}
+
+#[test]
+fn security_counts_the_hostile_corpus_as_it_is() {
+    let said = format!("hostile requests: {} crafted requests", support::hostile::corpus().len());
+    assert!(read("docs/SECURITY.md").contains(&said), "docs/SECURITY.md must say {said:?}");
 }

@@ -20,8 +20,9 @@ const REPOSITORY: &str = "providers/registry.terraform.io/hashicorp/null";
 const PLATFORMS: [&str; 2] = ["linux_amd64", "darwin_arm64"];
 
 /// A registry with the provider published for both platforms: its zips by platform.
+/// Anyone may read the `acme` modules; the provider needs the token.
 async fn published() -> (Harness, Vec<(&'static str, Vec<u8>)>) {
-    let h = Harness::start().await;
+    let h = Harness::start_with(&[("REGISTRY_ANONYMOUS_MODULES", "acme")]).await;
     let module = support::module_tar_gz(&[
         ("main.tf", "output \"name\" { value = \"vpc\" }\n"),
         ("modules/sub/main.tf", "# sub\n"),
@@ -43,8 +44,8 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 /// skopeo with only this test's trust and credentials: a HOME of its own, the registry's CA
-/// as the only one for its address, the dev token as the password.
-fn skopeo(h: &Harness, home: &Path, args: &[&str]) -> std::process::Output {
+/// as the only one for its address, the dev token as the password (`anonymous`: none).
+fn skopeo(h: &Harness, home: &Path, args: &[&str], anonymous: bool) -> std::process::Output {
     let certs = home.join("certs");
     std::fs::create_dir_all(&certs).unwrap();
     std::fs::copy(h.running.data_dir.join("ca.pem"), certs.join("ca.crt")).unwrap();
@@ -53,9 +54,10 @@ fn skopeo(h: &Harness, home: &Path, args: &[&str]) -> std::process::Output {
     command.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("HOME", home);
     let (verb, rest) = args.split_first().unwrap();
     command.arg(verb);
-    match *verb {
-        "copy" => command.args(["--src-cert-dir", certs.to_str().unwrap(), "--src-creds", &creds]),
-        _ => command.args(["--cert-dir", certs.to_str().unwrap(), "--creds", &creds]),
+    match (*verb, anonymous) {
+        ("copy", _) => command.args(["--src-cert-dir", certs.to_str().unwrap(), "--src-creds", &creds]),
+        (_, false) => command.args(["--cert-dir", certs.to_str().unwrap(), "--creds", &creds]),
+        (_, true) => command.args(["--cert-dir", certs.to_str().unwrap(), "--no-creds"]),
     };
     command.args(rest).output().expect("skopeo runs")
 }
@@ -77,7 +79,7 @@ async fn skopeo_lists_inspects_and_copies_the_provider_byte_for_byte() {
         let h = &h;
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = tokio::task::block_in_place(|| skopeo(h, &home, &args));
+            let out = tokio::task::block_in_place(|| skopeo(h, &home, &args, false));
             assert!(out.status.success(), "skopeo {args:?}\n{}", support::text(&out));
             out.stdout
         }
@@ -108,6 +110,15 @@ async fn skopeo_lists_inspects_and_copies_the_provider_byte_for_byte() {
     assert_eq!(manifest.artifact_type, registry::oci::ARTIFACT_TYPE_MODULE);
     let tags: serde_json::Value = serde_json::from_slice(&run(vec!["list-tags".into(), module]).await).unwrap();
     assert_eq!(tags["Tags"], serde_json::json!(["1.2.0"]));
+    // Without credentials: skopeo follows the Bearer challenge to /v2/token, whose anonymous
+    // token reads the module anyone may read, and not the provider.
+    let anonymous = |args: &[&str]| tokio::task::block_in_place(|| skopeo(&h, home.path(), args, true));
+    let module = format!("docker://{}/modules/acme/vpc/aws", h.host());
+    let out = anonymous(&["list-tags", &module]);
+    assert!(out.status.success(), "anonymous list-tags of the module\n{}", support::text(&out));
+    let out = anonymous(&["list-tags", &image]);
+    assert!(!out.status.success(), "anonymous list-tags of the provider\n{}", support::text(&out));
+    assert!(support::text(&out).contains("unauthorized"), "{}", support::text(&out));
     // Each platform's manifest as the registry serves it: the digest its index names.
     for entry in &index.manifests {
         let by_digest = run(vec!["inspect".into(), "--raw".into(), format!("{image}@{}", entry.digest)]).await;
@@ -116,8 +127,10 @@ async fn skopeo_lists_inspects_and_copies_the_provider_byte_for_byte() {
 }
 
 /// The Python client (PyPI `oras`, in a virtual environment of its own; ORAS_PYTHON names
-/// another): `tests/integration/oras_pull.py` logs in with the token, fetches the tag's index,
-/// each platform's manifest and its layer.
+/// another): `tests/integration/oras_pull.py` holds the token, fetches the tag's index, each
+/// platform's manifest and its layer. The provider through its default auth backend, which
+/// follows the registry's `Bearer` challenge to `/v2/token`; the module with `Basic` on every
+/// request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oras_pulls_both_platforms_with_the_zh_digests() {
     let python = std::env::var_os("ORAS_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
@@ -138,7 +151,7 @@ async fn oras_pulls_both_platforms_with_the_zh_digests() {
     let out = tokio::task::block_in_place(|| {
         Command::new(&python)
             .arg(&script)
-            .args([&h.host(), REPOSITORY, "3.2.1", &h.running.dev_token, out_dir.path().to_str().unwrap()])
+            .args([&h.host(), REPOSITORY, "3.2.1", &h.running.dev_token, out_dir.path().to_str().unwrap(), "token"])
             .env("REQUESTS_CA_BUNDLE", h.running.data_dir.join("ca.pem"))
             .output()
             .unwrap()
@@ -149,7 +162,14 @@ async fn oras_pulls_both_platforms_with_the_zh_digests() {
     let out = tokio::task::block_in_place(|| {
         Command::new(&python)
             .arg(&script)
-            .args([&h.host(), "modules/acme/vpc/aws", "1.2.0", &h.running.dev_token, out_dir.path().to_str().unwrap()])
+            .args([
+                &h.host(),
+                "modules/acme/vpc/aws",
+                "1.2.0",
+                &h.running.dev_token,
+                out_dir.path().to_str().unwrap(),
+                "basic",
+            ])
             .env("REQUESTS_CA_BUNDLE", h.running.data_dir.join("ca.pem"))
             .output()
             .unwrap()

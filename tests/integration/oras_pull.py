@@ -1,12 +1,15 @@
 """Pull a provider version's packages, or a module package, from an OCI registry with the ORAS
 Python client.
 
-    oras_pull.py HOST REPOSITORY TAG TOKEN OUTDIR
+    oras_pull.py HOST REPOSITORY TAG TOKEN OUTDIR BACKEND
 
-Logs in with Basic credentials (any user, the token as password) and fetches the tag's
+Holds Basic credentials (any user, the token as password) and fetches the tag's
 manifest: a provider's image index, then each platform's manifest and its single layer; a
 module's image manifest and its single layer. Prints, by platform (os_arch, or "module"), the
-layer's digest, the file it was saved as and the manifest, as JSON. The caller
+layer's digest, the file it was saved as and the manifest, as JSON. BACKEND is the client's
+auth backend: "token" (its default) answers the registry's Bearer challenge by asking the
+token endpoint the challenge names, with the Basic credentials; "basic" sends them with every
+request, unasked. The caller
 (tests/integration/oci_clients.rs) checks digests and bytes; TLS trust comes from
 REQUESTS_CA_BUNDLE.
 """
@@ -19,10 +22,8 @@ import oras.client
 
 
 def main():
-    host, repository, tag, token, outdir = sys.argv[1:6]
-    # The "basic" auth backend: the default ("token") asks the challenge's realm for a bearer
-    # token even when the challenge is Basic; the registry answers with Basic.
-    client = oras.client.OrasClient(hostname=host, auth_backend="basic")
+    host, repository, tag, token, outdir, backend = sys.argv[1:7]
+    client = oras.client.OrasClient(hostname=host, auth_backend=backend)
     client.auth.set_basic_auth("ci", token)
     container = f"{host}/{repository}:{tag}"
     index = client.get_manifest(container)

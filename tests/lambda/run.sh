@@ -215,7 +215,9 @@ check "modules: the list route is not the modules function's" modules "/v1/modul
 # (registry::lambda::guard) makes them harmless, and the registry never reads them.
 EXTRA_HEADER="x-forwarded-proto=a b" check "modules: an odd X-Forwarded-Proto is ignored" modules "/v1/modules/acme/network/aws/versions" 200 '{\"version\":\"1.0.0\"}'
 oci_repo="/v2/providers/example.com/acme/widget"
-SEND_TOKEN="" check "oci: /v2/ without credentials is a Basic challenge" oci "/v2/" 401 'Basic realm='
+SEND_TOKEN="" check "oci: /v2/ without credentials is a Bearer challenge naming the token endpoint" oci "/v2/" 401 'Bearer realm=\"https://registry.example.com/v2/token\",service=\"registry.example.com\"'
+check "oci: the token endpoint hands back the token presented" oci "/v2/token" 200 "\\\"access_token\\\":\\\"$token\\\""
+SEND_TOKEN="" check "oci: the token endpoint without credentials is the anonymous token" oci "/v2/token" 200 'anonymous'
 check "oci: tags are the mirrored versions" oci "$oci_repo/tags/list" 200 '\"tags\":[\"0.1.0\"]'
 check "oci: a tag is the provider's image index" oci "$oci_repo/manifests/0.1.0" 200 'application/vnd.opentofu.provider'
 check "oci: an unknown tag is MANIFEST_UNKNOWN" oci "$oci_repo/manifests/9.9.9" 404 'MANIFEST_UNKNOWN'

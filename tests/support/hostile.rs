@@ -435,7 +435,7 @@ pub fn corpus() -> Vec<Case> {
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(&long(4096))),
         with_header(404, "/ui/modules/other/vpc/aws", Auth::None, "cookie", cookie(SCOPED_TOKEN)),
         with_header(404, PAGE_PROVIDER, Auth::None, "cookie", cookie(SCOPED_TOKEN)),
-        // OCI Distribution (/v2/): read-only, OCI's error bodies, a Basic challenge.
+        // OCI Distribution (/v2/): read-only, OCI's error bodies, a Bearer challenge.
         auth(401, "/v2/", Auth::None),
         auth(401, &format!("{OCI_REPO}/tags/list"), Auth::None),
         auth(401, &format!("{OCI_REPO}/manifests/3.2.1"), Auth::Header("Basic !!!not-base64".into())),
@@ -488,6 +488,16 @@ pub fn corpus() -> Vec<Case> {
         case(400, "/v2/modules/acme/vpc/aws/manifests/1.0"),
         auth(404, "/v2/modules/other/vpc/aws/tags/list", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(401, "/v2/modules/acme/vpc/aws/tags/list", Auth::None),
+        // The token endpoint a Bearer challenge names: only credentials it knows are traded.
+        auth(401, "/v2/token", Auth::Header(format!("Basic {}", basic("x:trg_unknown")))),
+        auth(401, "/v2/token", Auth::Header(format!("Basic {}", basic(&format!("x:{EXPIRED_TOKEN}"))))),
+        auth(401, "/v2/token", Auth::Header("Basic !!!not-base64".into())),
+        auth(401, &format!("{OCI_REPO}/tags/list"), Auth::Header("Bearer anonymous".into())),
+        case(400, "/v2/token?grant_type=password"),
+        case(400, "/v2/token?scope=%zz"),
+        case(400, format!("/v2/token?scope={}", "%".repeat(3))),
+        case(404, "/v2/token/x"),
+        method(405, "POST", "/v2/token"),
     ];
     // The same traversal attempts against every route's variable segments.
     for template in [

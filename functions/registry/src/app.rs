@@ -150,7 +150,8 @@ impl<S: Storage> App<S> {
         if router::is_page_path(request.raw_path) {
             routes::error_page(error, request)
         } else if router::is_oci_path(request.raw_path) {
-            routes::oci_error_reply(error, request.raw_path)
+            let host = routes::public_host(self.config(), request);
+            routes::oci_error_reply(error, request.raw_path, host.as_deref())
         } else {
             Reply::error(error)
         }
@@ -801,6 +802,92 @@ mod tests {
         assert_eq!(get(format!("{repo}/manifests/1.0.0")).await.status, 404);
         assert_eq!(get(format!("{repo}/blobs/{}", repacked.digest)).await.status, 404);
         assert_eq!(get(format!("{repo}/manifests/1.1.0")).await.status, 200);
+    }
+
+    /// OCI's token authentication: a 401 challenges for `Bearer` at the registry's own
+    /// `/v2/token` (with the repository as scope), which hands back the credential presented
+    /// once it is known, or the anonymous token, which reads only what anonymous callers may;
+    /// empty `Basic` credentials count as none. Without a known address, the challenge is `Basic`.
+    #[tokio::test]
+    async fn oci_token_endpoint_trades_credentials_for_the_bearer_token() {
+        let storage = MemoryStorage::new();
+        for (namespace, r#type) in [("hashicorp", "null"), ("public", "tool")] {
+            let key = format!(
+                "providers/registry.terraform.io/{namespace}/{type}/terraform-provider-{type}_1.0.0_linux_amd64.zip"
+            );
+            storage.insert(&key, crate::testing::provider_zip(r#type, "1.0.0", "linux_amd64"));
+            crate::index::Indexer::new(&storage, crate::index::Limits::default())
+                .on_object_changed(&key)
+                .await
+                .unwrap();
+        }
+        let ci = crate::auth::manage::record("ci", "trg_ci", vec![], vec!["registry.terraform.io/*/*".into()], None);
+        storage.insert(
+            layout::TOKENS,
+            serde_json::to_vec(&crate::auth::TokenStore { format: 1, tokens: vec![ci] }).unwrap(),
+        );
+        let mut config = Config::new("bucket");
+        config.hostname = Some("registry.example.com".into());
+        config.access.anonymous_providers = vec!["registry.terraform.io/public/*".into()];
+        let app = App::new(config, storage, &[Service::Oci]);
+        let basic = |credentials: &str| {
+            use base64::Engine;
+            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials))
+        };
+        let send = |path: &'static str, query: Option<&'static str>, auth: Option<&str>| {
+            let (app, auth) = (&app, auth.map(str::to_string));
+            async move {
+                let reply = app.handle(&Request::get(path).query(query).authorization(auth.as_deref())).await;
+                let body: Value = serde_json::from_slice(&reply.body).unwrap();
+                (reply.status.as_u16(), body, reply.header_value("www-authenticate").map(str::to_string))
+            }
+        };
+        let private = "/v2/providers/registry.terraform.io/hashicorp/null/tags/list";
+        let public = "/v2/providers/registry.terraform.io/public/tool/tags/list";
+        let realm = r#"Bearer realm="https://registry.example.com/v2/token",service="registry.example.com""#;
+
+        assert_eq!(send("/v2/", None, None).await.2.as_deref(), Some(realm));
+        let (status, body, challenge) = send(private, None, None).await;
+        assert_eq!((status, body["errors"][0]["code"].as_str()), (401, Some("UNAUTHORIZED")));
+        let scoped = format!(r#"{realm},scope="repository:providers/registry.terraform.io/hashicorp/null:pull""#);
+        assert_eq!(challenge, Some(scoped));
+
+        // A user name and the token as password (docker login, skopeo, ORAS, OpenTofu's
+        // username/password), or the token as Bearer: the token comes back, and works.
+        let query = Some("service=registry.example.com&scope=repository%3Aproviders%2Fx%3Apull&account=ci");
+        for auth in [basic("anyone:trg_ci"), "Bearer trg_ci".into()] {
+            let (status, body, _) = send("/v2/token", query, Some(&auth)).await;
+            assert_eq!(status, 200, "{auth}: {body}");
+            assert_eq!(body, json!({"token": "trg_ci", "access_token": "trg_ci"}));
+        }
+        assert_eq!(send(private, None, Some("Bearer trg_ci")).await.0, 200);
+        for auth in [basic("anyone:trg_nope"), "Bearer trg_nope".into(), basic("no colon")] {
+            let (status, body, challenge) = send("/v2/token", None, Some(&auth)).await;
+            assert_eq!((status, body["errors"][0]["code"].as_str()), (401, Some("UNAUTHORIZED")), "{auth}");
+            assert_eq!(challenge.as_deref(), Some(realm));
+        }
+
+        // Without credentials: the anonymous token, which reads what anonymous callers may.
+        let (status, body, _) = send("/v2/token", None, None).await;
+        assert_eq!((status, &body), (200, &json!({"token": "anonymous", "access_token": "anonymous"})));
+        assert_eq!(send(public, None, Some("Bearer anonymous")).await.0, 200);
+        assert_eq!(send(private, None, Some("Bearer anonymous")).await.0, 401);
+        assert_eq!(send(public, None, Some(&basic(":"))).await.0, 200, "empty Basic is no credentials");
+        assert_eq!(send(private, None, Some(&basic(":"))).await.0, 401);
+
+        let (status, body, _) = send("/v2/token", Some("grant_type=password"), None).await;
+        assert_eq!((status, body["errors"][0]["code"].as_str()), (400, Some("UNSUPPORTED")));
+
+        // The address from Host when REGISTRY_HOSTNAME is unset; Basic when there is none.
+        let app = App::new(Config::new("bucket"), MemoryStorage::new(), &[Service::Oci]);
+        for (host, wanted) in [
+            (Some("127.0.0.1:8443"), r#"Bearer realm="https://127.0.0.1:8443/v2/token",service="127.0.0.1:8443""#),
+            (Some("evil\",realm=\"https://x"), r#"Basic realm="terraform-registry", charset="UTF-8""#),
+            (None, r#"Basic realm="terraform-registry", charset="UTF-8""#),
+        ] {
+            let reply = app.handle(&Request::get("/v2/").host(host)).await;
+            assert_eq!(reply.header_value("www-authenticate"), Some(wanted), "{host:?}");
+        }
     }
 
     /// The CLI's `h1:` of a zip (Go's dirhash Hash1), computed here from scratch.

@@ -36,12 +36,21 @@ pub fn key_is_clean(key: &str) -> bool {
         && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX].iter().any(|p| key.starts_with(p))
 }
 
+/// Whether a 401's challenge for `raw_path` names `repository` as its scope, in characters a
+/// quoted header value holds as they are.
+fn challenge_safe(raw_path: &str, repository: &crate::oci::name::Repository) -> bool {
+    let name = repository.name();
+    let plain = name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-/".contains(&b));
+    plain && crate::oci::name::repository_of(raw_path).as_ref() == Some(repository)
+}
+
 /// Route `target` (any string: a raw path, and after the first `?` a raw query): if it is
 /// accepted, the path had nothing encoded or dot-segmented in it, only the list, search and
-/// catalog page routes took a query (and a listing that reads back the same from the
-/// `next_url` it would give), only the sign-in and sign-out forms a POST, and the keys it
-/// leads to are clean and classify back to the same module or provider. `Err` says which
-/// invariant broke.
+/// catalog page routes and OCI's tags/list and token took a query (and a listing that reads
+/// back the same from the `next_url` it would give), a 401's challenge would name an OCI
+/// repository plainly, only the sign-in and sign-out forms a POST, and the keys it leads to
+/// are clean and classify back to the same module or provider. `Err` says which invariant
+/// broke.
 /// Long on purpose: one list of invariants, each a few lines, checked in order.
 pub fn check_request_path(target: &str) -> Result<(), String> {
     let paths = BasePaths::default();
@@ -66,7 +75,7 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
             Route::ModuleList(_)
                 | Route::ModuleSearch(_)
                 | Route::Page(Page::Catalog(_))
-                | Route::Oci(OciRoute::Tags { .. })
+                | Route::Oci(OciRoute::Tags { .. } | OciRoute::Token)
         );
         if query.is_some_and(|q| !q.is_empty()) && !reads_query {
             return Err(format!("{target:?}: a query string accepted by {}", route.name()));
@@ -124,7 +133,14 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 layout::provider_version(p, v),
                 ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
             ),
-            Route::Oci(OciRoute::Base) => continue,
+            Route::Oci(OciRoute::Base | OciRoute::Token) => continue,
+            Route::Oci(
+                OciRoute::Tags { repository, .. }
+                | OciRoute::Manifest { repository, .. }
+                | OciRoute::Blob { repository, .. },
+            ) if !challenge_safe(raw_path, repository) => {
+                return Err(format!("{raw_path:?}: the challenge's scope would not name {repository:?} plainly"));
+            }
             Route::Oci(OciRoute::Tags { repository: Repository::Module(m), .. }) => {
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }

@@ -190,6 +190,7 @@ impl Route {
             Route::ModuleLatest(_) => "module_latest",
             Route::ModuleDetails(..) => "module_details",
             Route::Oci(OciRoute::Base) => "oci_base",
+            Route::Oci(OciRoute::Token) => "oci_token",
             Route::Oci(OciRoute::Tags { .. }) => "oci_tags",
             Route::Oci(OciRoute::Manifest { .. }) => "oci_manifest",
             Route::Oci(OciRoute::Blob { .. }) => "oci_blob",

@@ -1,4 +1,4 @@
-//! The OCI routes' grammar, on the raw path: `/v2/`, `/v2/NAME/tags/list`,
+//! The OCI routes' grammar, on the raw path: `/v2/`, `/v2/token`, `/v2/NAME/tags/list`,
 //! `/v2/NAME/manifests/REFERENCE` and `/v2/NAME/blobs/DIGEST`, where NAME is a provider's
 //! repository, `providers/HOSTNAME/NAMESPACE/TYPE` (what an `oci_mirror`'s
 //! `repository_template` names), or a module's, `modules/NAMESPACE/NAME/SYSTEM` (an `oci://`
@@ -118,6 +118,10 @@ pub fn parse_digest(raw: &str) -> Result<String, Error> {
 pub enum OciRoute {
     /// `/v2/`: may this client talk to the registry.
     Base,
+    /// `/v2/token?service=…&scope=…`: the token endpoint a `Bearer` challenge names
+    /// (distribution's token authentication), where a client trades what it holds for the
+    /// bearer token it sends next.
+    Token,
     /// `/v2/NAME/tags/list[?n=N&last=TAG]`
     Tags {
         /// NAME.
@@ -149,6 +153,8 @@ pub enum OciRoute {
 pub enum Kind {
     /// `/v2/`
     Base,
+    /// `/v2/token`
+    Token,
     /// `…/tags/list`
     Tags,
     /// `…/manifests/…`
@@ -163,6 +169,9 @@ pub enum Kind {
 fn split(rest: &str) -> (Kind, &str, &str) {
     if rest.is_empty() {
         return (Kind::Base, "", "");
+    }
+    if rest == TOKEN {
+        return (Kind::Token, "", "");
     }
     if let Some(name) = rest.strip_suffix("/tags/list") {
         return (Kind::Tags, name, "");
@@ -185,12 +194,27 @@ pub fn kind(raw_path: &str) -> Kind {
 
 const BASE_PATH_TRIMMED: &str = "/v2";
 
+/// The token endpoint's path after `/v2/` (no repository name is one word).
+pub const TOKEN: &str = "token";
+
+/// What a token request may say (distribution's token authentication spec, "Requesting a
+/// Token"): none of it changes the answer, since the token is the credential presented and
+/// every route checks it anew, but anything else is refused, as on every route.
+const TOKEN_QUERY_KEYS: [&str; 5] = ["service", "scope", "account", "client_id", "offline_token"];
+
 /// Whether a bad request under `/v2/` is about its repository name (`NAME_INVALID`) rather
 /// than its reference, digest or query.
 pub fn name_is_invalid(raw_path: &str) -> bool {
     let rest = raw_path.strip_prefix(super::BASE_PATH).unwrap_or_default();
     let (kind, name, _) = split(rest);
-    kind != Kind::Base && Repository::parse(name).is_err()
+    !matches!(kind, Kind::Base | Kind::Token) && Repository::parse(name).is_err()
+}
+
+/// The repository a raw path under `/v2/` names, if it names one this registry could serve.
+pub fn repository_of(raw_path: &str) -> Option<Repository> {
+    let rest = raw_path.strip_prefix(super::BASE_PATH)?;
+    let (kind, name, _) = split(rest);
+    matches!(kind, Kind::Tags | Kind::Manifest | Kind::Blob).then(|| Repository::parse(name).ok()).flatten()
 }
 
 /// Route a path under `/v2/` (`rest`: after `/v2/`) with its query.
@@ -200,8 +224,12 @@ pub fn parse(rest: &str, query: Option<&str>) -> Result<OciRoute, Error> {
     if kind == Kind::Other {
         return Err(Error::NotFound(format!("no OCI endpoint at /v2/{:?}", printable(rest))));
     }
+    if kind == Kind::Token {
+        token_query(query)?;
+        return Ok(OciRoute::Token);
+    }
     if kind != Kind::Tags && query.is_some() {
-        return Err(Error::BadRequest("query strings are only read by tags/list".into()));
+        return Err(Error::BadRequest("query strings are only read by tags/list and token".into()));
     }
     if kind == Kind::Base {
         return Ok(OciRoute::Base);
@@ -217,8 +245,27 @@ pub fn parse(rest: &str, query: Option<&str>) -> Result<OciRoute, Error> {
         }
         Kind::Manifest => OciRoute::Manifest { repository, reference: Reference::Tag(version_of_tag(last)?) },
         Kind::Blob => OciRoute::Blob { repository, digest: parse_digest(last)? },
-        Kind::Base | Kind::Other => unreachable!("answered above"),
+        Kind::Base | Kind::Token | Kind::Other => unreachable!("answered above"),
     })
+}
+
+/// A token request's query: only the keys the token spec names (`scope` may repeat).
+fn token_query(query: Option<&str>) -> Result<(), Error> {
+    let Some(query) = query else { return Ok(()) };
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if crate::percent::decode(value, true).is_none() {
+            return Err(Error::BadRequest(format!("{:?} is not percent-encoded", printable(value))));
+        }
+        if !TOKEN_QUERY_KEYS.contains(&key) {
+            return Err(Error::BadRequest(format!(
+                "the token endpoint reads {}, not {:?}",
+                TOKEN_QUERY_KEYS.join(", "),
+                printable(key)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `n` (1 to `TAGS_PAGE_MAX`) and `last` (a tag), each at most once; nothing else.
@@ -264,6 +311,9 @@ mod tests {
         let digest = format!("sha256:{}", "ab".repeat(32));
         let v = |s: &str| parse_version(s).unwrap();
         assert_eq!(parse("", None), Ok(OciRoute::Base));
+        assert_eq!(parse("token", None), Ok(OciRoute::Token));
+        let docker = "account=ci&client_id=docker&offline_token=true&service=h&scope=repository%3Aa%3Apull&scope=b";
+        assert_eq!(parse("token", Some(docker)), Ok(OciRoute::Token));
         assert_eq!(
             parse(&format!("{name}/tags/list"), None),
             Ok(OciRoute::Tags { repository: null(), n: None, last: None })
@@ -310,6 +360,10 @@ mod tests {
             (&format!("{name}/tags/list"), Some("last=nope"), 400),
             (&format!("{name}/tags/list"), Some("x=1"), 400),
             (&format!("{name}/manifests/1.0.0"), Some("n=1"), 400),
+            ("token", Some("service=h&grant_type=password"), 400),
+            ("token", Some("scope=%zz"), 400),
+            ("token/x", None, 404),
+            ("", Some("scope=x"), 400),
         ] {
             assert_eq!(status(rest, query), wanted, "{rest} {query:?}");
         }
@@ -319,6 +373,11 @@ mod tests {
         assert_eq!(kind("/v2/"), Kind::Base);
         assert_eq!(kind("/v2"), Kind::Base);
         assert_eq!(kind("/v1/modules"), Kind::Other);
+        assert_eq!(kind("/v2/token"), Kind::Token);
+        assert!(!name_is_invalid("/v2/token"));
+        assert_eq!(repository_of(&format!("/v2/{name}/manifests/nope")), Repository::parse(name).ok());
+        assert_eq!(repository_of("/v2/providers/x/tags/list"), None);
+        assert_eq!(repository_of("/v2/token"), None);
     }
 
     #[test]

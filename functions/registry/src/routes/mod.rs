@@ -25,6 +25,18 @@ use crate::exchange::{Reply, Request};
 use crate::router::{Page, Route};
 use crate::storage::Storage;
 
+/// The registry's address as clients reach it: `REGISTRY_HOSTNAME`, else the request's `Host`
+/// when it is a plain host name with an optional port (so nothing it holds can break out of a
+/// quoted header value or markup). Named in the pages' snippets and OCI's challenge.
+pub(crate) fn public_host(config: &crate::config::Config, request: &Request<'_>) -> Option<String> {
+    let from_request = request.host.filter(|h| {
+        !h.is_empty()
+            && h.len() <= 253
+            && h.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
+    });
+    config.hostname.clone().or(from_request.map(str::to_string))
+}
+
 /// Answer a routed request before `deadline`. The function serves `route` (checked by the
 /// caller); each protocol's file answers its own routes.
 pub(crate) async fn answer<S: Storage>(

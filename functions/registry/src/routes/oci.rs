@@ -4,7 +4,9 @@
 //! a manifest by digest or a blob's pointer from `indexed/oci/`, the tag list from `index.json`
 //! or the module manifest. A blob is a redirect to a presigned URL of the zip itself. Credentials
 //! come the way OCI clients send them: `Basic` with the registry's token (or a JWT) as the
-//! password, or `Bearer`; the access check, scopes and 404-for-hidden are every route's.
+//! password, or `Bearer` with the token itself or what the token endpoint handed out for it
+//! (`/v2/token`, which a `Bearer` challenge names); the access check, scopes and
+//! 404-for-hidden are every route's.
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -42,6 +44,7 @@ pub(super) async fn answer<S: Storage>(
             ctx.verifier.caller(ctx.storage(), authorization).await?;
             Ok(Reply::json(StatusCode::OK, &json!({})).header(API_VERSION.0, API_VERSION.1))
         }
+        OciRoute::Token => token(ctx, authorization).await,
         OciRoute::Tags { repository, n, last } => {
             check(ctx, repository, authorization, Kind::Tags).await?;
             tags(ctx, repository, *n, last.as_deref(), deadline).await
@@ -58,15 +61,53 @@ pub(super) async fn answer<S: Storage>(
     }
 }
 
+/// The bearer token the token endpoint hands a caller without credentials. It grants nothing:
+/// presented, it counts as no credentials at all, so it reads what anonymous callers may
+/// (`REGISTRY_ANONYMOUS_*`). Clients fetch one before any request once challenged, even for a
+/// repository anyone may read. No token of the registry's (`trg_…`) or JWT looks like it.
+pub(crate) const ANONYMOUS_TOKEN: &str = "anonymous";
+
+/// `Basic` credentials with neither user name nor password: what Go clients send when they
+/// hold none and were challenged for `Basic` (base64 of `:`).
+const EMPTY_BASIC: &str = "Og==";
+
 /// The `Authorization` header as the verifier reads it: `Basic` credentials become their
-/// password as a bearer token (the user name is not read: OCI clients need one, any will do).
+/// password as a bearer token (the user name is not read: OCI clients need one, any will do);
+/// the anonymous token and empty `Basic` credentials are none.
 fn credentials(header: Option<&str>) -> Result<Option<String>, Error> {
     let Some(header) = header else { return Ok(None) };
+    if crate::auth::bearer(header) == Some(ANONYMOUS_TOKEN) {
+        return Ok(None);
+    }
+    if header
+        .trim()
+        .split_once(' ')
+        .is_some_and(|(scheme, rest)| scheme.eq_ignore_ascii_case("basic") && rest.trim() == EMPTY_BASIC)
+    {
+        return Ok(None);
+    }
     match crate::auth::basic_password(header) {
         Some(Ok(password)) => Ok(Some(format!("Bearer {password}"))),
         Some(Err(why)) => Err(Error::Unauthorized(why.into())),
         None => Ok(Some(header.to_string())),
     }
+}
+
+/// The token endpoint: the bearer token is the credential presented, once the verifier knows
+/// it (so a registry token or a JWT, `Basic` or `Bearer`, works as `docker login`,
+/// skopeo, ORAS and OpenTofu's `oci_credentials` use it), or the anonymous token without
+/// one. Nothing is minted or stored: each later request is checked anew, scopes and expiry
+/// included. No `expires_in`: clients then ask again after 60 seconds, the token spec's default.
+async fn token<S: Storage>(ctx: &Context<S>, authorization: Option<&str>) -> Result<Reply, Error> {
+    let token = match authorization {
+        None => ANONYMOUS_TOKEN,
+        Some(header) => {
+            ctx.verifier.caller(ctx.storage(), Some(header)).await?;
+            crate::auth::bearer(header).ok_or_else(|| Error::Unauthorized("not a bearer token".into()))?
+        }
+    };
+    let reply = Reply::json(StatusCode::OK, &json!({"token": token, "access_token": token}));
+    Ok(reply.header("cache-control", "no-store").header(API_VERSION.0, API_VERSION.1))
 }
 
 /// The access check of every route that names a repository: the provider's or the module's
@@ -89,7 +130,7 @@ pub(crate) fn absent(repository: &Repository, kind: Kind) -> Error {
     let what = match kind {
         Kind::Manifest => "manifest unknown",
         Kind::Blob => "blob unknown",
-        Kind::Base | Kind::Tags | Kind::Other => "repository name not known to registry",
+        Kind::Base | Kind::Token | Kind::Tags | Kind::Other => "repository name not known to registry",
     };
     Error::NotFound(format!("{what}: {}", repository.name()))
 }
@@ -260,8 +301,9 @@ fn content(bytes: Bytes, media_type: &str, head: bool) -> Reply {
 }
 
 /// An error as OCI clients read it: `{"errors": [{"code", "message"}]}` with the code the
-/// distribution spec gives the status and the kind of route, and for 401 a `Basic` challenge.
-pub(crate) fn error_reply(error: &Error, raw_path: &str) -> Reply {
+/// distribution spec gives the status and the kind of route, and for 401 a challenge
+/// (`challenge`) that names the registry's address `host`, when known.
+pub(crate) fn error_reply(error: &Error, raw_path: &str, host: Option<&str>) -> Reply {
     let kind = name::kind(raw_path);
     let code = match (error.status().as_u16(), kind) {
         (401, _) => "UNAUTHORIZED",
@@ -271,6 +313,7 @@ pub(crate) fn error_reply(error: &Error, raw_path: &str) -> Reply {
         (400, _) if name::name_is_invalid(raw_path) => "NAME_INVALID",
         (400, Kind::Manifest) => "MANIFEST_INVALID",
         (400, Kind::Blob) => "DIGEST_INVALID",
+        (400, Kind::Token) => "UNSUPPORTED",
         (400, _) => "PAGINATION_NUMBER_INVALID",
         (405, _) => "UNSUPPORTED",
         (429, _) => "TOOMANYREQUESTS",
@@ -279,10 +322,26 @@ pub(crate) fn error_reply(error: &Error, raw_path: &str) -> Reply {
     let body = json!({"errors": [{"code": code, "message": error.public_message(), "detail": null}]});
     let mut reply = Reply::json(error.status(), &body).header(API_VERSION.0, API_VERSION.1);
     if error.status() == StatusCode::UNAUTHORIZED {
-        reply = reply.header("www-authenticate", r#"Basic realm="terraform-registry", charset="UTF-8""#);
+        reply = reply.header("www-authenticate", challenge(raw_path, host));
     }
     if error.status() == StatusCode::SERVICE_UNAVAILABLE {
         reply = reply.header("retry-after", "1");
     }
     reply
+}
+
+/// The `WWW-Authenticate` of a 401: `Bearer` naming the token endpoint at `host` (and the
+/// repository asked for, as `scope`), as registries answer and every OCI client follows,
+/// so OpenTofu's `access_token` credentials work as well as a user name and password; `Basic`
+/// when the registry's address is not known, since a realm must be absolute. A `Basic`
+/// header is read on every route either way.
+fn challenge(raw_path: &str, host: Option<&str>) -> String {
+    let Some(host) = host else { return r#"Basic realm="terraform-registry", charset="UTF-8""#.into() };
+    let mut challenge =
+        format!(r#"Bearer realm="https://{host}{}{}",service="{host}""#, crate::oci::BASE_PATH, name::TOKEN);
+    // A repository name is lower-case letters, digits, `.`, `_`, `-` and `/`: nothing to quote.
+    if let Some(repository) = name::repository_of(raw_path) {
+        challenge.push_str(&format!(r#",scope="repository:{}:pull""#, repository.name()));
+    }
+    challenge
 }

@@ -234,16 +234,9 @@ async fn provider_page<S: Storage>(
     Ok(html_reply(StatusCode::OK, page).etag().stale(index.stale || document.stale))
 }
 
-/// The host the snippets name: `REGISTRY_HOSTNAME`, else the `Host` the page was asked
-/// from when it is a plain host name (a request cannot make a page show markup through it
-/// anyway: everything is escaped), else a placeholder.
+/// The host the snippets name (`super::public_host`), else a placeholder.
 fn place<S>(ctx: &Context<S>, request: &Request<'_>) -> Host {
-    let from_request = request.host.filter(|h| {
-        !h.is_empty()
-            && h.len() <= 253
-            && h.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
-    });
-    Host(ctx.config.hostname.clone().or(from_request.map(str::to_string)).unwrap_or_else(|| "REGISTRY_HOST".into()))
+    Host(super::public_host(&ctx.config, request).unwrap_or_else(|| "REGISTRY_HOST".into()))
 }
 
 /// The host name the snippets use (see `place`).
