@@ -1,10 +1,10 @@
 //! The mirror Lambda: wiring only. All logic is in the `registry` library.
 
-use registry::router::Service;
+use registry::app::Function;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let app = registry::lambda::s3_app(Service::Mirror).await?;
+    let app = registry::lambda::s3_app(Function::mirror()).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::respond(&app, event))).await
 }

@@ -1,11 +1,11 @@
 //! The OCI Lambda (`/v2/…`, OCI Distribution for OpenTofu's `oci_mirror`): wiring only. All
 //! logic is in the `registry` library.
 
-use registry::router::Service;
+use registry::app::Function;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let app = registry::lambda::s3_app(Service::Oci).await?;
+    let app = registry::lambda::s3_app(Function::oci()).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::respond(&app, event))).await
 }

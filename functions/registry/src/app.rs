@@ -15,20 +15,32 @@ use crate::error::Error;
 use crate::exchange::etag_matches;
 pub use crate::exchange::{RawPath, Reply, Request, STALE_HEADER};
 use crate::router::{self, Service};
-use crate::routes;
+pub use crate::routes::Function;
+use crate::routes::{self, Answer};
 use crate::storage::Storage;
 
-/// The handler of one process: its routes' shared context and the services it serves.
+/// The handler of one process: its routes' shared context, the services it serves and what
+/// answers them.
 pub struct App<S> {
     context: Context<S>,
     services: Vec<Service>,
+    answer: Answer<S>,
 }
 
 impl<S: Storage> App<S> {
     /// An app answering the routes of `services`; other routes answer 404, as they would if
-    /// API Gateway had sent a request to the wrong function.
+    /// API Gateway had sent a request to the wrong function. Every protocol's code is linked.
     pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
-        App { context: Context::new(config, storage), services: services.to_vec() }
+        Self::answering(config, storage, services, routes::every)
+    }
+
+    /// One Lambda function's app: its service's routes, answered by its protocol's code alone.
+    pub fn for_function(config: Config, storage: S, function: Function<S>) -> Self {
+        Self::answering(config, storage, &[function.service], function.answer)
+    }
+
+    fn answering(config: Config, storage: S, services: &[Service], answer: Answer<S>) -> Self {
+        App { context: Context::new(config, storage), services: services.to_vec(), answer }
     }
 
     /// What every deployment runs (each Lambda, the local registry): `new`, with the clients
@@ -40,6 +52,13 @@ impl<S: Storage> App<S> {
         Self::with_clients_and_clock(config, storage, services, crate::clock::Monotonic::real())
     }
 
+    /// A Lambda function's app: `for_function`, with the clients `with_clients` builds.
+    #[cfg(feature = "aws")]
+    pub fn function_with_clients(config: Config, storage: S, function: Function<S>) -> Result<Self, Error> {
+        let app = Self::for_function(config, storage, function);
+        app.with_outbound(crate::clock::Monotonic::real())
+    }
+
     /// `with_clients`, with the key sets' bounds and the upstreams' back-off read from `clock` (tests
     /// move a manual one).
     #[cfg(feature = "aws")]
@@ -49,8 +68,16 @@ impl<S: Storage> App<S> {
         services: &[Service],
         clock: crate::clock::Monotonic,
     ) -> Result<Self, Error> {
+        App::new(config, storage, services).with_outbound(clock)
+    }
+
+    /// With the clients its configuration asks for: the upstreams' where it serves the mirror,
+    /// the issuers' where any are configured.
+    #[cfg(feature = "aws")]
+    fn with_outbound(mut self, clock: crate::clock::Monotonic) -> Result<Self, Error> {
         use std::sync::Arc;
-        let upstream = match services.contains(&Service::Mirror) {
+        let config = &self.context.config;
+        let upstream = match self.services.contains(&Service::Mirror) {
             true => crate::upstream::Upstream::new(&config.upstream)?.map(|u| Arc::new(u.with_clock(clock.clone()))),
             false => None,
         };
@@ -61,10 +88,9 @@ impl<S: Storage> App<S> {
                 Some(Arc::new(keys.with_clock(clock)))
             }
         };
-        let mut app = App::new(config, storage, services);
-        app.context.upstream = upstream;
-        app.context.verifier = app.context.verifier.with_issuers(keys);
-        Ok(app)
+        self.context.upstream = upstream;
+        self.context.verifier = self.context.verifier.with_issuers(keys);
+        Ok(self)
     }
 
     /// The mirror's upstream registries, for the publishing side of the same process (the
@@ -167,7 +193,7 @@ impl<S: Storage> App<S> {
         if !self.services.contains(&route.service()) {
             return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
         }
-        routes::answer(&self.context, route, request, deadline).await
+        (self.answer)(&self.context, route, request, deadline).await
     }
 }
 
@@ -183,6 +209,11 @@ mod tests {
     use crate::storage::MemoryStorage;
 
     fn app() -> App<MemoryStorage> {
+        App::new(open(Config::new("bucket")), fixture(), &Service::ALL)
+    }
+
+    /// A module version, a provider version, and manifests that are broken, empty or yanked.
+    fn fixture() -> MemoryStorage {
         let storage = MemoryStorage::new();
         storage.insert(
             "indexed/modules/acme/vpc/aws/manifest.json",
@@ -213,7 +244,7 @@ mod tests {
         storage.insert("indexed/modules/acme/yanked/aws/manifest.json", r#"{"format":1,"versions":[]}"#);
         storage.insert("indexed/providers/registry.terraform.io/hashicorp/gone/index.json", r#"{"versions":{}}"#);
         storage.insert("indexed/providers/registry.terraform.io/hashicorp/null/3.0.0.json", r#"{"archives":{}}"#);
-        App::new(open(Config::new("bucket")), storage, &Service::ALL)
+        storage
     }
 
     /// Routing tests: anonymous reads allowed everywhere, so access does not get in the way.
@@ -447,7 +478,9 @@ mod tests {
     #[tokio::test]
     async fn the_default_route_function_answers_what_no_route_key_matches_as_locally() {
         let local = app();
-        let default = App::new(open(Config::new("bucket")), MemoryStorage::new(), &[router::DEFAULT_ROUTE_SERVICE]);
+        let function = Function::discovery();
+        assert_eq!(function.service, router::DEFAULT_ROUTE_SERVICE);
+        let default = App::for_function(open(Config::new("bucket")), MemoryStorage::new(), function);
         let cases = [
             (Method::GET, "/nope"),
             (Method::GET, "/v2/modules/acme/vpc/aws/versions"),
@@ -472,6 +505,61 @@ mod tests {
             );
         }
         assert_eq!(default.storage().request_count(), 0);
+    }
+
+    /// Each Lambda function answers its own routes through its protocol's answer alone (what
+    /// lets its binary link nothing else): exactly as the local registry does, status, headers
+    /// and body; and another function's routes with the 404 of the wrong function.
+    #[tokio::test]
+    async fn each_function_answers_its_routes_as_the_local_registry_does() {
+        let local = app();
+        let paths = [
+            "/.well-known/terraform.json",
+            "/v1/modules/acme/vpc/aws/versions",
+            "/v1/modules/acme/vpc/aws/1.0.0/download",
+            "/v1/modules/acme/nope/aws/versions",
+            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+            "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
+            "/v1/providers/hashicorp/null/versions",
+            "/v1/modules",
+            "/v1/modules/search?q=vpc",
+            "/v1/modules/acme/vpc/aws",
+            "/v1/modules/acme/vpc/aws/1.0.0",
+            "/ui/assets/style.css",
+            "/v2/",
+            "/v2/modules/acme/vpc/aws/tags/list",
+        ];
+        let functions = [
+            Function::discovery(),
+            Function::modules(),
+            Function::mirror(),
+            Function::providers(),
+            Function::web(),
+            Function::oci(),
+        ];
+        let mut served = std::collections::BTreeSet::new();
+        for function in functions {
+            let service = function.service;
+            let only = App::for_function(open(Config::new("bucket")), fixture(), function);
+            for target in paths {
+                let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
+                let request = Request::get(path).query(query);
+                let reply = only.handle(&request).await;
+                let routed = router::route(&Method::GET, path, query, &local.config().paths).unwrap();
+                if routed.service() == service {
+                    let expected = local.handle(&request).await;
+                    assert_eq!(
+                        (reply.status, &reply.headers, &reply.body),
+                        (expected.status, &expected.headers, &expected.body),
+                        "{service:?} {target}"
+                    );
+                    served.insert(target);
+                } else {
+                    assert_eq!(reply.status, StatusCode::NOT_FOUND, "{service:?} {target}");
+                }
+            }
+        }
+        assert_eq!(served.len(), paths.len(), "every path is some function's");
     }
 
     #[tokio::test]

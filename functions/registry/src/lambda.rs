@@ -19,10 +19,9 @@ use lambda_http::request::LambdaRequest;
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 
-use crate::app::{App, RawPath, Reply, Request};
+use crate::app::{App, Function, RawPath, Reply, Request};
 use crate::config::Config;
 use crate::error::Error;
-use crate::router::Service;
 use crate::storage::{NoStorage, S3Storage, Storage};
 
 /// What a function's start-up or an indexer invocation fails with.
@@ -30,15 +29,15 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
 pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
-    Ok(App::new(Config::from_env()?, NoStorage, &[Service::Discovery]))
+    Ok(App::for_function(Config::from_env()?, NoStorage, Function::discovery()))
 }
 
-/// The modules, mirror, providers or web function: config and the S3 client, built once,
-/// and the clients its configuration asks for (`App::with_clients`: the mirror's upstreams, the
-/// OpenID Connect issuers' keys).
-pub async fn s3_app(service: Service) -> Result<App<S3Storage>, BoxError> {
+/// The modules, mirror, providers, web or oci function (`Function::modules()`, …): config and
+/// the S3 client, built once, and the clients its configuration asks for
+/// (`App::function_with_clients`: the mirror's upstreams, the OpenID Connect issuers' keys).
+pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    Ok(App::with_clients(config, storage, &[service])?)
+    Ok(App::function_with_clients(config, storage, function)?)
 }
 
 /// Configuration and the S3 client, with what each cost in the function's log (the cold-start

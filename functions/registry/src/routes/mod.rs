@@ -17,12 +17,17 @@ pub(crate) use discovery::document as discovery_document;
 pub(crate) use oci::error_reply as oci_error_reply;
 pub(crate) use web::error_page;
 
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::time::Instant;
+
 use crate::address::ProviderAddress;
 use crate::auth::Resource;
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{Reply, Request};
-use crate::router::{Page, Route};
+use crate::router::{Page, Route, Service};
 use crate::storage::Storage;
 
 /// The registry's address as clients reach it: `REGISTRY_HOSTNAME`, else the request's `Host`
@@ -37,24 +42,94 @@ pub(crate) fn public_host(config: &crate::config::Config, request: &Request<'_>)
     config.hostname.clone().or(from_request.map(str::to_string))
 }
 
-/// Answer a routed request before `deadline`. The function serves `route` (checked by the
-/// caller); each protocol's file answers its own routes.
-pub(crate) async fn answer<S: Storage>(
+/// One answer's future, boxed so a function's answer can be a plain `fn` (one allocation per
+/// request).
+pub type Answering<'a> = Pin<Box<dyn Future<Output = Result<Reply, Error>> + Send + 'a>>;
+
+/// What answers a process's routes before a deadline. A Lambda function's answers only its own
+/// protocol's ([`Function`]), so its binary links no other protocol's code: the linker drops
+/// what nothing reaches (the pages' Markdown renderer and HTML sanitiser, OCI's answers, the
+/// pull-through's checks), about a third of a read function's binary. The local registry and
+/// the tests answer everything (`every`).
+pub type Answer<S> = for<'a, 'b> fn(&'a Context<S>, Route, &'a Request<'b>, Instant) -> Answering<'a>;
+
+/// One Lambda function: the service it serves and the answer it links.
+pub struct Function<S> {
+    /// The service whose routes it answers (others: 404, as from the wrong function).
+    pub service: Service,
+    /// Its protocol's answer alone.
+    pub answer: Answer<S>,
+}
+
+impl<S: Storage> Function<S> {
+    /// Service discovery.
+    pub fn discovery() -> Self {
+        Function {
+            service: Service::Discovery,
+            answer: |ctx, _, _, _| Box::pin(async { Ok(discovery::answer(&ctx.config)) }),
+        }
+    }
+
+    /// modules.v1.
+    pub fn modules() -> Self {
+        Function { service: Service::Modules, answer: |c, r, q, d| Box::pin(answer_modules(c, r, q, d)) }
+    }
+
+    /// The provider network mirror (and its pull-through).
+    pub fn mirror() -> Self {
+        Function { service: Service::Mirror, answer: |c, r, q, d| Box::pin(answer_mirror(c, r, q, d)) }
+    }
+
+    /// providers.v1.
+    pub fn providers() -> Self {
+        Function { service: Service::Providers, answer: |c, r, q, d| Box::pin(answer_providers(c, r, q, d)) }
+    }
+
+    /// The module list, search and details API, and the web pages.
+    pub fn web() -> Self {
+        Function { service: Service::Web, answer: |c, r, q, d| Box::pin(answer_web(c, r, q, d)) }
+    }
+
+    /// OCI Distribution.
+    pub fn oci() -> Self {
+        Function { service: Service::Oci, answer: |c, r, q, d| Box::pin(answer_oci(c, r, q, d)) }
+    }
+}
+
+/// Every route, each by its service's answer: the local registry's and the tests'.
+pub fn every<'a, S: Storage>(
+    ctx: &'a Context<S>,
+    route: Route,
+    request: &'a Request<'_>,
+    deadline: Instant,
+) -> Answering<'a> {
+    Box::pin(async move {
+        match route.service() {
+            Service::Discovery => Ok(discovery::answer(&ctx.config)),
+            Service::Modules => answer_modules(ctx, route, request, deadline).await,
+            Service::Mirror => answer_mirror(ctx, route, request, deadline).await,
+            Service::Providers => answer_providers(ctx, route, request, deadline).await,
+            Service::Web => answer_web(ctx, route, request, deadline).await,
+            Service::Oci => answer_oci(ctx, route, request, deadline).await,
+        }
+    })
+}
+
+/// What a function answers for another's route: what API Gateway would get had it sent the
+/// request to the wrong function.
+fn elsewhere(route: &Route) -> Error {
+    Error::NotFound(format!("this function does not serve {}", route.name()))
+}
+
+/// modules.v1: the versions and the download of a module.
+async fn answer_modules<S: Storage>(
     ctx: &Context<S>,
     route: Route,
     request: &Request<'_>,
-    deadline: tokio::time::Instant,
+    deadline: Instant,
 ) -> Result<Reply, Error> {
     let authorization = request.authorization;
     match &route {
-        Route::Page(page) => web::page(ctx, page, request, deadline).await,
-        // Its own credentials (Basic or Bearer) and error bodies: `oci` checks access itself.
-        Route::Oci(oci) => oci::answer(ctx, oci, request, deadline).await,
-        Route::Discovery => Ok(discovery::answer(&ctx.config)),
-        Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
-            let viewer = ctx.verifier.lister(ctx.storage(), authorization).await?;
-            modules::listing(ctx, listing, &viewer, deadline).await
-        }
         Route::ModuleVersions(module) => {
             authorize(ctx, &route, None, authorization).await?;
             modules::versions(ctx, module, deadline).await
@@ -63,14 +138,19 @@ pub(crate) async fn answer<S: Storage>(
             authorize(ctx, &route, None, authorization).await?;
             modules::download(ctx, module, version, deadline).await
         }
-        Route::ModuleLatest(module) => {
-            authorize(ctx, &route, None, authorization).await?;
-            modules::details(ctx, module, None, || absent(&route), deadline).await
-        }
-        Route::ModuleDetails(module, version) => {
-            authorize(ctx, &route, None, authorization).await?;
-            modules::details(ctx, module, Some(version), || absent(&route), deadline).await
-        }
+        _ => Err(elsewhere(&route)),
+    }
+}
+
+/// The network mirror: a provider's versions, and a version's archives.
+async fn answer_mirror<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: Instant,
+) -> Result<Reply, Error> {
+    let authorization = request.authorization;
+    match &route {
         Route::MirrorIndex(provider) => {
             authorize(ctx, &route, None, authorization).await?;
             mirror::index(ctx, provider, deadline, || absent(&route)).await
@@ -79,6 +159,19 @@ pub(crate) async fn answer<S: Storage>(
             authorize(ctx, &route, None, authorization).await?;
             mirror::version(ctx, provider, version, deadline, || absent(&route)).await
         }
+        _ => Err(elsewhere(&route)),
+    }
+}
+
+/// providers.v1: a provider's versions, and a platform's download.
+async fn answer_providers<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: Instant,
+) -> Result<Reply, Error> {
+    let authorization = request.authorization;
+    match &route {
         Route::ProviderVersions(name) => {
             let provider = providers::own(ctx, name)?;
             authorize(ctx, &route, Some(&provider), authorization).await?;
@@ -89,6 +182,47 @@ pub(crate) async fn answer<S: Storage>(
             authorize(ctx, &route, Some(&provider), authorization).await?;
             providers::download(ctx, &provider, version, platform, deadline, || absent(&route)).await
         }
+        _ => Err(elsewhere(&route)),
+    }
+}
+
+/// For people and tools: the list, search and details API, and the pages.
+async fn answer_web<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: Instant,
+) -> Result<Reply, Error> {
+    let authorization = request.authorization;
+    match &route {
+        Route::Page(page) => web::page(ctx, page, request, deadline).await,
+        Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
+            let viewer = ctx.verifier.lister(ctx.storage(), authorization).await?;
+            modules::listing(ctx, listing, &viewer, deadline).await
+        }
+        Route::ModuleLatest(module) => {
+            authorize(ctx, &route, None, authorization).await?;
+            modules::details(ctx, module, None, || absent(&route), deadline).await
+        }
+        Route::ModuleDetails(module, version) => {
+            authorize(ctx, &route, None, authorization).await?;
+            modules::details(ctx, module, Some(version), || absent(&route), deadline).await
+        }
+        _ => Err(elsewhere(&route)),
+    }
+}
+
+/// OCI Distribution: its own credentials (Basic or Bearer) and error bodies; `oci` checks
+/// access itself.
+async fn answer_oci<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: Instant,
+) -> Result<Reply, Error> {
+    match &route {
+        Route::Oci(route) => oci::answer(ctx, route, request, deadline).await,
+        _ => Err(elsewhere(&route)),
     }
 }
 
