@@ -43,10 +43,10 @@ impl<S: Storage> App<S> {
         App { context: Context::new(config, storage), services: services.to_vec(), answer }
     }
 
-    /// What every deployment runs (each Lambda, the local registry): `new`, with the clients
-    /// its configuration asks for built once: the upstream registries' where `services`
-    /// include the mirror, the OpenID Connect issuers' where any are configured. Fails on a
-    /// CA file that cannot be read.
+    /// What the local registry runs (each Lambda: `function_with_clients`, the same clients):
+    /// `new`, with the clients its configuration asks for built once: the upstream registries'
+    /// where `services` include the mirror, the OpenID Connect issuers' where any are
+    /// configured. Fails on a CA file that cannot be read.
     #[cfg(feature = "aws")]
     pub fn with_clients(config: Config, storage: S, services: &[Service]) -> Result<Self, Error> {
         Self::with_clients_and_clock(config, storage, services, crate::clock::Monotonic::real())
@@ -191,7 +191,7 @@ impl<S: Storage> App<S> {
         deadline: tokio::time::Instant,
     ) -> Result<Reply, Error> {
         if !self.services.contains(&route.service()) {
-            return Err(Error::NotFound(format!("this function does not serve {}", route.name())));
+            return Err(routes::elsewhere(&route));
         }
         (self.answer)(&self.context, route, request, deadline).await
     }

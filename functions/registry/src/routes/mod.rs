@@ -117,7 +117,7 @@ pub fn every<'a, S: Storage>(
 
 /// What a function answers for another's route: what API Gateway would get had it sent the
 /// request to the wrong function.
-fn elsewhere(route: &Route) -> Error {
+pub(crate) fn elsewhere(route: &Route) -> Error {
     Error::NotFound(format!("this function does not serve {}", route.name()))
 }
 
