@@ -16,6 +16,7 @@ pub mod load;
 pub mod oidc;
 pub mod presigned;
 pub mod pull_through;
+pub mod raw_s3;
 
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
 pub struct Harness {

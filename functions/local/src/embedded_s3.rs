@@ -12,14 +12,18 @@
 //!   the new one, body and metadata together. s3s-fs writes a body, then its attributes, then
 //!   its checksums and ETag, each as its own file, so a GET between two of those writes read
 //!   one version's body with the other's checksum (a 500 under load while publishing). Here
-//!   requests on one key are ordered (`KeyLocks`): writes exclusive, reads shared, each for
-//!   as long as s3s-fs handles it. A GET's body streams afterwards from the file it opened,
+//!   requests on one key are ordered (`key_locks`, taken by the rights check once s3s has
+//!   parsed every key the request touches): writes exclusive, reads shared, each for as long
+//!   as s3s-fs handles it. A GET's body streams afterwards from the file it opened,
 //!   which a later rename does not touch; conditional PUTs are atomic by the same lock.
-//! - **IAM**: the publisher's key may write only under the publisher prefixes
-//!   (`layout::PUBLISHER_PREFIXES`), the key admin's only under `signing-keys/`
-//!   (`layout::KEY_ADMIN_PREFIXES`), and neither may read the token store, as their policies
-//!   in infra/ allow; anything else answers 403 `AccessDenied` as S3 would. The registry's own
-//!   key (readers, indexer and token command in one process) may do everything.
+//! - **IAM**: each request's rights are decided by `bucket_rights` from the signature s3s
+//!   verified, as the principals' policies in infra/ decide them in AWS: the publisher writes
+//!   only under the publisher prefixes (`layout::PUBLISHER_PREFIXES`), the key admin only
+//!   under `signing-keys/` (`layout::KEY_ADMIN_PREFIXES`), neither reads the token store or
+//!   the indexer's documents; anything else answers 403 `AccessDenied` as S3 would, and
+//!   Signature Version 2 and keys a file system would resolve (`..`) are refused for everyone.
+//!   The registry's own key (readers, indexer and token command in one process) may do
+//!   everything.
 //!
 //! Indexing passes run concurrently, as Lambda invocations do; what keeps them from losing
 //! updates is the conditional writes (`If-Match`, `If-None-Match`), atomic here through the
@@ -30,15 +34,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::collections::BTreeMap;
-
-use bytes::Bytes;
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use s3s::service::S3Service;
 use s3s::{Body, HttpError};
-use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
+use crate::bucket_rights::Verified;
 use crate::faults::{Fault, Faults, s3_error, spoil};
 
 use registry::Config;
@@ -46,25 +47,16 @@ use registry::index::Indexer;
 use registry::layout;
 use registry::storage::S3Storage;
 
-/// Access key the registry (and its indexer) sign with; publishers use another one.
-pub const REGISTRY_ACCESS_KEY: &str = "registry-local";
-/// Access key written to `local.env` for publishers (`aws s3 cp`, SDKs).
-pub const PUBLISHER_ACCESS_KEY: &str = "publisher-local";
-/// Access key written to `local.env` for key admins (`KEY_ADMIN_ACCESS_KEY_ID`): the only one
-/// that may write `signing-keys/`.
-pub const KEY_ADMIN_ACCESS_KEY: &str = "key-admin-local";
-/// Access key for the Lambda binaries run against the embedded S3 (`make lambda-test`), with
-/// the functions' rights: what the registry's own key may do. Its secret is in
-/// `DATA_DIR/functions.secret`.
-pub const FUNCTIONS_ACCESS_KEY: &str = "functions-local";
-/// Largest DeleteObjects request body we read to learn its keys (S3 allows 1,000 keys).
-const DELETE_BODY_LIMIT: usize = 1 << 20;
+pub use crate::bucket_rights::{
+    FUNCTIONS_ACCESS_KEY, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, Principal, REGISTRY_ACCESS_KEY,
+};
 
 /// One request the embedded S3 answered, as the request log keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Request {
     pub method: Method,
-    /// The access key it was signed with, if any.
+    /// The access key of the signature s3s verified, if it verified one (not for a request
+    /// answered by an injected fault, which never reaches s3s).
     pub signer: Option<String>,
     /// The object key (decoded), or `None` for a bucket-level request such as a listing.
     pub key: Option<String>,
@@ -77,57 +69,6 @@ pub struct S3Request {
 
 /// Every request, in order, for tests that assert what the registry reads.
 pub type RequestLog = Arc<std::sync::Mutex<Vec<S3Request>>>;
-
-/// Locks ordering the requests on one key (see the module documentation), striped: keys
-/// share a fixed set of locks by hash, so memory stays constant and unrelated keys rarely
-/// wait for each other.
-struct KeyLocks {
-    stripes: Vec<Arc<RwLock<()>>>,
-}
-
-/// A held key lock, released when dropped.
-#[allow(dead_code, reason = "a guard is held until dropped, never read")]
-enum KeyGuard {
-    Read(OwnedRwLockReadGuard<()>),
-    Write(OwnedRwLockWriteGuard<()>),
-}
-
-impl KeyLocks {
-    const STRIPES: usize = 256;
-
-    fn new() -> Self {
-        KeyLocks { stripes: (0..Self::STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
-    }
-
-    fn stripe(key: &str) -> usize {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut hasher);
-        (hasher.finish() % Self::STRIPES as u64) as usize
-    }
-
-    /// Shared locks for `reads`, exclusive ones for `writes`, taken in stripe order (so two
-    /// requests never wait for each other in a cycle).
-    async fn lock(&self, reads: &[&str], writes: &[String]) -> Vec<KeyGuard> {
-        let mut wanted: BTreeMap<usize, bool> = BTreeMap::new();
-        for key in writes {
-            wanted.insert(Self::stripe(key), true);
-        }
-        for key in reads {
-            wanted.entry(Self::stripe(key)).or_insert(false);
-        }
-        let mut guards = Vec::with_capacity(wanted.len());
-        for (stripe, exclusive) in wanted {
-            let lock = self.stripes[stripe].clone();
-            guards.push(if exclusive {
-                KeyGuard::Write(lock.write_owned().await)
-            } else {
-                KeyGuard::Read(lock.read_owned().await)
-            });
-        }
-        guards
-    }
-}
 
 /// After a failed pass, how long to wait before each retry. Lambda retries a failed
 /// asynchronous invocation (an S3 notification) twice, after about 1 and 2 minutes, when the
@@ -166,7 +107,6 @@ pub struct IndexingS3 {
     bucket: String,
     /// What the indexer needs of the registry's configuration (limits, own hostname).
     config: Config,
-    locks: Arc<KeyLocks>,
     faults: Arc<Faults>,
     log: Option<RequestLog>,
     /// The puller's upstreams (pull-through), if on.
@@ -186,17 +126,7 @@ impl IndexingS3 {
         faults: Arc<Faults>,
     ) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 {
-            inner,
-            storage,
-            bucket,
-            config,
-            locks: Arc::new(KeyLocks::new()),
-            faults,
-            log,
-            upstream: None,
-            pulls: Arc::default(),
-        }
+        IndexingS3 { inner, storage, bucket, config, faults, log, upstream: None, pulls: Arc::default() }
     }
 
     /// Also run the puller for writes its notification covers (`layout::notifies_puller`),
@@ -212,48 +142,39 @@ impl IndexingS3 {
         self.pulls.clone()
     }
 
-    /// One request, as S3 in AWS answers it: the principal's rights checked (IAM), a fault
-    /// injected where a test asked for one, the request served by s3s-fs under the key locks
-    /// (atomic PUTs), `If-None-Match` answered, and the writes S3 notifies handed to the
-    /// indexer and the puller once they succeeded.
+    /// One request, as S3 in AWS answers it: a fault injected where a test asked for one, the
+    /// request served by s3s under its rights check (`bucket_rights`: the principal's rights
+    /// as IAM gives them, the key locks that make PUTs atomic), `If-None-Match` answered, and
+    /// the writes S3 notifies handed to the indexer and the puller once they succeeded.
     pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
         let method = request.method().clone();
-        let path = request.uri().path().to_string();
         let query = request.uri().query().unwrap_or("").to_string();
-        let signed_by = signer(&request);
-        let limited = Limited::of(signed_by.as_deref());
-        let key = self.object_key(&path);
+        let key = self.object_key(request.uri().path());
         let mut entry = self.log.as_ref().map(|_| S3Request {
             method: method.clone(),
-            signer: signed_by.clone(),
+            signer: None,
             key: key.clone(),
-            query: query.clone(),
+            query,
             if_none_match: request.headers().contains_key(http::header::IF_NONE_MATCH),
             status: 0,
         });
-        let mut record = |status: http::StatusCode| {
+        let mut record = |status: http::StatusCode, signer: Option<Principal>| {
             if let (Some(log), Some(mut e)) = (&self.log, entry.take()) {
                 e.status = status.as_u16();
+                e.signer = signer.map(|p| p.access_key().to_string());
                 log.lock().unwrap_or_else(|p| p.into_inner()).push(e);
             }
         };
-        let mut request = request.map(Body::from);
-        let deleted_keys = match deleted_keys(&method, &query, &mut request, limited).await {
-            Ok(keys) => keys,
-            Err(denied) => return Ok(injected(denied, &mut record)),
-        };
-        if let Some(principal) = limited
-            && let Err(why) = principal.may(&method, key.as_deref(), &query, &request, &deleted_keys)
-        {
-            return Ok(injected(access_denied(limited, &why), &mut record));
-        }
         let fault = self.faults.pick(&method, key.as_deref());
-        if let Some(answer) = answer_fault(fault, &mut record).await {
+        if let Some(answer) = answer_fault(fault, &mut |status| record(status, None)).await {
             return answer;
         }
-        let written = written_keys(&method, &query, key.as_deref(), deleted_keys);
-        let response = self.serve(request, key.as_deref(), &written).await?;
-        record(response.status());
+        let verified = Arc::new(Verified::default());
+        let mut request = request.map(Body::from);
+        request.extensions_mut().insert(verified.clone());
+        let response = self.serve(request, &verified).await?;
+        let principal = verified.principal();
+        record(response.status(), principal);
         if !response.status().is_success() {
             return Ok(response);
         }
@@ -262,34 +183,25 @@ impl IndexingS3 {
         {
             return Ok(spoil(response, fault).await);
         }
+        let written = verified.notified();
         if method == Method::PUT {
             self.pull(&written);
         }
-        self.index(written, signed_by.as_deref()).await;
+        self.index(written, principal).await;
         Ok(response)
     }
 
-    /// s3s-fs's answer, with the keys the request reads and writes locked (an object is
-    /// replaced whole, as in S3), and 304 where S3 gives it: s3s-fs ignores `If-None-Match`.
-    async fn serve(
-        &self,
-        request: Request<Body>,
-        key: Option<&str>,
-        written: &[String],
-    ) -> Result<Response<Body>, HttpError> {
+    /// s3s-fs's answer, with the key locks the rights check took held until it is given (an
+    /// object is replaced whole, as in S3), and 304 where S3 gives it: s3s-fs ignores
+    /// `If-None-Match`.
+    async fn serve(&self, request: Request<Body>, verified: &Verified) -> Result<Response<Body>, HttpError> {
         let method = request.method().clone();
-        let copy_source = copy_source(&request);
-        let read: Vec<&str> = match key {
-            Some(key) if method == Method::GET || method == Method::HEAD => vec![key],
-            _ => copy_source.iter().map(String::as_str).collect(),
-        };
         let revalidating = (method == Method::GET || method == Method::HEAD)
             .then(|| request.headers().get(http::header::IF_NONE_MATCH).cloned())
             .flatten();
-        let response = {
-            let _ordered = self.locks.lock(&read, written).await;
-            self.inner.call(request).await?
-        };
+        let response = self.inner.call(request).await;
+        verified.release();
+        let response = response?;
         match revalidating {
             Some(condition)
                 if response.status() == http::StatusCode::OK
@@ -322,12 +234,12 @@ impl IndexingS3 {
 
     /// Index the written keys S3 notifies the indexer of (`layout::notifies`), before the
     /// write is answered (locally; in AWS the event follows the write within seconds).
-    async fn index(&self, written: Vec<String>, signed_by: Option<&str>) {
+    async fn index(&self, written: Vec<String>, signed_by: Option<Principal>) {
         let indexer = Indexer::new(&self.storage, self.config.limits.clone()).signing_for(self.config.hostname.clone());
         for key in written.into_iter().filter(|k| layout::notifies(k)) {
             // What S3 events name as `principalId`: here, the access key that signed it.
             if let Some(signer) = signed_by {
-                indexer.record_principal(&key, &format!("local:{signer}"));
+                indexer.record_principal(&key, &format!("local:{}", signer.access_key()));
             }
             index_with_retries(&indexer, &key).await;
         }
@@ -340,112 +252,6 @@ impl IndexingS3 {
             return None;
         }
         registry::percent::decode_text(rest, false)
-    }
-}
-
-/// The principals whose rights IAM limits in AWS, as their policies in infra/ allow: the
-/// publisher (archives) and the key admin (signing keys). Every other key is the registry's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Limited {
-    Publisher,
-    KeyAdmin,
-}
-
-impl Limited {
-    fn of(signer: Option<&str>) -> Option<Limited> {
-        match signer {
-            Some(PUBLISHER_ACCESS_KEY) => Some(Limited::Publisher),
-            Some(KEY_ADMIN_ACCESS_KEY) => Some(Limited::KeyAdmin),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Limited::Publisher => "publisher",
-            Limited::KeyAdmin => "key admin",
-        }
-    }
-
-    /// Write and delete under its prefixes only (never the indexer's `indexed/` or
-    /// `rejections/`, never `access/`; the publisher never `signing-keys/`), read anything
-    /// but the token store, and no bucket-level writes.
-    fn may<B>(
-        self,
-        method: &Method,
-        key: Option<&str>,
-        query: &str,
-        request: &Request<B>,
-        deleted_keys: &[String],
-    ) -> Result<(), String> {
-        let prefixes: &[&str] = match self {
-            Limited::Publisher => &layout::PUBLISHER_PREFIXES,
-            Limited::KeyAdmin => &layout::KEY_ADMIN_PREFIXES,
-        };
-        let writable = |key: &str| prefixes.iter().any(|p| key.starts_with(p));
-        let readable = |key: &str| !key.starts_with("access/");
-        let read = *method == Method::GET || *method == Method::HEAD;
-        match key {
-            Some(key) if read => readable(key).then_some(()).ok_or_else(|| format!("s3:GetObject on {key}")),
-            Some(key) if !writable(key) => Err(format!("{method} on {key}")),
-            Some(_) => match copy_source(request) {
-                // CopyObject also reads its source.
-                Some(source) if !readable(&source) => Err(format!("s3:GetObject on {source}")),
-                _ => Ok(()),
-            },
-            None if read => Ok(()),
-            None if *method == Method::POST && has_param(query, "delete") => {
-                match deleted_keys.iter().find(|k| !writable(k)) {
-                    Some(key) => Err(format!("s3:DeleteObject on {key}")),
-                    None => Ok(()),
-                }
-            }
-            None => Err(format!("{method} on the bucket")),
-        }
-    }
-}
-
-/// S3's answer to a request IAM does not allow.
-fn access_denied(principal: Option<Limited>, why: &str) -> Response<Body> {
-    let who = principal.map_or("caller", Limited::name);
-    tracing::info!(who, why, "request denied, as the principal's policy in AWS would");
-    let xml = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
-         <Message>Access Denied: the {who} may not {}</Message></Error>",
-        xml_escape(why)
-    );
-    let mut response = Response::new(Body::from(xml));
-    *response.status_mut() = http::StatusCode::FORBIDDEN;
-    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/xml"));
-    response
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
-/// An injected fault's answer, logged as answered.
-/// The keys a DeleteObjects request names (in its XML body, read bounded and passed on);
-/// none for other requests. A limited principal's unreadable body is refused: keys that
-/// cannot be read cannot be checked against its rights.
-async fn deleted_keys(
-    method: &Method,
-    query: &str,
-    request: &mut Request<Body>,
-    limited: Option<Limited>,
-) -> Result<Vec<String>, Response<Body>> {
-    if *method != Method::POST || !has_param(query, "delete") {
-        return Ok(Vec::new());
-    }
-    match request.body_mut().store_all_limited(DELETE_BODY_LIMIT).await {
-        Ok(bytes) => Ok(keys_in_delete_body(&bytes)),
-        Err(e) if limited.is_some() => {
-            Err(access_denied(limited, &format!("send a DeleteObjects body that cannot be read ({e})")))
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "DeleteObjects body unreadable; its keys will not be reindexed");
-            Ok(Vec::new())
-        }
     }
 }
 
@@ -478,20 +284,6 @@ async fn answer_fault(
     Some(Ok(injected(error, record)))
 }
 
-/// The keys a request writes, which S3 notifies once it succeeded: a PUT (not a part of a
-/// multipart upload), a completed multipart upload, a DELETE, a DeleteObjects' keys.
-fn written_keys(method: &Method, query: &str, key: Option<&str>, deleted_keys: Vec<String>) -> Vec<String> {
-    match key {
-        Some(key) if *method == Method::PUT && !has_param(query, "partNumber") && !has_param(query, "uploadId") => {
-            vec![key.to_string()]
-        }
-        Some(key) if *method == Method::POST && has_param(query, "uploadId") => vec![key.to_string()],
-        Some(key) if *method == Method::DELETE && !has_param(query, "uploadId") => vec![key.to_string()],
-        None if *method == Method::POST && has_param(query, "delete") => deleted_keys,
-        _ => vec![],
-    }
-}
-
 /// S3's 304 for `response` (an unchanged object): no body, its ETag and date kept.
 fn not_modified(response: &Response<Body>) -> Response<Body> {
     let mut not_modified = Response::new(Body::empty());
@@ -507,56 +299,4 @@ fn not_modified(response: &Response<Body>) -> Response<Body> {
 fn injected(response: Response<Body>, record: &mut impl FnMut(http::StatusCode)) -> Response<Body> {
     record(response.status());
     response
-}
-
-/// The key a CopyObject reads (`x-amz-copy-source: BUCKET/KEY`, percent-encoded).
-fn copy_source<B>(request: &Request<B>) -> Option<String> {
-    let source = request.headers().get("x-amz-copy-source")?.to_str().ok()?;
-    let source = registry::percent::decode_text(source.split('?').next()?, false)?;
-    Some(source.trim_start_matches('/').split_once('/')?.1.to_string())
-}
-
-fn has_param(query: &str, name: &str) -> bool {
-    query.split('&').any(|p| p == name || p.split_once('=').is_some_and(|(k, _)| k == name))
-}
-
-/// The access key a request is signed with (header or presigned query).
-fn signer<B>(request: &Request<B>) -> Option<String> {
-    let from_header = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split("Credential=").nth(1))
-        .and_then(|v| v.split('/').next())
-        .map(str::to_string);
-    from_header.or_else(|| {
-        let query = request.uri().query()?;
-        let credential = query.split('&').find_map(|p| p.strip_prefix("X-Amz-Credential="))?;
-        registry::percent::decode_text(credential, false)?.split('/').next().map(str::to_string)
-    })
-}
-
-fn keys_in_delete_body(body: &Bytes) -> Vec<String> {
-    let text = String::from_utf8_lossy(body);
-    text.split("<Key>").skip(1).filter_map(|s| s.split("</Key>").next()).map(xml_unescape).collect()
-}
-
-fn xml_unescape(s: &str) -> String {
-    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn request_parsing() {
-        assert!(has_param("uploadId=abc&partNumber=2", "partNumber"));
-        assert!(has_param("delete", "delete"));
-        assert!(!has_param("x-id=PutObject", "delete"));
-        let body = Bytes::from_static(
-            b"<Delete><Object><Key>modules/a/b/c/1.0.0.zip</Key></Object><Object><Key>a&amp;b</Key></Object></Delete>",
-        );
-        assert_eq!(keys_in_delete_body(&body), ["modules/a/b/c/1.0.0.zip", "a&b"]);
-    }
 }

@@ -15,9 +15,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub mod bucket_rights;
 pub mod client_files;
 pub mod embedded_s3;
 pub mod faults;
+mod key_locks;
 mod object_files;
 mod object_listing;
 mod server;
@@ -292,7 +294,8 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     Ok(running)
 }
 
-/// s3s-fs over the data directory's `s3/`, each principal signing with its own key pair.
+/// s3s-fs over the data directory's `s3/`, each principal signing with its own key pair, and
+/// each request's rights decided from the signature s3s verified (`bucket_rights`).
 fn s3_service(data_dir: &Path, secrets: [(&str, String); 4]) -> Result<s3s::service::S3Service, LocalError> {
     let objects = object_files::ObjectFiles::new(&data_dir.join("s3")).map_err(LocalError)?;
     let mut builder = s3s::service::S3ServiceBuilder::new(objects);
@@ -301,6 +304,7 @@ fn s3_service(data_dir: &Path, secrets: [(&str, String); 4]) -> Result<s3s::serv
         auth.register(access_key.into(), secret.into());
     }
     builder.set_auth(auth);
+    builder.set_access(bucket_rights::BucketRights::new(BUCKET, Arc::new(key_locks::KeyLocks::new())));
     Ok(builder.build())
 }
 
