@@ -498,6 +498,9 @@ pub fn corpus() -> Vec<Case> {
         case(400, format!("/v2/token?scope={}", "%".repeat(3))),
         case(404, "/v2/token/x"),
         method(405, "POST", "/v2/token"),
+        // A route's keyword as a component of a repository's name: the route is read from the end.
+        case(404, format!("/v2/modules/acme/manifests/aws/blobs/sha256:{}", "0".repeat(64))),
+        case(404, format!("/v2/providers/registry.terraform.io/manifests/blobs/blobs/sha256:{}", "0".repeat(64))),
     ];
     // The same traversal attempts against every route's variable segments.
     for template in [
@@ -815,6 +818,19 @@ pub fn objects() -> Vec<ObjectCase> {
             p("terraform-provider-null_3.2.1_deprecation.json"),
             br#"{"reason": "r", "sunset": "2027-01-01"}"#.to_vec(),
             Reaction::Rejected("unknown field"),
+        ),
+        // Text the CLI prints in its warnings: nothing that reads other than it is written.
+        case(
+            "a deprecation whose reason holds a right-to-left override",
+            m("1.0.0.deprecation.json"),
+            "{\"reason\": \"use 2.0.0, not \u{202e}0.1.1\"}".as_bytes().to_vec(),
+            Reaction::Rejected("reason holds U+202E"),
+        ),
+        case(
+            "a provider deprecation whose replacement holds a zero-width space",
+            p("terraform-provider-null_3.2.1_deprecation.json"),
+            "{\"reason\": \"r\", \"replacement\": \"hashicorp/null\u{200b}2\"}".as_bytes().to_vec(),
+            Reaction::Rejected("replacement holds U+200B"),
         ),
     ]
 }

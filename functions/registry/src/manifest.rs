@@ -143,8 +143,11 @@ impl Deprecation {
             if text.chars().count() > max {
                 return Err(format!("{what} is longer than {max} characters"));
             }
-            if text.chars().any(char::is_control) {
-                return Err(format!("{what} holds a control character"));
+            if let Some((c, kind)) = text.chars().find_map(|c| refused_char(c).map(|kind| (c, kind))) {
+                return Err(format!(
+                    "{what} holds U+{:04X}, {kind}: the CLI prints this text, which must read as it is written",
+                    u32::from(c)
+                ));
             }
             Ok(text.to_string())
         };
@@ -168,6 +171,48 @@ impl Deprecation {
         }
     }
 }
+
+/// What a character of a deprecation's text is, if the text may not hold it. `terraform init`
+/// prints that text in its warnings (and the pages show it), so nothing in it may move the
+/// cursor, or change unseen how the text around it reads (Trojan Source): control characters,
+/// format characters (category Cf: bidirectional overrides and isolates, zero-width
+/// characters, …) and line and paragraph separators.
+fn refused_char(c: char) -> Option<&'static str> {
+    if c.is_control() {
+        return Some("a control character");
+    }
+    if matches!(c, '\u{2028}' | '\u{2029}') {
+        return Some("a line or paragraph separator");
+    }
+    let format = FORMAT_CHARACTERS.iter().any(|(first, last)| (*first..=*last).contains(&c));
+    format.then_some("an invisible format character (a bidirectional override or isolate, a zero-width character, …)")
+}
+
+/// Unicode's general category Cf (format), as of Unicode 16.0, as ranges: the standard library
+/// has no query for it, and it is short.
+const FORMAT_CHARACTERS: [(char, char); 21] = [
+    ('\u{ad}', '\u{ad}'),
+    ('\u{600}', '\u{605}'),
+    ('\u{61c}', '\u{61c}'),
+    ('\u{6dd}', '\u{6dd}'),
+    ('\u{70f}', '\u{70f}'),
+    ('\u{890}', '\u{891}'),
+    ('\u{8e2}', '\u{8e2}'),
+    ('\u{180e}', '\u{180e}'),
+    ('\u{200b}', '\u{200f}'),
+    ('\u{202a}', '\u{202e}'),
+    ('\u{2060}', '\u{2064}'),
+    ('\u{2066}', '\u{206f}'),
+    ('\u{feff}', '\u{feff}'),
+    ('\u{fff9}', '\u{fffb}'),
+    ('\u{110bd}', '\u{110bd}'),
+    ('\u{110cd}', '\u{110cd}'),
+    ('\u{13430}', '\u{1343f}'),
+    ('\u{1bca0}', '\u{1bca3}'),
+    ('\u{1d173}', '\u{1d17a}'),
+    ('\u{e0001}', '\u{e0001}'),
+    ('\u{e0020}', '\u{e007f}'),
+];
 
 /// A module version's one `archive/zip` layer: the archive itself when it is a `.zip`, else a
 /// zip the indexer made of it (`archive::tar_gz_to_zip`, under `indexed/oci/`).
@@ -453,6 +498,35 @@ impl ProviderIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Refused in a reason or a replacement, each named by its code point: control characters,
+    /// every range of Unicode's format characters (its first and last), line and paragraph
+    /// separators. Text in any script, emoji and ordinary punctuation pass.
+    #[test]
+    fn deprecation_text_that_could_read_other_than_written_is_refused() {
+        let separators = ['\u{2028}', '\u{2029}'];
+        let format = FORMAT_CHARACTERS.iter().flat_map(|(first, last)| [*first, *last]);
+        let controls = ['\u{0}', '\u{7}', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'];
+        for c in controls.into_iter().chain(format).chain(separators) {
+            let code = format!("U+{:04X}", u32::from(c));
+            for (file, what) in [
+                (json!({"reason": format!("fixed in 2.0{c}.0")}), "reason"),
+                (json!({"reason": "r", "replacement": format!("acme/vpc{c}2/aws")}), "replacement"),
+            ] {
+                let why = Deprecation::parse(file.to_string().as_bytes(), "e").unwrap_err();
+                assert!(why.starts_with(&format!("{what} holds {code}, ")), "{why}");
+            }
+        }
+        for named in ["\u{202e}", "\u{2066}", "\u{2069}", "\u{200b}", "\u{200f}", "\u{61c}", "\u{feff}", "\u{e0041}"] {
+            let why = Deprecation::parse(json!({"reason": format!("a{named}b")}).to_string().as_bytes(), "e");
+            assert!(why.unwrap_err().contains("an invisible format character"));
+        }
+        let fine = ["CVE-2026-1234: use 2.0.0 — «vite» ", "استخدم 2.0", "שימוש ב-2.0", "日本語 ⚠️ ✓ é"];
+        for fine in fine {
+            let parsed = Deprecation::parse(json!({"reason": fine, "replacement": fine}).to_string().as_bytes(), "e");
+            assert_eq!(parsed.map(|d| d.reason), Ok(fine.trim().to_string()));
+        }
+    }
 
     #[test]
     fn deprecated_releases_become_the_protocols_warnings() {

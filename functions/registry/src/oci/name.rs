@@ -173,15 +173,17 @@ fn split(rest: &str) -> (Kind, &str, &str) {
     if rest == TOKEN {
         return (Kind::Token, "", "");
     }
+    // A reference or digest holds no `/`, so a route's keyword is the path's second-to-last
+    // segment, and a name may hold `tags`, `manifests` or `blobs` as a component (a module
+    // named `manifests`): the keyword nearest the end decides.
     if let Some(name) = rest.strip_suffix("/tags/list") {
         return (Kind::Tags, name, "");
     }
-    for (marker, kind) in [("/manifests/", Kind::Manifest), ("/blobs/", Kind::Blob)] {
-        if let Some((name, last)) = rest.rsplit_once(marker) {
-            return (kind, name, last);
-        }
-    }
-    (Kind::Other, rest, "")
+    let manifest = rest.rsplit_once("/manifests/").map(|(name, last)| (Kind::Manifest, name, last));
+    let blob = rest.rsplit_once("/blobs/").map(|(name, last)| (Kind::Blob, name, last));
+    // The later keyword (the longer name) is the one whose remainder can be a reference; when
+    // neither's is, it still says which route an error answers for.
+    [manifest, blob].into_iter().flatten().max_by_key(|(_, name, _)| name.len()).unwrap_or((Kind::Other, rest, ""))
 }
 
 /// The kind of a raw path under `/v2/` (`Other` for any other path).
@@ -378,6 +380,101 @@ mod tests {
         assert_eq!(repository_of(&format!("/v2/{name}/manifests/nope")), Repository::parse(name).ok());
         assert_eq!(repository_of("/v2/providers/x/tags/list"), None);
         assert_eq!(repository_of("/v2/token"), None);
+    }
+
+    /// Every repository with route keywords as components, in every position a name of
+    /// ours can hold them (a provider's hostname has a dot, so never one alone).
+    fn named_after_keywords() -> Vec<Repository> {
+        let words = ["manifests", "blobs", "tags", "list", "token", "uploads", "referrers"];
+        let mut repositories = Vec::new();
+        for word in words {
+            let module = |ns, name, system| Repository::Module(ModuleAddress::parse(ns, name, system).unwrap());
+            repositories.extend([module(word, "vpc", "aws"), module("acme", word, "aws"), module("acme", "vpc", word)]);
+            repositories.extend([module(word, word, word), provider("registry.terraform.io", word, word)]);
+            repositories.push(provider("registry.terraform.io", word, "null"));
+            repositories.push(provider("registry.terraform.io", "hashicorp", word));
+            repositories.push(provider(&format!("{word}.example.com"), "acme", word));
+        }
+        repositories.push(Repository::Module(ModuleAddress::parse("blobs", "manifests", "tags").unwrap()));
+        repositories.push(Repository::Module(ModuleAddress::parse("tags", "blobs", "manifests").unwrap()));
+        repositories.push(provider("registry.terraform.io", "manifests", "blobs"));
+        repositories
+    }
+
+    #[test]
+    fn keywords_may_be_components_of_a_name() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let v = |s: &str| parse_version(s).unwrap();
+        for repository in named_after_keywords() {
+            let name = repository.name();
+            let routes = [
+                (
+                    format!("{name}/tags/list"),
+                    Kind::Tags,
+                    OciRoute::Tags { repository: repository.clone(), n: None, last: None },
+                ),
+                (
+                    format!("{name}/manifests/1.0.0_ent"),
+                    Kind::Manifest,
+                    OciRoute::Manifest { repository: repository.clone(), reference: Reference::Tag(v("1.0.0+ent")) },
+                ),
+                (
+                    format!("{name}/manifests/{digest}"),
+                    Kind::Manifest,
+                    OciRoute::Manifest { repository: repository.clone(), reference: Reference::Digest(digest.clone()) },
+                ),
+                (
+                    format!("{name}/blobs/{digest}"),
+                    Kind::Blob,
+                    OciRoute::Blob { repository: repository.clone(), digest: digest.clone() },
+                ),
+            ];
+            for (rest, kind, route) in routes {
+                let raw_path = format!("/v2/{rest}");
+                assert_eq!(parse(&rest, None), Ok(route), "{rest}");
+                assert_eq!(super::kind(&raw_path), kind, "{rest}");
+                assert_eq!(repository_of(&raw_path).as_ref(), Some(&repository), "{rest}");
+                assert!(!name_is_invalid(&raw_path), "{rest}");
+            }
+            // Refused for what follows the keyword, not for the name.
+            for (rest, kind) in
+                [(format!("{name}/manifests/latest"), Kind::Manifest), (format!("{name}/blobs/1.0.0"), Kind::Blob)]
+            {
+                let raw_path = format!("/v2/{rest}");
+                assert_eq!(parse(&rest, None).map_err(|e| e.status().as_u16()), Err(400), "{rest}");
+                assert_eq!((super::kind(&raw_path), name_is_invalid(&raw_path)), (kind, false), "{rest}");
+            }
+        }
+    }
+
+    /// The grammar's reading of a path with two keywords: the reference holds no `/`, so
+    /// `modules/acme/vpc/aws/manifests/blobs/D` asks for blob D of the repository
+    /// `modules/acme/vpc/aws/manifests` (a name this registry refuses), never for a manifest
+    /// `blobs/D` of `modules/acme/vpc/aws`.
+    #[test]
+    fn the_keyword_nearest_the_end_decides() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        for (rest, kind) in [
+            (format!("modules/acme/vpc/aws/manifests/blobs/{digest}"), Kind::Blob),
+            (format!("modules/acme/vpc/aws/blobs/manifests/{digest}"), Kind::Manifest),
+            ("modules/acme/vpc/aws/manifests/tags/list".to_string(), Kind::Tags),
+            ("modules/acme/vpc/aws/blobs/tags/list".to_string(), Kind::Tags),
+            (format!("modules/acme/vpc/aws/tags/list/blobs/{digest}"), Kind::Blob),
+        ] {
+            let raw_path = format!("/v2/{rest}");
+            assert_eq!(parse(&rest, None).map_err(|e| e.status().as_u16()), Err(400), "{rest}");
+            assert_eq!((super::kind(&raw_path), name_is_invalid(&raw_path)), (kind, true), "{rest}");
+        }
+        // Nothing after the last keyword is a reference: the later keyword still names the kind.
+        let name = "modules/acme/manifests/aws";
+        for (rest, kind) in [
+            (format!("{name}/blobs/uploads/"), Kind::Blob),
+            (format!("{name}/manifests/../../x"), Kind::Manifest),
+            (format!("{name}/blobs/{digest}/../x"), Kind::Blob),
+        ] {
+            assert_eq!(parse(&rest, None).map_err(|e| e.status().as_u16()), Err(400), "{rest}");
+            assert_eq!(super::kind(&format!("/v2/{rest}")), kind, "{rest}");
+        }
     }
 
     #[test]
