@@ -125,6 +125,12 @@ impl Deprecation {
     /// Largest file read.
     pub const FILE_MAX_BYTES: u64 = 4096;
 
+    /// Whether its text still passes the rules `parse` applies (a deprecation read before a
+    /// rule was added may not).
+    pub fn reads_as_written(&self) -> bool {
+        self.reason.chars().chain(self.replacement.iter().flat_map(|r| r.chars())).all(|c| refused_char(c).is_none())
+    }
+
     /// The file's content: `{"reason": "…", "replacement": "…"}` (replacement optional, no
     /// other field), or why it is refused.
     pub fn parse(bytes: &[u8], etag: &str) -> Result<Deprecation, String> {

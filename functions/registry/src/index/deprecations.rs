@@ -19,7 +19,10 @@ pub(super) async fn read<S: Storage>(
     rejections: &mut Rejections,
 ) -> Result<Option<Deprecation>, Error> {
     rejections.keep(&file.key);
-    if let Some(current) = current.filter(|c| !c.etag.is_empty() && c.etag == file.etag) {
+    // Kept unread only while it also passes today's rules: text accepted before a rule was
+    // added (a format character, say) is read again, and refused, at the next pass.
+    let unchanged = |c: &&Deprecation| !c.etag.is_empty() && c.etag == file.etag && c.reads_as_written();
+    if let Some(current) = current.filter(unchanged) {
         return Ok(Some(current.clone()));
     }
     if rejections.rejected_before(&file.key, &file.etag) {
@@ -167,5 +170,25 @@ mod tests {
         indexer.on_object_changed(FILE).await.unwrap();
         assert_eq!(manifest(&s).versions[0].deprecation.as_ref().map(|d| d.reason.as_str()), Some("use vpc2"));
         assert!(rejection(&s, FILE).is_none());
+    }
+
+    /// Text a former rule accepted (here a right-to-left override, before format characters
+    /// were refused) does not survive the next pass just because its file is unchanged.
+    #[tokio::test]
+    async fn text_accepted_before_a_rule_is_judged_again() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, Limits::default());
+        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("one"));
+        indexer.reindex(&module()).await.unwrap();
+        s.insert(FILE, r#"{"reason": "use 2.0\u202e"}"#);
+        let etag = s.list("modules/acme/vpc/aws/").await.unwrap().into_iter().find(|o| o.key == FILE).unwrap().etag;
+        // The manifest as the former rule left it: the text kept, no record.
+        let mut planted = manifest(&s);
+        planted.versions[0].deprecation =
+            Some(crate::manifest::Deprecation { reason: "use 2.0\u{202e}".into(), replacement: None, etag });
+        s.insert(super::super::fixtures::MANIFEST, serde_json::to_vec(&planted).unwrap());
+        indexer.on_object_changed(FILE).await.unwrap();
+        assert_eq!(manifest(&s).versions[0].deprecation, None);
+        assert!(rejection(&s, FILE).unwrap().reason.contains("U+202E"));
     }
 }
