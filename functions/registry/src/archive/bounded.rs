@@ -1,6 +1,6 @@
-//! What reading an archive may cost, counted as it is read: the unpacked bytes and each
-//! phase's bound (`Meter`, `Metered`), and every entry's data drained against the limit
-//! (`Budget`).
+//! What reading an archive may cost, counted as it is read: the decompressed stream and each
+//! phase's bound (`Meter`, `Metered`), and the bytes every entry yields (`Budget`), both
+//! against the unpacked-size limit.
 
 use std::cell::Cell;
 use std::io::{Read, Seek, SeekFrom};
@@ -76,8 +76,11 @@ impl<R: Seek> Seek for Metered<R> {
     }
 }
 
-/// Reads every entry's data (so corrupt data is found now, not at `terraform init`),
-/// counting the unpacked bytes against the limit.
+/// The one place every entry's data is read: counts the bytes the entry *yields* (what
+/// unpacking writes, which is not what the archive holds: a zip inflates, tar-rs fills sparse
+/// holes with zeros it never read) against the unpacked-size limit, and hands each chunk to
+/// the sink that hashes, keeps or writes it, so nothing is written that was not counted.
+/// Reading every entry to its end also finds corrupt data now, not at `terraform init`.
 pub(super) struct Budget {
     left: u64,
     buffer: Vec<u8>,
@@ -88,20 +91,23 @@ impl Budget {
         Budget { left: max_unpacked, buffer: vec![0u8; 64 * 1024] }
     }
 
+    /// Read `reader` to its end into `sink`; the bytes it yielded.
     pub(super) fn drain(
         &mut self,
-        name: &str,
         mut reader: impl Read,
-        mut sink: impl FnMut(&[u8]),
-    ) -> Result<(), String> {
+        unreadable: &dyn Fn(std::io::Error) -> String,
+        mut sink: impl FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<u64, String> {
+        let mut yielded = 0u64;
         loop {
-            let n = reader.read(&mut self.buffer).map_err(|e| format!("entry {name:?} is unreadable: {e}"))?;
+            let n = reader.read(&mut self.buffer).map_err(unreadable)?;
             if n == 0 {
-                return Ok(());
+                return Ok(yielded);
             }
             self.left =
                 self.left.checked_sub(n as u64).ok_or_else(|| "unpacks to more than the size limit".to_string())?;
-            sink(&self.buffer[..n]);
+            yielded += n as u64;
+            sink(&self.buffer[..n])?;
         }
     }
 }

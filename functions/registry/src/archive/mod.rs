@@ -10,11 +10,15 @@
 //!   letter; no device or FIFO; no entry below a symbolic link (unpacking it would write
 //!   through the link); a link is relative and, resolved from its own directory without
 //!   passing through another link, stays inside the module;
-//! - a zip may not hold two entries with one name (which one counts differs between readers);
+//! - no sparse tar entry (GNU `S`, or pax `GNU.sparse.*` records): its holes unpack to zeros
+//!   the archive does not hold, and tar-rs reads pax sparse files as Go does not;
+//! - a zip may not hold two entries with one name (which one counts differs between readers),
+//!   and each entry unpacks to exactly the size its headers declare (as Go's reader demands);
 //! - memory stays bounded whatever the input: at most `Bounds::entries` entries of at most
 //!   `NAME_MAX_BYTES` each, tar headers between two entries (pax records, GNU long names)
 //!   of at most `TAR_HEADER_BYTES`, a zip central directory of at most
-//!   `ZIP_DIRECTORY_BYTES`, and every unpacked byte counted against `Bounds::unpacked_bytes`.
+//!   `ZIP_DIRECTORY_BYTES`, and against `Bounds::unpacked_bytes` both the decompressed
+//!   stream and every byte an entry yields (what unpacking would write), the repack alike.
 
 use std::io::{Read, Seek};
 

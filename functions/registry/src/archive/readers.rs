@@ -1,5 +1,6 @@
 //! The two formats read entry by entry, bounded: a zip (each entry's digest, for `h1:`) and a
-//! `.tar.gz` (through every gzip member, to tar's end marker).
+//! `.tar.gz` (through every gzip member, to tar's end marker). Every entry's data is read
+//! through `Budget`, which counts what it yields.
 
 use std::io::{Read, Seek};
 
@@ -38,101 +39,195 @@ pub(super) fn zip_entries<R: Read + Seek>(
     let mut entries = Vec::with_capacity(archive.len());
     let mut hashes = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
-        let entry = archive.by_index(i).map_err(|e| format!("not a readable zip: {e}"))?;
-        let raw_name = entry.name_raw().to_vec();
-        let name = entry_name(&raw_name)?;
-        let (is_dir, is_symlink) = (entry.is_dir(), entry.is_symlink());
-        let mut hasher = Sha256::new();
-        let mut target = Vec::new();
-        let keep = !is_dir && !is_symlink && keeper.wants(&name);
-        let mut kept = Collecting(keep.then(Vec::new));
-        budget.drain(&name, entry, |chunk| {
-            hasher.update(chunk);
-            if is_symlink && target.len() <= NAME_MAX_BYTES {
-                target.extend_from_slice(chunk);
-            }
-            kept.add(chunk);
-        })?;
-        if keep {
-            keeper.keep(&name, kept.0);
-        }
-        let kind = match (is_dir, is_symlink) {
-            (true, _) => Kind::Directory,
-            (false, true) => Kind::Symlink(entry_name(&target)?),
-            (false, false) => Kind::File,
-        };
-        hashes.push((raw_name, hasher.finalize().into()));
-        entries.push(Entry { name, kind });
+        let file = archive.by_index(i).map_err(|e| format!("not a readable zip: {e}"))?;
+        let (entry, digest) = zip_entry(file, &mut budget, keeper)?;
+        entries.push(entry);
+        hashes.push(digest);
     }
     Ok((entries, hashes))
 }
 
+/// One zip entry read to its end: what it is, and its digest.
+fn zip_entry<R: Read>(
+    file: zip::read::ZipFile<'_, R>,
+    budget: &mut Budget,
+    keeper: &mut Keeper,
+) -> Result<(Entry, EntryDigest), String> {
+    let raw_name = file.name_raw().to_vec();
+    let name = entry_name(&raw_name)?;
+    let (is_dir, is_symlink, declared) = (file.is_dir(), file.is_symlink(), file.size());
+    let mut hasher = Sha256::new();
+    let mut target = Vec::new();
+    let keep = !is_dir && !is_symlink && keeper.wants(&name);
+    let mut kept = Collecting(keep.then(Vec::new));
+    let unreadable = |e: std::io::Error| format!("entry {name:?} is unreadable: {e}");
+    // The zip crate refuses more bytes than declared; fewer it passes, and Go's reader (so the
+    // CLI, and its `h1:`) refuses them: the archive would check here and fail at install.
+    let yielded = budget.drain(file, &unreadable, |chunk| {
+        hasher.update(chunk);
+        if is_symlink && target.len() <= NAME_MAX_BYTES {
+            target.extend_from_slice(chunk);
+        }
+        kept.add(chunk);
+        Ok(())
+    })?;
+    if yielded != declared {
+        return Err(format!(
+            "entry {:?} unpacks to {yielded} bytes, not the {declared} its header declares",
+            crate::address::printable(&name)
+        ));
+    }
+    if keep {
+        keeper.keep(&name, kept.0);
+    }
+    let kind = match (is_dir, is_symlink) {
+        (true, _) => Kind::Directory,
+        (false, true) => Kind::Symlink(entry_name(&target)?),
+        (false, false) => Kind::File,
+    };
+    Ok((Entry { name, kind }, (raw_name, hasher.finalize().into())))
+}
+
 /// A `.tar.gz`'s entries, reading every byte of every gzip member.
 pub(super) fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds, keeper: &mut Keeper) -> Result<Vec<Entry>, String> {
-    const HEADER_TOO_LARGE: &str = "a tar header (pax records or a GNU long name) is larger than 1 MiB";
+    let mut entries = Vec::new();
+    tar_gz_each(reader, bounds, |entry| {
+        if entry.kind == Some(Kind::File) && keeper.wants(&entry.name) {
+            let mut kept = Collecting(Some(Vec::new()));
+            entry.read(|chunk| {
+                kept.add(chunk);
+                Ok(())
+            })?;
+            keeper.keep(&entry.name, kept.0);
+        }
+        if let Some(kind) = &entry.kind {
+            entries.push(Entry { name: entry.name.clone(), kind: kind.clone() });
+        }
+        Ok(())
+    })?;
+    Ok(entries)
+}
+
+/// One entry of a `.tar.gz` as `tar_gz_each` hands it on: its name and kind checked, its data
+/// readable only through `read`, which counts every byte it yields.
+pub(super) struct TarEntry<'a> {
+    pub(super) name: String,
+    /// `None` for an archive-wide pax header (`git archive` writes one): not a file.
+    pub(super) kind: Option<Kind>,
+    /// Its permission bits.
+    pub(super) mode: u32,
+    data: &'a mut dyn Read,
+    budget: &'a mut Budget,
+    unreadable: &'a dyn Fn(std::io::Error) -> String,
+}
+
+impl TarEntry<'_> {
+    /// Hand the entry's data, or what is left of it, to `sink`, counted against the limit.
+    pub(super) fn read(&mut self, sink: impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
+        self.budget.drain(&mut *self.data, self.unreadable, sink).map(drop)
+    }
+}
+
+/// Hand every entry of a `.tar.gz` to `visit` in order, through every gzip member, then check
+/// the end-of-archive marker; the check and the repack both read through here. Bounded twice
+/// by `bounds.unpacked_bytes`: the decompressed stream (headers and padding too: the work)
+/// by `Meter`, and what the entries yield (what unpacking writes) by `Budget`.
+pub(super) fn tar_gz_each<R: Read>(
+    reader: R,
+    bounds: &Bounds,
+    mut visit: impl FnMut(&mut TarEntry<'_>) -> Result<(), String>,
+) -> Result<(), String> {
     let meter = Meter::new(bounds.unpacked_bytes);
     let stream = Metered { inner: flate2::read::MultiGzDecoder::new(reader), meter: meter.clone(), total: true };
     let mut archive = tar::Archive::new(stream);
     let unreadable = |e: std::io::Error| meter.explain("not a readable tar.gz", e);
-    let mut entries = Vec::new();
+    let mut budget = Budget::new(bounds.unpacked_bytes);
+    let mut counted = 0u64;
     {
         let mut iter = archive.entries().map_err(unreadable)?;
-        loop {
-            meter.phase(Some((TAR_HEADER_BYTES, HEADER_TOO_LARGE)));
-            let next = iter.next();
-            meter.phase(None);
-            let Some(entry) = next else { break };
+        while let Some(entry) = next_tar_entry(&meter, &mut iter) {
             let mut entry = entry.map_err(unreadable)?;
-            if entries.len() as u64 >= bounds.entries {
+            let name = entry_name(&entry.path_bytes())?;
+            let kind = tar_kind(&mut entry, &name)?;
+            counted += u64::from(kind.is_some());
+            if counted > bounds.entries {
                 return Err(format!(
                     "more entries than the limit of {} (REGISTRY_MAX_ARCHIVE_ENTRIES)",
                     bounds.entries
                 ));
             }
-            let name = entry_name(&entry.path_bytes())?;
-            let link = || -> Result<String, String> {
-                let target = entry.link_name_bytes().ok_or_else(|| format!("link {name:?} has no target"))?;
-                entry_name(&target)
-            };
-            let entry_type = entry.header().entry_type();
-            let kind = match entry_type {
-                tar::EntryType::Directory => Some(Kind::Directory),
-                // Old tar writers mark directories only by the trailing slash; Go does the same.
-                tar::EntryType::Regular if name.ends_with('/') => Some(Kind::Directory),
-                tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => Some(Kind::File),
-                tar::EntryType::Symlink => Some(Kind::Symlink(link()?)),
-                tar::EntryType::Link => Some(Kind::Hardlink(link()?)),
-                // Archive-wide pax records (`git archive` writes one): not a file.
-                tar::EntryType::XGlobalHeader => None,
-                other => {
-                    return Err(format!(
-                        "entry {:?} is a {other:?}: a module holds files, directories and links only",
-                        crate::address::printable(&name)
-                    ));
-                }
-            };
-            if kind == Some(Kind::File) && keeper.wants(&name) {
-                let mut kept = Collecting(Some(Vec::new()));
-                let mut buffer = [0u8; 16 * 1024];
-                loop {
-                    let n = entry.read(&mut buffer).map_err(unreadable)?;
-                    if n == 0 {
-                        break;
-                    }
-                    kept.add(&buffer[..n]);
-                }
-                keeper.keep(&name, kept.0);
-            } else {
-                std::io::copy(&mut entry, &mut std::io::sink()).map_err(unreadable)?;
-            }
-            if let Some(kind) = kind {
-                entries.push(Entry { name, kind });
-            }
+            let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+            let mut item =
+                TarEntry { name, kind, mode, data: &mut entry, budget: &mut budget, unreadable: &unreadable };
+            visit(&mut item)?;
+            item.read(|_| Ok(()))?;
         }
     }
-    // tar stopped at a zero block or at the end of the stream: what follows must be the
-    // second zero block of the end-of-archive marker, and nothing but zeros after it.
-    let mut rest = archive.into_inner();
+    tar_end(archive.into_inner(), &unreadable)
+}
+
+/// The next entry, the headers before it (pax records, GNU long names, sparse maps) read
+/// within `TAR_HEADER_BYTES`, as the tar reader holds them in memory.
+fn next_tar_entry<'a, R: Read>(
+    meter: &Meter,
+    iter: &mut tar::Entries<'a, R>,
+) -> Option<std::io::Result<tar::Entry<'a, R>>> {
+    meter.phase(Some((TAR_HEADER_BYTES, "a tar header (pax records or a GNU long name) is larger than 1 MiB")));
+    let next = iter.next();
+    meter.phase(None);
+    next
+}
+
+/// What a tar entry is (`None`: an archive-wide pax header), refusing what a module cannot
+/// hold and what readers unpack differently.
+fn tar_kind<R: Read>(entry: &mut tar::Entry<'_, R>, name: &str) -> Result<Option<Kind>, String> {
+    let entry_type = entry.header().entry_type();
+    // Never asked of a global header: `pax_extensions` would read its data whole, uncounted.
+    if entry_type.is_gnu_sparse() || (!entry_type.is_pax_global_extensions() && is_pax_sparse(entry)) {
+        return Err(format!(
+            "entry {:?} is a sparse file (tar --sparse): unpacking writes its holes out as zeros the archive \
+             does not hold; archive the module without --sparse",
+            crate::address::printable(name)
+        ));
+    }
+    let link = || -> Result<String, String> {
+        let target = entry.link_name_bytes().ok_or_else(|| format!("link {name:?} has no target"))?;
+        entry_name(&target)
+    };
+    Ok(match entry_type {
+        tar::EntryType::Directory => Some(Kind::Directory),
+        // Old tar writers mark directories only by the trailing slash; Go does the same.
+        tar::EntryType::Regular if name.ends_with('/') => Some(Kind::Directory),
+        tar::EntryType::Regular | tar::EntryType::Continuous => Some(Kind::File),
+        tar::EntryType::Symlink => Some(Kind::Symlink(link()?)),
+        tar::EntryType::Link => Some(Kind::Hardlink(link()?)),
+        tar::EntryType::XGlobalHeader => None,
+        other => {
+            return Err(format!(
+                "entry {:?} is a {other:?}: a module holds files, directories and links only",
+                crate::address::printable(name)
+            ));
+        }
+    })
+}
+
+/// Whether the entry's pax records make it a GNU sparse file (`GNU.sparse.*`: formats 0.0,
+/// 0.1 and 1.0). tar-rs reads such an entry as its raw sparse map and data under a stand-in
+/// name (`GNUSparseFile.0/…`); Go's reader (so go-getter, so the CLI) expands it under
+/// `GNU.sparse.name`: the two would disagree on the file's name, content and size. Records
+/// tar-rs cannot parse are skipped as tar-rs skips them: Go only takes a file as sparse from
+/// well-formed records, which tar-rs parses alike.
+fn is_pax_sparse<R: Read>(entry: &mut tar::Entry<'_, R>) -> bool {
+    match entry.pax_extensions() {
+        Ok(Some(records)) => records.flatten().any(|r| r.key_bytes().starts_with(b"GNU.sparse.")),
+        _ => false,
+    }
+}
+
+/// After the last entry: tar stopped at a zero block or at the end of the stream, so what
+/// follows must be the second zero block of the end-of-archive marker, and nothing but zeros
+/// after it.
+fn tar_end(mut rest: impl Read, unreadable: &dyn Fn(std::io::Error) -> String) -> Result<(), String> {
     let (mut zeros, mut buffer) = (0u64, vec![0u8; 64 * 1024]);
     loop {
         let n = rest.read(&mut buffer).map_err(unreadable)?;
@@ -147,5 +242,5 @@ pub(super) fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds, keeper: &mut K
     if zeros < 512 {
         return Err("no tar end-of-archive marker: the archive was cut short".into());
     }
-    Ok(entries)
+    Ok(())
 }

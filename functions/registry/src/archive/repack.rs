@@ -2,49 +2,37 @@
 //! (OpenTofu's module-package docs: one `archive/zip` layer). Deterministic, so the same
 //! archive always gives the same bytes and digest: the tar's order, every timestamp the zip
 //! epoch (1980-01-01), each file's permission bits kept, deflate at one fixed level. Run only
-//! on an archive `read_module_archive` accepted, and bounded the same way.
+//! on an archive `read_module_archive` accepted, and read through the same `tar_gz_each`, so
+//! bounded by the same limits and refusing the same entries.
 
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 
-use super::bounded::{Meter, Metered};
-use super::tree::entry_name;
-use super::{Bounds, TAR_HEADER_BYTES};
+use super::readers::tar_gz_each;
+use super::{Bounds, Kind};
 
 /// Write the `.tar.gz` read from `reader` into `writer` as a zip. A hard link (which a zip
 /// cannot hold) is refused: the version then has no OCI package.
-pub fn tar_gz_to_zip<R: Read, W: Write + Seek>(reader: R, writer: W, bounds: &Bounds) -> Result<W, String> {
-    let meter = Meter::new(bounds.unpacked_bytes);
-    let stream = Metered { inner: flate2::read::MultiGzDecoder::new(reader), meter: meter.clone(), total: true };
-    let mut archive = tar::Archive::new(stream);
-    let unreadable = |e: std::io::Error| meter.explain("not a readable tar.gz", e);
+pub fn tar_gz_to_zip<R: std::io::Read, W: Write + Seek>(reader: R, writer: W, bounds: &Bounds) -> Result<W, String> {
     let mut zip = zip::ZipWriter::new(writer);
     let written = |e: zip::result::ZipError| format!("writing the zip: {e}");
     let base = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .compression_level(Some(6))
         .last_modified_time(zip::DateTime::default());
-    meter.phase(Some((TAR_HEADER_BYTES, "a tar header is larger than 1 MiB")));
-    for entry in archive.entries().map_err(unreadable)? {
-        let mut entry = entry.map_err(unreadable)?;
-        let name = entry_name(&entry.path_bytes())?;
-        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
-        let options = base.unix_permissions(mode);
-        match entry.header().entry_type() {
-            tar::EntryType::XGlobalHeader => {}
-            tar::EntryType::Directory => zip.add_directory(name.trim_end_matches('/'), options).map_err(written)?,
-            tar::EntryType::Regular if name.ends_with('/') => {
-                zip.add_directory(name.trim_end_matches('/'), options).map_err(written)?
+    tar_gz_each(reader, bounds, |entry| {
+        let (name, options) = (entry.name.as_str(), base.unix_permissions(entry.mode));
+        match &entry.kind {
+            None => {}
+            Some(Kind::Directory) => zip.add_directory(name.trim_end_matches('/'), options).map_err(written)?,
+            Some(Kind::File) => {
+                zip.start_file(name, options).map_err(written)?;
+                // Written from the counted reading: the zip holds no byte the bound did not see.
+                entry.read(|chunk| zip.write_all(chunk).map_err(|e| format!("writing the zip: {e}")))?;
             }
-            tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
-                zip.start_file(name.as_str(), options).map_err(written)?;
-                std::io::copy(&mut entry, &mut zip).map_err(|e| format!("writing the zip: {e}"))?;
-            }
-            tar::EntryType::Symlink => {
-                let target = entry.link_name_bytes().ok_or_else(|| format!("link {name:?} has no target"))?;
-                zip.add_symlink(name.as_str(), entry_name(&target)?, options).map_err(written)?;
-            }
-            other => return Err(format!("a {other:?} entry ({name:?}) cannot be written to a zip")),
+            Some(Kind::Symlink(target)) => zip.add_symlink(name, target.as_str(), options).map_err(written)?,
+            Some(Kind::Hardlink(_)) => return Err(format!("a hard link ({name:?}) cannot be written to a zip")),
         }
-    }
+        Ok(())
+    })?;
     zip.finish().map_err(written)
 }

@@ -221,3 +221,163 @@ fn the_check_keeps_the_wanted_files_in_the_same_pass() {
     // A bad archive keeps nothing: the check's verdict comes first.
     assert!(read_module_archive(Cursor::new(zip(&[("README.md", b"x".as_slice())])), "zip", &ANY, &wanted).is_err());
 }
+
+/// A GNU sparse entry (`tar --sparse`) of `real_size` bytes that holds no data: one hole to
+/// its end. The tar crate's builder writes no sparse entries, so the header is made by hand.
+fn gnu_sparse(name: &str, real_size: u64) -> ::tar::Header {
+    let mut header = ::tar::Header::new_gnu();
+    header.set_entry_type(::tar::EntryType::GNUSparse);
+    header.set_path(name).unwrap();
+    header.set_mode(0o644);
+    header.set_size(0);
+    let gnu = header.as_gnu_mut().unwrap();
+    gnu.sparse[0].set_offset(real_size);
+    gnu.sparse[0].set_length(0);
+    gnu.set_real_size(real_size);
+    header.set_cksum();
+    header
+}
+
+/// A pax extended header of `records`, for the entry after it, and its data.
+fn pax(records: &[(&str, &str)]) -> (::tar::Header, Vec<u8>) {
+    let mut data = Vec::new();
+    for (key, value) in records {
+        // The length counts the whole record, its own digits included.
+        let rest = format!(" {key}={value}\n");
+        let mut len = rest.len() + 1;
+        while format!("{len}").len() + rest.len() != len {
+            len += 1;
+        }
+        data.extend_from_slice(format!("{len}{rest}").as_bytes());
+    }
+    let mut header = ::tar::Header::new_ustar();
+    header.set_entry_type(::tar::EntryType::XHeader);
+    header.set_path("PaxHeaders/x").unwrap();
+    header.set_size(data.len() as u64);
+    header.set_cksum();
+    (header, data)
+}
+
+/// A regular file's ustar header; its `size` bytes of data are the caller's.
+fn ustar_file(name: &str, size: u64) -> ::tar::Header {
+    let mut header = ::tar::Header::new_ustar();
+    header.set_path(name).unwrap();
+    header.set_mode(0o644);
+    header.set_size(size);
+    header.set_cksum();
+    header
+}
+
+/// A `.tar.gz` of `main.tf`, then `entries` (each header with its data) as given.
+fn module_then(entries: &[(::tar::Header, Vec<u8>)]) -> Vec<u8> {
+    let mut builder = ::tar::Builder::new(Vec::new());
+    builder.append(&ustar_file("main.tf", 0), std::io::empty()).unwrap();
+    for (header, data) in entries {
+        builder.append(header, data.as_slice()).unwrap();
+    }
+    gzip(&builder.into_inner().unwrap())
+}
+
+fn repack(bytes: &[u8], bounds: &Bounds) -> Result<Vec<u8>, String> {
+    tar_gz_to_zip(Cursor::new(bytes), Cursor::new(Vec::new()), bounds).map(Cursor::into_inner)
+}
+
+/// A sparse entry's holes are zeros the tar reader makes up while unpacking (tar-rs for GNU
+/// sparse, Go's for GNU and PAX sparse), after the gzip stream the size meter counted: 136
+/// bytes became a 64 MiB file past an 8 MiB bound, and its OCI zip. Refused on the header,
+/// before a hole is read, in the check and in the repack.
+#[test]
+fn sparse_files_are_refused_before_their_holes_are_read() {
+    const MIB: u64 = 1 << 20;
+    let eight = Bounds { unpacked_bytes: 8 * MIB, entries: 100 };
+    let default = Bounds { unpacked_bytes: 4 << 30, entries: 100 };
+    let map = |map: &str| {
+        let mut block = map.as_bytes().to_vec();
+        block.resize(512, 0);
+        block
+    };
+    let cases: Vec<(&str, Vec<u8>, Bounds)> = vec![
+        ("GNU", module_then(&[(gnu_sparse("zeros.tf", 64 * MIB), vec![])]), eight),
+        ("GNU, 5 GiB", module_then(&[(gnu_sparse("zeros.tf", 5 << 30), vec![])]), default),
+        (
+            "PAX 1.0",
+            module_then(&[
+                pax(&[
+                    ("GNU.sparse.major", "1"),
+                    ("GNU.sparse.minor", "0"),
+                    ("GNU.sparse.name", "zeros.tf"),
+                    ("GNU.sparse.realsize", "67108864"),
+                ]),
+                (ustar_file("GNUSparseFile.0/zeros.tf", 512), map("1\n67108864\n0\n")),
+            ]),
+            eight,
+        ),
+        (
+            "PAX 0.1",
+            module_then(&[
+                pax(&[
+                    ("GNU.sparse.size", "67108864"),
+                    ("GNU.sparse.numblocks", "1"),
+                    ("GNU.sparse.map", "67108864,0"),
+                ]),
+                (ustar_file("zeros.tf", 0), vec![]),
+            ]),
+            eight,
+        ),
+    ];
+    for (what, bytes, bounds) in cases {
+        let err = check_module_archive(Cursor::new(&bytes), "tar.gz", &bounds).unwrap_err();
+        assert!(err.contains("is a sparse file (tar --sparse)"), "{what}: {err}");
+        // The repack is bounded on its own, not only because it runs after the check.
+        let err = repack(&bytes, &bounds).unwrap_err();
+        assert!(err.contains("is a sparse file"), "{what}: repacked: {err}");
+    }
+}
+
+/// The check and the repack read through one reader with one set of bounds: what the check
+/// passes the repack writes, and what exceeds the bound is refused by both. Pax headers under
+/// 1 MiB each count against the unpacked size (the stream is counted, not only file data).
+#[test]
+fn the_repack_is_bounded_as_the_check_is() {
+    let comment = "x".repeat(600 << 10);
+    let bloated: Vec<(::tar::Header, Vec<u8>)> = (0..3)
+        .flat_map(|i| [pax(&[("comment", comment.as_str())]), (ustar_file(&format!("f{i}.tf"), 0), vec![])])
+        .collect();
+    let bloated = module_then(&bloated);
+    let big = tar_gz(&[("main.tf", &vec![b'#'; 2 << 20])]);
+    for (what, bytes) in [("1.8 MiB of pax headers", &bloated), ("a 2 MiB file", &big)] {
+        check_module_archive(Cursor::new(bytes), "tar.gz", &ANY).unwrap();
+        let zipped = repack(bytes, &ANY).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(summarise_zip(Cursor::new(zipped), &ANY).is_ok(), "{what}");
+        let one = Bounds { unpacked_bytes: 1 << 20, entries: 100 };
+        let err = check_module_archive(Cursor::new(bytes), "tar.gz", &one).unwrap_err();
+        assert!(err.contains("more than the size limit"), "{what}: {err}");
+        let err = repack(bytes, &one).unwrap_err();
+        assert!(err.contains("more than the size limit"), "{what}: repacked: {err}");
+    }
+    let many: Vec<(String, Vec<u8>)> = (0..11).map(|i| (format!("f{i}.tf"), vec![])).collect();
+    let many: Vec<(&str, &[u8])> = many.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
+    let ten = Bounds { unpacked_bytes: u64::MAX, entries: 10 };
+    assert!(repack(&tar_gz(&many), &ten).unwrap_err().contains("more entries than the limit of 10"));
+}
+
+/// Go's zip reader (so the CLI, installing or computing `h1:`) refuses an entry that unpacks
+/// to more or fewer bytes than its headers declare; the zip crate refuses only more.
+#[test]
+fn a_zip_entry_unpacks_to_its_declared_size() {
+    let declaring = |delta: i64| {
+        let mut bytes = zip(&[("main.tf", b"# a module\n")]);
+        // The uncompressed size, in the local and the central header alike.
+        for (signature, at) in [(b"PK\x03\x04", 22), (b"PK\x01\x02", 24)] {
+            let i = bytes.windows(4).position(|w| w == signature).unwrap() + at;
+            let size = u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
+            bytes[i..i + 4].copy_from_slice(&size.checked_add_signed(delta as i32).unwrap().to_le_bytes());
+        }
+        bytes
+    };
+    module(declaring(0), "zip").unwrap();
+    let err = module(declaring(1), "zip").unwrap_err();
+    assert!(err.contains("unpacks to 11 bytes, not the 12 its header declares"), "{err}");
+    let err = module(declaring(-1), "zip").unwrap_err();
+    assert!(err.contains("larger than its declared uncompressed size"), "{err}");
+}
