@@ -8,6 +8,7 @@
 //! subkey) of the namespace whose self-signatures verify, under OpenPGP's rules for keys,
 //! digests and algorithms ([`policy`], one function for publish, re-index and pull-through).
 
+mod bindings;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -154,15 +155,16 @@ fn check_key(
     now: u64,
 ) -> Result<bool, Refusal> {
     let k = &key.key;
-    let primary = policy::Standing::primary(k, &key.key_id);
     if sig.verify(&k.primary_key, document).is_ok() {
+        let primary = policy::Standing::primary(k, &key.key_id, now)?;
         policy::strength(&k.primary_key, &primary.what)?;
         primary.may_have_signed(created, now)?;
         return Ok(true);
     }
     for sub in &k.public_subkeys {
         if sig.verify(&sub.key, document).is_ok() {
-            let standing = policy::Standing::subkey(&primary, sub);
+            let primary = policy::Standing::primary(k, &key.key_id, now)?;
+            let standing = policy::Standing::subkey(k, &primary, sub, now)?;
             policy::strength(&sub.key, &standing.what)?;
             standing.may_have_signed(created, now)?;
             return Ok(true);
@@ -173,7 +175,8 @@ fn check_key(
         .chain(k.public_subkeys.iter().map(|s| s.key.legacy_key_id()))
         .map(|id| id.to_string().to_uppercase());
     if let Some(named) = ids.into_iter().find(|id| issuers.contains(id)) {
-        let what = if named == key.key_id { primary.what } else { format!("subkey {named} of {}", primary.what) };
+        let what =
+            if named == key.key_id { format!("key {named}") } else { format!("subkey {named} of key {}", key.key_id) };
         return Err(format!(
             "the signature names {what}, one of the namespace's keys, as its signer, but does not verify over \
              SHA256SUMS as it is now: SHA256SUMS changed after it was signed, or the signature is of another file"
@@ -281,6 +284,26 @@ mod tests {
             ("md5", T0 + 2 * DAY, &["MD5 digest", "too weak"]),
             ("rsa1024", T0 + 2 * DAY, &["RSA of 1024 bits", "below the 2048"]),
             ("other-bytes", T0 + 2 * DAY, &["does not verify over SHA256SUMS"]),
+            // Expiry and key flags come from valid self-certifications only (issue 44). Expired
+            // on 2024-01-01, a user ID revoked before: the revocation carries no expiry, and the
+            // signature, dated before the expiry as a backdated one is, is refused once it passed.
+            ("expired-uid-revoked", 1_701_388_800, &[]), // 2023-12-01
+            ("expired-uid-revoked", T0 + 2 * DAY, &["expired at 2024-01-01"]),
+            // Certify-only, then a user ID added and revoked: the revocation carries no key flags.
+            ("certify-only-uid-revoked", T0 + 5 * DAY, &["key flags do not allow signing"]),
+            (
+                "sha1-self-cert",
+                T0 + 2 * DAY,
+                &["no valid self-signature", "\"Sha1 <sha1@example.com>\"", "SHA1 digest"],
+            ),
+            // An old SHA-1 self-certification superseded by a SHA-256 one: the newer one counts.
+            ("sha1-superseded", T0 + 3 * DAY, &[]),
+            // The primary user ID's certification expires the key on 2025-02-03; a newer one of
+            // another user ID, which sets no expiry, does not lift it.
+            ("primary-uid-expires", T0 + 10 * DAY, &[]),
+            ("primary-uid-expires", T0 + 40 * DAY, &["expired at 2025-02-03"]),
+            ("signing-subkey", T0 + 2 * DAY, &[]),
+            ("sha1-subkey-binding", T0 + 3 * DAY, &["subkey", "no valid binding signature", "SHA1 digest"]),
         ];
         for &(name, now, why) in cases {
             let keys = parse_keys(name, &read(&format!("{name}.asc"))).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -12,16 +12,22 @@
 //!   signed nor now ([`Standing::may_have_signed`]). A subkey is never valid past its primary key: its
 //!   expiry is the earlier of its own and the primary's, and a revoked primary revokes it.
 //!
-//! Any revocation refuses, whatever its reason and time: a registry cannot tell a signature
-//! made before a key's compromise from one made after, and the publisher can sign again.
+//! A key's expiry and key flags are read only from the self-signatures that bind it, as
+//! [`super::bindings`] chooses them ([`Standing::primary`], [`Standing::subkey`]).
+//!
+//! Any key or subkey revocation refuses, whatever its reason, time and digest: a registry
+//! cannot tell a signature made before a key's compromise from one made after, and the
+//! publisher can sign again. A revocation can only take trust away, so honouring one that would
+//! not count as a self-signature (over SHA-1, say) fails closed. A user ID's revocation is the
+//! exception (`bindings`): it takes a certification out, which can let a laxer one speak.
 
 use pgp::composed::{SignedPublicKey, SignedPublicSubKey};
-use pgp::crypto::hash::HashAlgorithm;
 use pgp::packet::{Signature, SignatureType, SubpacketData};
 use pgp::ser::Serialize;
 use pgp::types::{EcdsaPublicParams, KeyDetails, PublicParams};
 
 use super::Refusal;
+use super::bindings::{bindings, strong, subkey_binding};
 
 /// The smallest RSA or DSA modulus accepted, in bits (NIST SP 800-131A: 1,024-bit keys have
 /// been disallowed for signatures since 2014).
@@ -29,9 +35,8 @@ pub const MODULUS_BITS_MIN: u16 = 2048;
 
 /// Whether a signature's digest is strong enough.
 pub fn digest(sig: &Signature) -> Result<(), Refusal> {
-    use HashAlgorithm as H;
     match sig.hash_alg() {
-        Some(H::Sha256 | H::Sha384 | H::Sha512 | H::Sha3_256 | H::Sha3_512) => Ok(()),
+        alg if strong(alg) => Ok(()),
         Some(weak) => Err(format!(
             "the signature uses the {weak} digest, which is too weak to trust: sign with SHA-256 or stronger \
              (gpg --digest-algo SHA256, gpg's default since 2.1)"
@@ -103,52 +108,69 @@ pub struct Expiry {
 }
 
 impl Standing {
-    /// The primary key's standing, from its newest self-signature (a key's owner may extend
-    /// or shorten its life, or change its flags, by signing again).
-    pub fn primary(key: &SignedPublicKey, key_id: &str) -> Standing {
+    /// The primary key's standing, from the self-signatures that bind it (`bindings`);
+    /// refused when none does (unless it is revoked, which refuses first anyway).
+    pub fn primary(key: &SignedPublicKey, key_id: &str, now: u64) -> Result<Standing, Refusal> {
+        let what = format!("key {key_id}");
         let created = u64::from(key.primary_key.created_at().as_secs());
-        let newest = key
-            .details
-            .users
-            .iter()
-            .flat_map(|u| u.signatures.iter())
-            .chain(key.details.direct_signatures.iter())
-            .max_by_key(|s| seconds(s.created()));
-        let expires = newest.and_then(lifetime).map(|d| Expiry { at: created + d, of_primary: true });
-        // Key flags absent: the key may do whatever its algorithm can (RFC 9580 §5.2.3.29).
-        let signs = newest.is_none_or(|s| !has_key_flags(s) || s.key_flags().sign());
-        Standing {
-            what: format!("key {key_id}"),
-            created,
-            expires,
-            revoked: !key.details.revocation_signatures.is_empty(),
-            signs,
-        }
+        let revoked = !key.details.revocation_signatures.is_empty();
+        let bindings = match bindings(key, created, now) {
+            Ok(bindings) => bindings,
+            Err(_) if revoked => Vec::new(),
+            Err(why) => {
+                return Err(format!(
+                    "the signature was made by {what}, which no valid self-signature binds ({why}): a key counts only \
+                     through a certification of one of its user IDs (or a direct-key signature) made by the key \
+                     itself over SHA-256 or stronger; re-sign it (gpg --cert-digest-algo SHA256 --quick-set-expire \
+                     {:X} EXPIRY) and upload the public key again",
+                    key.primary_key.fingerprint()
+                ));
+            }
+        };
+        // Both a direct-key signature and the user ID certification speak for the key (RFC 9580
+        // §5.2.3.3: a direct-key signature's subpackets apply to the whole key; the CLI, like gpg,
+        // reads a v4 key's expiry and flags from its primary user ID). Where they differ, the
+        // stricter holds, so that neither can lift what the other sets: the earlier expiry, and
+        // signing only if each one that carries key flags allows it (none: whatever the
+        // algorithm can, RFC 9580 §5.2.3.29).
+        let expires =
+            bindings.iter().filter_map(|s| lifetime(s)).min().map(|d| Expiry { at: created + d, of_primary: true });
+        let signs = bindings.iter().all(|s| !has_key_flags(s) || s.key_flags().sign());
+        Ok(Standing { what, created, expires, revoked, signs })
     }
 
     /// A subkey's standing under its primary key's: valid no longer than the primary, revoked
-    /// with it, and signing only if its newest binding signature says so (which
-    /// `SignedPublicKey::verify_bindings` checked carries the subkey's back-signature).
-    pub fn subkey(primary: &Standing, sub: &SignedPublicSubKey) -> Standing {
+    /// with it, and signing only if its newest valid binding signature (0x18, with the subkey's
+    /// back-signature when it grants signing) says so; refused when no binding counts.
+    pub fn subkey(
+        key: &SignedPublicKey,
+        primary: &Standing,
+        sub: &SignedPublicSubKey,
+        now: u64,
+    ) -> Result<Standing, Refusal> {
+        let what = format!("subkey {} of {}", sub.key.legacy_key_id().to_string().to_uppercase(), primary.what);
         let created = u64::from(sub.key.created_at().as_secs());
-        let binding = sub
-            .signatures
-            .iter()
-            .filter(|s| s.typ() == Some(SignatureType::SubkeyBinding))
-            .max_by_key(|s| seconds(s.created()));
+        let revoked =
+            primary.revoked || sub.signatures.iter().any(|s| s.typ() == Some(SignatureType::SubkeyRevocation));
+        let binding = match subkey_binding(&key.primary_key, sub, created, now) {
+            Ok(binding) => Some(binding),
+            Err(_) if revoked => None,
+            Err(why) => {
+                return Err(format!(
+                    "the signature was made by {what}, which no valid binding signature binds to its primary key \
+                     ({why}); bind it again over SHA-256 or stronger (gpg --cert-digest-algo SHA256 \
+                     --quick-set-expire {:X} EXPIRY {:X}) and upload the public key again",
+                    key.primary_key.fingerprint(),
+                    sub.key.fingerprint()
+                ));
+            }
+        };
         let own = binding.and_then(lifetime).map(|d| Expiry { at: created + d, of_primary: false });
         let expires = match (own, primary.expires) {
             (Some(own), Some(p)) => Some(if p.at < own.at { p } else { own }),
             (own, p) => own.or(p),
         };
-        let revoked_itself = sub.signatures.iter().any(|s| s.typ() == Some(SignatureType::SubkeyRevocation));
-        Standing {
-            what: format!("subkey {} of {}", sub.key.legacy_key_id().to_string().to_uppercase(), primary.what),
-            created,
-            expires,
-            revoked: primary.revoked || revoked_itself,
-            signs: binding.is_some_and(|b| b.key_flags().sign()),
-        }
+        Ok(Standing { what, created, expires, revoked, signs: binding.is_some_and(|b| b.key_flags().sign()) })
     }
 
     /// Whether this key may have made a signature created at `signed` (Unix seconds), judged
@@ -187,10 +209,6 @@ impl Standing {
     }
 }
 
-fn seconds(t: Option<pgp::types::Timestamp>) -> u64 {
-    t.map(|t| u64::from(t.as_secs())).unwrap_or(0)
-}
-
 /// A self-signature's key expiration time, in seconds after the key's creation (0: never).
 fn lifetime(sig: &Signature) -> Option<u64> {
     sig.key_expiration_time().map(|d| u64::from(d.as_secs())).filter(|&d| d > 0)
@@ -198,4 +216,246 @@ fn lifetime(sig: &Signature) -> Option<u64> {
 
 fn has_key_flags(sig: &Signature) -> bool {
     sig.config().is_some_and(|c| c.hashed_subpackets().any(|p| matches!(p.data, SubpacketData::KeyFlags(_))))
+}
+
+/// Self-signatures made one by one with rpgp, for the rules GnuPG will not break on request (a
+/// direct-key signature, dates outside the key's life, a weak back-signature, another key's
+/// certification); the GnuPG corpus (`super::tests`) holds what gpg makes.
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use pgp::crypto::hash::HashAlgorithm;
+    use pgp::types::Tag;
+
+    use pgp::composed::{EncryptionCaps, KeyType, SecretKeyParamsBuilder, SignedSecretKey, SubkeyParamsBuilder};
+    use pgp::packet::{KeyFlags, SignatureConfig, Subpacket};
+    use pgp::types::{Duration, Password, Timestamp};
+
+    use super::*;
+
+    const BORN: u32 = 1_700_000_000;
+    const DAY: u32 = 86_400;
+    const NOW: u64 = 1_800_000_000;
+    const SHA256: HashAlgorithm = HashAlgorithm::Sha256;
+    const SHA1: HashAlgorithm = HashAlgorithm::Sha1;
+
+    /// An RSA key (RSA: rpgp signs SHA-1 with nothing else) made at `BORN`, with user IDs
+    /// `main` and `other` and a subkey; made once, its self-signatures replaced by each case.
+    fn secret() -> &'static SignedSecretKey {
+        static KEY: OnceLock<SignedSecretKey> = OnceLock::new();
+        KEY.get_or_init(|| generate(KeyType::Rsa(2048)))
+    }
+
+    fn generate(kind: KeyType) -> SignedSecretKey {
+        let sub = SubkeyParamsBuilder::default()
+            .key_type(kind.clone())
+            .can_sign(true)
+            .created_at(Timestamp::from_secs(BORN))
+            .build()
+            .unwrap();
+        SecretKeyParamsBuilder::default()
+            .key_type(kind)
+            .can_sign(true)
+            .can_certify(true)
+            .can_encrypt(EncryptionCaps::None)
+            .created_at(Timestamp::from_secs(BORN))
+            .primary_user_id("main <main@example.com>".into())
+            .user_ids(vec!["other <other@example.com>".into()])
+            .subkeys(vec![sub])
+            .build()
+            .unwrap()
+            .generate(rand::thread_rng())
+            .unwrap()
+    }
+
+    /// A signature of `typ` made `days` after the key, over `hash`, with `more` subpackets.
+    fn config(typ: SignatureType, hash: HashAlgorithm, days: i64, more: &[SubpacketData]) -> SignatureConfig {
+        let mut config = SignatureConfig::v4(typ, secret().primary_key.algorithm(), hash);
+        let made = Timestamp::from_secs((i64::from(BORN) + days * i64::from(DAY)) as u32);
+        config.hashed_subpackets = [SubpacketData::SignatureCreationTime(made)]
+            .iter()
+            .chain(more)
+            .map(|data| Subpacket::regular(data.clone()).unwrap())
+            .collect();
+        config
+    }
+
+    fn flags(sign: bool) -> SubpacketData {
+        let mut flags = KeyFlags::default();
+        flags.set_certify(true);
+        flags.set_sign(sign);
+        SubpacketData::KeyFlags(flags)
+    }
+
+    fn expires(days: u32) -> SubpacketData {
+        SubpacketData::KeyExpirationTime(Duration::from_secs(days * DAY))
+    }
+
+    /// A certification of user ID `user` (0: main, 1: other) by `by`.
+    fn certify(by: &SignedSecretKey, user: usize, mut config: SignatureConfig) -> Signature {
+        let (primary, id) = (&by.primary_key, &secret().details.users[user].id);
+        config.pub_alg = primary.algorithm();
+        config.sign_certification(primary, primary.public_key(), &Password::empty(), Tag::UserId, id).unwrap()
+    }
+
+    fn direct(config: SignatureConfig) -> Signature {
+        let primary = &secret().primary_key;
+        config.sign_key(primary, &Password::empty(), primary.public_key()).unwrap()
+    }
+
+    /// A subkey binding; `back`: the back-signature's digest, if it has one.
+    fn bind(config: SignatureConfig, back: Option<HashAlgorithm>) -> Signature {
+        let (primary, sub) = (&secret().primary_key, &secret().secret_subkeys[0].key);
+        let mut config = config;
+        if let Some(hash) = back {
+            let back = config_for(SignatureType::KeyBinding, hash)
+                .sign_primary_key_binding(sub, sub.public_key(), &Password::empty(), primary.public_key())
+                .unwrap();
+            config
+                .hashed_subpackets
+                .push(Subpacket::regular(SubpacketData::EmbeddedSignature(Box::new(back))).unwrap());
+        }
+        config.sign_subkey_binding(primary, primary.public_key(), &Password::empty(), sub.public_key()).unwrap()
+    }
+
+    fn config_for(typ: SignatureType, hash: HashAlgorithm) -> SignatureConfig {
+        config(typ, hash, 1, &[])
+    }
+
+    /// The key with these self-signatures: over `main`, over `other`, direct.
+    fn key(main: Vec<Signature>, other: Vec<Signature>, direct: Vec<Signature>) -> SignedPublicKey {
+        let mut key = SignedPublicKey::from(secret().clone());
+        key.details.users[0].signatures = main;
+        key.details.users[1].signatures = other;
+        key.details.users.retain(|u| !u.signatures.is_empty());
+        key.details.direct_signatures = direct;
+        key
+    }
+
+    fn standing(key: &SignedPublicKey) -> Result<(Option<u64>, bool), Refusal> {
+        Standing::primary(key, "K", NOW)
+            .map(|s| (s.expires.map(|e| (e.at - u64::from(BORN)) / u64::from(DAY)), s.signs))
+    }
+
+    fn cert(days: i64, more: &[SubpacketData]) -> SignatureConfig {
+        config(SignatureType::CertPositive, SHA256, days, more)
+    }
+
+    #[test]
+    fn only_valid_self_certifications_say_what_a_key_may_do() {
+        let base = || certify(secret(), 0, cert(1, &[flags(true), expires(10)]));
+        assert_eq!(standing(&key(vec![base()], vec![], vec![])), Ok((Some(10), true)));
+        // Each is newer than the base certification and would lift its expiry, but does not count.
+        let revocation = certify(secret(), 1, config(SignatureType::CertRevocation, SHA256, 5, &[]));
+        let ignored = [
+            ("the other user ID, revoked", vec![base()], vec![certify(secret(), 1, cert(2, &[])), revocation.clone()]),
+            ("dated in the future", vec![base(), certify(secret(), 0, cert(1200, &[]))], vec![]),
+            (
+                "over SHA-1",
+                vec![base(), certify(secret(), 0, config(SignatureType::CertPositive, SHA1, 5, &[]))],
+                vec![],
+            ),
+            ("by another key", vec![base(), certify(&generate(KeyType::Ed25519Legacy), 0, cert(5, &[]))], vec![]),
+            ("over another user ID", vec![base(), certify(secret(), 1, cert(5, &[]))], vec![]),
+        ];
+        for (what, main, other) in ignored {
+            assert_eq!(standing(&key(main, other, vec![])), Ok((Some(10), true)), "{what}");
+        }
+        // Key flags likewise: a certify-only key stays so.
+        let certify_only = certify(secret(), 0, cert(1, &[flags(false)]));
+        let other = vec![certify(secret(), 1, cert(1, &[flags(false)])), revocation];
+        assert_eq!(standing(&key(vec![certify_only], other, vec![])), Ok((None, false)));
+    }
+
+    #[test]
+    fn the_primary_user_id_speaks_unless_revoked() {
+        let main = |primary: bool| {
+            let mut more = vec![flags(true), expires(10)];
+            more.extend(primary.then_some(SubpacketData::IsPrimary(true)));
+            certify(secret(), 0, cert(1, &more))
+        };
+        let other = || certify(secret(), 1, cert(2, &[flags(true)]));
+        let revoke = |hash, days| certify(secret(), 0, config(SignatureType::CertRevocation, hash, days, &[]));
+        // Marked primary, it speaks though the other's is newer; unmarked, the newest speaks.
+        assert_eq!(standing(&key(vec![main(true)], vec![other()], vec![])), Ok((Some(10), true)));
+        assert_eq!(standing(&key(vec![main(false)], vec![other()], vec![])), Ok((None, true)));
+        // Revoked, it says nothing; certified again after, it speaks again.
+        assert_eq!(standing(&key(vec![main(true), revoke(SHA256, 3)], vec![other()], vec![])), Ok((None, true)));
+        let again = certify(secret(), 0, cert(4, &[flags(true), expires(10), SubpacketData::IsPrimary(true)]));
+        let revoked_then_again = vec![main(true), revoke(SHA256, 3), again];
+        assert_eq!(standing(&key(revoked_then_again, vec![other()], vec![])), Ok((Some(10), true)));
+        // A revocation that would not count as a self-signature (SHA-1, or in the future) leaves
+        // it in: taking it out would let the laxer certification of `other` speak.
+        for revocation in [revoke(SHA1, 3), revoke(SHA256, 1200)] {
+            assert_eq!(standing(&key(vec![main(true), revocation], vec![other()], vec![])), Ok((Some(10), true)));
+        }
+    }
+
+    #[test]
+    fn a_direct_key_signature_speaks_with_the_user_ids() {
+        let main = |more: &[SubpacketData]| vec![certify(secret(), 0, cert(1, more))];
+        let dks = |days, more: &[SubpacketData]| direct(config(SignatureType::Key, SHA256, days, more));
+        // The stricter of the two holds, whichever is newer.
+        assert_eq!(standing(&key(main(&[flags(true)]), vec![], vec![dks(2, &[expires(20)])])), Ok((Some(20), true)));
+        let both = key(main(&[flags(true), expires(20)]), vec![], vec![dks(2, &[expires(30), flags(true)])]);
+        assert_eq!(standing(&both), Ok((Some(20), true)));
+        let certify_only = key(main(&[flags(true)]), vec![], vec![dks(0, &[flags(false)])]);
+        assert_eq!(standing(&certify_only), Ok((None, false)));
+        // Alone, it binds the key; over SHA-1 or dated in the future, it does not.
+        assert_eq!(standing(&key(vec![], vec![], vec![dks(2, &[expires(5)])])), Ok((Some(5), true)));
+        let weak = key(main(&[flags(true)]), vec![], vec![direct(config(SignatureType::Key, SHA1, 2, &[expires(5)]))]);
+        assert_eq!(standing(&weak), Ok((None, true)));
+        assert_eq!(standing(&key(main(&[flags(true)]), vec![], vec![dks(1200, &[expires(5)])])), Ok((None, true)));
+    }
+
+    #[test]
+    fn a_key_that_no_valid_self_signature_binds_is_refused() {
+        let weak = certify(secret(), 0, config(SignatureType::CertPositive, SHA1, 1, &[flags(true)]));
+        let why = standing(&key(vec![weak], vec![], vec![])).unwrap_err();
+        assert!(why.contains("no valid self-signature binds") && why.contains("SHA1 digest"), "{why}");
+        assert!(why.contains("gpg --cert-digest-algo SHA256 --quick-set-expire"), "{why}");
+        let early = certify(secret(), 0, cert(-1, &[flags(true)]));
+        assert!(standing(&key(vec![early], vec![], vec![])).unwrap_err().contains("before the key was made"));
+        let lapsed = certify(secret(), 0, cert(1, &[SubpacketData::SignatureExpirationTime(Duration::from_secs(DAY))]));
+        assert!(standing(&key(vec![lapsed], vec![], vec![])).unwrap_err().contains("expired at 2023-11-16"));
+        let revoked = vec![
+            certify(secret(), 0, cert(1, &[])),
+            certify(secret(), 0, config(SignatureType::CertRevocation, SHA256, 2, &[])),
+        ];
+        assert!(standing(&key(revoked, vec![], vec![])).unwrap_err().contains("is revoked"));
+        assert!(standing(&key(vec![], vec![], vec![])).unwrap_err().contains("no user ID"));
+        // A revoked key is refused as revoked, whatever binds it.
+        let mut gone = key(vec![], vec![], vec![]);
+        gone.details.revocation_signatures = vec![direct(config(SignatureType::KeyRevocation, SHA1, 2, &[]))];
+        assert!(
+            Standing::primary(&gone, "K", NOW).unwrap().may_have_signed(NOW - 1, NOW).unwrap_err().contains("revoked")
+        );
+    }
+
+    #[test]
+    fn a_subkey_counts_through_its_newest_valid_binding() {
+        let binding = |hash, days, back| bind(config(SignatureType::SubkeyBinding, hash, days, &[flags(true)]), back);
+        let subkey = |bindings: Vec<Signature>| {
+            let mut key = key(vec![certify(secret(), 0, cert(1, &[flags(true)]))], vec![], vec![]);
+            key.public_subkeys[0].signatures = bindings;
+            let primary = Standing::primary(&key, "K", NOW).unwrap();
+            Standing::subkey(&key, &primary, &key.public_subkeys[0], NOW).map(|s| s.signs)
+        };
+        assert_eq!(subkey(vec![binding(SHA256, 1, Some(SHA256))]), Ok(true));
+        for (bindings, why) in [
+            (vec![binding(SHA1, 1, Some(SHA256))], "binding signature uses the SHA1 digest"),
+            (vec![binding(SHA256, 1, Some(SHA1))], "back-signature by the subkey that uses the SHA1 digest"),
+            (vec![binding(SHA256, 1, None)], "no back-signature"),
+            (vec![binding(SHA256, 1200, Some(SHA256))], "in the future"),
+            (vec![], "it has none"),
+        ] {
+            let refused = subkey(bindings).unwrap_err();
+            assert!(refused.contains("no valid binding signature") && refused.contains(why), "{refused}");
+        }
+        // A newer binding that does not count leaves the older one in force.
+        let certify_only = bind(config(SignatureType::SubkeyBinding, SHA256, 1, &[flags(false)]), None);
+        assert_eq!(subkey(vec![certify_only.clone(), binding(SHA1, 2, Some(SHA256))]), Ok(false));
+        assert_eq!(subkey(vec![certify_only, binding(SHA256, 2, Some(SHA256))]), Ok(true));
+    }
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the signature corpus the signing tests read (`signing::tests::corpus`): real
-# keys and detached signatures made by GnuPG, each at a fixed instant (--faked-system-time),
-# so that the tests judge them at chosen instants and never read the clock.
-#   bash functions/registry/testdata/signing/make.sh     (needs gpg 2.2 or later)
+# Regenerates the signature corpus the signing tests read
+# (`signing::tests::the_gpg_corpus_is_judged_as_openpgp_says`): real keys and detached signatures
+# made by GnuPG, each at a fixed instant (--faked-system-time), so that the tests judge them at
+# chosen instants and never read the clock.
+#   bash functions/registry/testdata/signing/make.sh          (needs gpg 2.2 or later)
+#   bash functions/registry/testdata/signing/make.sh CASE...  (only those, e.g. primary_uid_expires)
 # Each case NAME is NAME.asc (its public key, `gpg --armor --export`) and NAME.sig (a binary
 # detached signature over SHA256SUMS, or over other bytes where the case says so).
 set -euo pipefail
@@ -82,6 +84,92 @@ rsa() { # rsa BITS: an RSA key of that size that signs
   sign "rsa$1" $((T0 + DAY)) --digest-algo SHA256
 }
 
+# Issue 44: a key's expiry and key flags are read from its valid self-certifications only. The
+# SHA-1 cases are RSA: rpgp refuses Ed25519 over SHA-1 outright, so they would not reach the rule.
+
+expired_uid_revoked() { # expired on 2024-01-01 with a user ID revoked before: the revocation says nothing of expiry
+  new_case
+  local t=1672531200 # 2023-01-01T00:00:00Z
+  g --faked-system-time "$(at $t)" --quick-gen-key "Old <old@example.com>" ed25519 sign,cert 2024-01-01
+  g --faked-system-time "$(at $((t + 100 * DAY)))" --quick-add-uid "$(fingerprint)" "Spare <spare@example.com>"
+  g --faked-system-time "$(at $((t + 200 * DAY)))" --quick-revoke-uid "$(fingerprint)" "Spare <spare@example.com>"
+  export_key expired-uid-revoked
+  sign expired-uid-revoked $((t + 300 * DAY)) # 2023-10-28: dated before the expiry, as a backdated one would be
+}
+
+certify_only_uid_revoked() { # certify-only, then a user ID added and revoked: the newest signature has no key flags
+  new_case
+  g --faked-system-time "$(at $T0)" --quick-gen-key "Certifier <certifier@example.com>" ed25519 sign,cert never
+  sign certify-only-uid-revoked $((T0 + DAY))
+  edit "$(fingerprint)" $((T0 + 2 * DAY)) change-usage S Q save
+  g --faked-system-time "$(at $((T0 + 3 * DAY)))" --quick-add-uid "$(fingerprint)" "Spare <spare@example.com>"
+  g --faked-system-time "$(at $((T0 + 4 * DAY)))" --quick-revoke-uid "$(fingerprint)" "Spare <spare@example.com>"
+  export_key certify-only-uid-revoked
+}
+
+sha1_self_cert() { # the key's only self-certification is over SHA-1
+  new_case
+  g --faked-system-time "$(at $T0)" --cert-digest-algo SHA1 --quick-gen-key "Sha1 <sha1@example.com>" rsa3072 \
+    sign,cert never
+  export_key sha1-self-cert
+  sign sha1-self-cert $((T0 + DAY)) --digest-algo SHA256
+}
+
+sha1_superseded() { # a SHA-1 self-certification, then a SHA-256 one: the newer, valid one counts
+  new_case
+  g --faked-system-time "$(at $T0)" --cert-digest-algo SHA1 --quick-gen-key "Renewed <renewed@example.com>" rsa3072 \
+    sign,cert never
+  g --armor --export >old.asc
+  g --faked-system-time "$(at $((T0 + DAY)))" --cert-digest-algo SHA256 --quick-set-expire "$(fingerprint)" 5y
+  g --import old.asc && rm old.asc # gpg replaced the SHA-1 one; both are in the key file
+  export_key sha1-superseded
+  sign sha1-superseded $((T0 + 2 * DAY)) --digest-algo SHA256
+}
+
+primary_uid_expires() { # the primary user ID's certification expires the key; a newer one of another does not
+  new_case
+  local first=$GNUPGHOME
+  g --faked-system-time "$(at $T0)" --quick-gen-key "Other <other@example.com>" ed25519 sign,cert never
+  g --faked-system-time "$(at $((T0 + DAY)))" --quick-add-uid "$(fingerprint)" "Primary <primary@example.com>"
+  g --faked-system-time "$(at $((T0 + 2 * DAY)))" --quick-set-primary-uid "$(fingerprint)" "Primary <primary@example.com>"
+  new_case # the same key in a second home, where it still never expires
+  cp -a "$first/." "$GNUPGHOME/"
+  local second=$GNUPGHOME
+  GNUPGHOME=$first
+  edit "$(fingerprint)" $((T0 + 3 * DAY)) expire 30 y save # every user ID: expires 2025-02-03
+  GNUPGHOME=$second
+  edit "$(fingerprint)" $((T0 + 4 * DAY)) 'uid 2' updpref y save # "Other" alone, newer, no expiry
+  g --export | GNUPGHOME=$first g --import
+  GNUPGHOME=$first
+  export_key primary-uid-expires
+  sign primary-uid-expires $((T0 + 5 * DAY))
+}
+
+signing_subkey() { # a certify-only primary with two user IDs, and a signing subkey that signs
+  new_case
+  g --faked-system-time "$(at $T0)" --quick-gen-key "Main <main@example.com>" ed25519 cert never
+  g --faked-system-time "$(at $T0)" --quick-add-uid "$(fingerprint)" "Alias <alias@example.com>"
+  g --faked-system-time "$(at $T0)" --quick-add-key "$(fingerprint)" ed25519 sign never
+  export_key signing-subkey
+  sign signing-subkey $((T0 + DAY))
+}
+
+sha1_subkey_binding() { # a signing subkey whose (only) binding signature is over SHA-1
+  new_case
+  g --faked-system-time "$(at $T0)" --quick-gen-key "Bound <bound@example.com>" rsa3072 cert never
+  g --faked-system-time "$(at $T0)" --quick-add-key "$(fingerprint)" rsa3072 sign never
+  echo 'cert-digest-algo SHA1' >"$GNUPGHOME/gpg.conf"
+  edit "$(fingerprint)" $((T0 + DAY)) 'key 1' expire 2y save # gpg replaces the binding with one over SHA-1
+  rm "$GNUPGHOME/gpg.conf"
+  export_key sha1-subkey-binding
+  sign sha1-subkey-binding $((T0 + 2 * DAY))
+}
+
+if (($#)); then
+  for case in "$@"; do "$case"; done
+  exit
+fi
+
 good
 subkey_outlives_primary
 revoked_subkey
@@ -89,4 +177,11 @@ revoked_primary
 not_for_signing
 rsa 1024
 rsa 3072
+expired_uid_revoked
+certify_only_uid_revoked
+sha1_self_cert
+sha1_superseded
+primary_uid_expires
+signing_subkey
+sha1_subkey_binding
 ls
