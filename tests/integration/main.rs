@@ -9,6 +9,7 @@ mod embedded_s3;
 mod faults;
 mod infra_consistency;
 mod oci_clients;
+mod oci_handshake;
 mod oidc;
 mod pull_through;
 mod tokens;

@@ -799,7 +799,8 @@ mod tests {
             (format!("{repo}/blobs/{zero}"), ci.clone(), 404, "BLOB_UNKNOWN"),
             ("/v2/providers/registry.terraform.io/hashicorp/gone/tags/list".into(), ci.clone(), 404, "NAME_UNKNOWN"),
             ("/v2/providers/Registry/x/y/tags/list".into(), ci.clone(), 400, "NAME_INVALID"),
-            (format!("{repo}/manifests/latest"), ci.clone(), 400, "MANIFEST_INVALID"),
+            (format!("{repo}/manifests/latest"), ci.clone(), 404, "MANIFEST_UNKNOWN"),
+            (format!("{repo}/manifests/newest"), ci.clone(), 400, "MANIFEST_INVALID"),
             (format!("{repo}/blobs/sha256:xyz"), ci.clone(), 400, "DIGEST_INVALID"),
             (format!("{repo}/tags/list"), basic("trg_other"), 404, "NAME_UNKNOWN"),
             (format!("{repo}/tags/list"), "Basic !!!".into(), 401, "UNAUTHORIZED"),
@@ -962,6 +963,15 @@ mod tests {
         assert_eq!(send(private, None, Some("Bearer anonymous")).await.0, 401);
         assert_eq!(send(public, None, Some(&basic(":"))).await.0, 200, "empty Basic is no credentials");
         assert_eq!(send(private, None, Some(&basic(":"))).await.0, 401);
+        // The ping released OpenTofu sends with what the token endpoint handed it: 200 for the
+        // anonymous token and empty Basic too (it stops on anything else), 401 for an unknown
+        // token, a challenge without any Authorization.
+        for auth in ["Bearer anonymous".to_string(), basic(":"), "Bearer trg_ci".into(), basic("u:trg_ci")] {
+            let (status, body, _) = send("/v2/", None, Some(&auth)).await;
+            assert_eq!((status, body), (200, json!({})), "{auth}");
+        }
+        assert_eq!(send("/v2/", None, Some("Bearer trg_nope")).await.0, 401);
+        assert_eq!(send("/v2/", None, None).await.0, 401);
 
         let (status, body, _) = send("/v2/token", Some("grant_type=password"), None).await;
         assert_eq!((status, body["errors"][0]["code"].as_str()), (400, Some("UNSUPPORTED")));

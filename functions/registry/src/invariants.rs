@@ -154,6 +154,9 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                     Route::Oci(OciRoute::Manifest { reference: Reference::Tag(v), .. }) => {
                         vec![layout::oci_module_tag(m, &crate::oci::name::tag(v))]
                     }
+                    Route::Oci(OciRoute::Manifest { reference: Reference::Latest, .. }) => {
+                        vec![layout::oci_module_tag(m, crate::oci::name::LATEST)]
+                    }
                     Route::Oci(
                         OciRoute::Manifest { reference: Reference::Digest(d), .. } | OciRoute::Blob { digest: d, .. },
                     ) => vec![layout::oci_module_manifest(m, d), layout::oci_module_blob(m, d)],
@@ -168,6 +171,10 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
             }
             Route::Oci(OciRoute::Tags { repository: Repository::Provider(p), .. }) => {
                 (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone()))
+            }
+            // A provider has no `latest`: answered absent without a read.
+            Route::Oci(OciRoute::Manifest { repository: Repository::Provider(_), reference: Reference::Latest }) => {
+                continue;
             }
             Route::Oci(OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Tag(v) }) => (
                 layout::provider_version(p, v),

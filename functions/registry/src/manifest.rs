@@ -36,6 +36,11 @@ pub struct ModuleManifest {
     pub format: u32,
     /// Newest first, by SemVer precedence.
     pub versions: Vec<ModuleVersion>,
+    /// The version OCI's `latest` tag names (`indexed/oci/…/tags/latest`): the highest one that
+    /// is not a pre-release and has an OCI package. Recorded here so that the pass which moves
+    /// it writes that tag, and a `reindex` gives it to modules published before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci_latest: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,7 +243,14 @@ impl ModuleManifest {
     /// A manifest of these versions, sorted newest first.
     pub fn new(mut versions: Vec<ModuleVersion>) -> Self {
         versions.sort_by(|a, b| newest_first(&a.version, &b.version));
-        ModuleManifest { format: MODULE_MANIFEST_FORMAT, versions }
+        let oci_latest = versions
+            .iter()
+            .filter(|v| v.oci.as_ref().is_some_and(|l| !l.sha256.is_empty()))
+            .filter_map(|v| crate::address::parse_version(&v.version).ok())
+            .filter(|v| v.pre.is_empty())
+            .max()
+            .map(|v| v.to_string());
+        ModuleManifest { format: MODULE_MANIFEST_FORMAT, versions, oci_latest }
     }
 
     /// Read a stored manifest; unreadable or of another format: `Error::Internal`.
@@ -458,6 +470,11 @@ impl ProviderVersion {
         };
         if let Some(d) = &self.deprecation {
             line["deprecation"] = json!({"reason": d.reason, "replacement": d.replacement});
+        }
+        // Whether the version has an OCI tag (`oci_index`), so that `tags/list` names exactly
+        // the tags that resolve, from this one document.
+        if self.oci_index.is_some() {
+            line["oci"] = json!(true);
         }
         line
     }

@@ -262,11 +262,34 @@ pub(super) async fn store_module<S: Storage>(
             put_pointer(storage, &layout::oci_module_blob(module, &digest), &blob).await?;
         }
     }
-    Ok(())
+    tag_latest(storage, module, before, after).await
+}
+
+/// The `latest` tag, where the manifest's `oci_latest` moved (or was never recorded): the
+/// package manifest of that version, the same bytes as its own tag's.
+async fn tag_latest<S: Storage>(
+    storage: &S,
+    module: &ModuleAddress,
+    before: Option<&ModuleManifest>,
+    after: &ModuleManifest,
+) -> Result<(), Error> {
+    let Some(latest) = after.oci_latest.as_deref() else { return Ok(()) };
+    let version = crate::address::parse_version(latest)?;
+    let layer_of = |m: &ModuleManifest| m.find(&version).and_then(|v| v.oci.clone());
+    // Unchanged: the same version, with the same package (an overwrite changes it).
+    if before.is_some_and(|b| b.oci_latest.as_deref() == Some(latest) && layer_of(b) == layer_of(after)) {
+        return Ok(());
+    }
+    let Some(layer) = layer_of(after).filter(|l| !l.sha256.is_empty()) else { return Ok(()) };
+    let file_name = format!("{latest}.zip");
+    let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
+    let manifest = module_artifact(&package).map_err(|e| Error::Internal(format!("serialise OCI manifest: {e}")))?;
+    let key = layout::oci_module_tag(module, crate::oci::name::LATEST);
+    storage.put(&key, manifest.bytes.into(), MEDIA_TYPE_MANIFEST, Precondition::None).await
 }
 
 /// After a module manifest is written: the tags of versions it no longer serves (yanked), so
-/// they answer 404, and the pointers of blobs yanked or replaced (`REGISTRY_ALLOW_OVERWRITE`):
+/// they answer 404 (and `latest` when no release is left), and the pointers of blobs yanked or replaced (`REGISTRY_ALLOW_OVERWRITE`):
 /// deleted when no version has those bytes any more, else pointed at one that still has them
 /// (the pointer may name the zip that went).
 pub(super) async fn forget_module<S: Storage>(
@@ -276,6 +299,9 @@ pub(super) async fn forget_module<S: Storage>(
     after: &ModuleManifest,
 ) -> Result<(), Error> {
     let Some(before) = before.filter(|_| Repository::of_module(module).is_some()) else { return Ok(()) };
+    if before.oci_latest.is_some() && after.oci_latest.is_none() {
+        storage.delete(&layout::oci_module_tag(module, crate::oci::name::LATEST)).await?;
+    }
     for gone in &before.versions {
         // Stored versions are canonical SemVer; one that is not was never tagged.
         let Ok(version) = crate::address::parse_version(&gone.version) else { continue };
@@ -430,6 +456,105 @@ mod tests {
         let mut rebuilt = Pointer::read(b"{not json");
         rebuilt.apply(&Change::Add(&blob));
         assert_eq!((rebuilt.blob, rebuilt.zips.len()), (blob, 1));
+    }
+
+    async fn status_of(app: &App<MemoryStorage>, method: &http::Method, path: &str) -> u16 {
+        app.handle(&Request::new(method, path)).await.status.as_u16()
+    }
+
+    async fn tags_of(app: &App<MemoryStorage>, repository: &str) -> serde_json::Value {
+        let reply = app.handle(&Request::get(&format!("{repository}/tags/list"))).await;
+        serde_json::from_slice::<serde_json::Value>(&reply.body).unwrap()["tags"].clone()
+    }
+
+    /// The layer digest a manifest route answers with, or its status when it does not answer.
+    async fn layer_of(app: &App<MemoryStorage>, path: &str) -> Result<String, u16> {
+        let reply = app.handle(&Request::get(path)).await;
+        match reply.status.as_u16() {
+            200 => {
+                let manifest: crate::oci::artifacts::ImageManifest = serde_json::from_slice(&reply.body).unwrap();
+                Ok(manifest.layers[0].digest.clone())
+            }
+            status => Err(status),
+        }
+    }
+
+    /// `latest` (what OpenTofu asks for when an `oci://` source names no tag) is the highest
+    /// release with a package, never a pre-release; it moves down when that one is yanked,
+    /// with its package when it is overwritten, answers 404 when no release is left, and a
+    /// reindex gives it to a module whose manifest predates it. Providers have none.
+    #[tokio::test]
+    async fn latest_names_the_highest_release() {
+        let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+        let s = app.storage();
+        let zips: Vec<Vec<u8>> =
+            ["1.0.0", "1.1.0", "2.0.0-rc.1"].iter().map(|v| crate::testing::module_zip(&[("main.tf", v)])).collect();
+        for (v, zip) in ["1.0.0", "1.1.0", "2.0.0-rc.1"].iter().zip(&zips) {
+            publish(s, &format!("{MODULE}{v}.zip"), Some(zip)).await;
+        }
+        let latest = "/v2/modules/acme/vpc/aws/manifests/latest";
+        assert_eq!(layer_of(&app, latest).await, Ok(digest(&zips[1])), "1.1.0, not the pre-release");
+        assert_eq!(layer_of(&app, latest).await, layer_of(&app, "/v2/modules/acme/vpc/aws/manifests/1.1.0").await);
+        let tags = tags_of(&app, "/v2/modules/acme/vpc/aws").await;
+        assert_eq!(tags, serde_json::json!(["1.0.0", "1.1.0", "2.0.0-rc.1"]), "latest is not listed");
+
+        let replaced = crate::testing::module_zip(&[("main.tf", "1.1.0 again")]);
+        let overwrite = Limits { overwrite_published: true, ..Limits::default() };
+        s.insert(&format!("{MODULE}1.1.0.zip"), replaced.clone());
+        Indexer::new(s, overwrite).on_object_changed(&format!("{MODULE}1.1.0.zip")).await.unwrap();
+        assert_eq!(layer_of(&app, latest).await, Ok(digest(&replaced)), "overwritten");
+
+        publish(s, &format!("{MODULE}1.1.0.zip"), None).await;
+        assert_eq!(layer_of(&app, latest).await, Ok(digest(&zips[0])), "1.1.0 yanked");
+        publish(s, &format!("{MODULE}1.0.0.zip"), None).await;
+        assert_eq!(layer_of(&app, latest).await, Err(404), "only a pre-release left");
+
+        // A manifest written before `latest` existed: a reindex records and tags it.
+        publish(s, &format!("{MODULE}1.0.0.zip"), Some(&zips[0])).await;
+        let key = "indexed/modules/acme/vpc/aws/manifest.json";
+        let mut old: ModuleManifest = ModuleManifest::parse(&s.peek(key).unwrap()).unwrap();
+        old.oci_latest = None;
+        s.insert(key, serde_json::to_vec(&old).unwrap());
+        s.remove(&layout::oci_module_tag(&ModuleAddress::parse("acme", "vpc", "aws").unwrap(), "latest"));
+        assert_eq!(layer_of(&app, latest).await, Err(404));
+        Indexer::new(s, Limits::default()).reindex_all().await.unwrap();
+        assert_eq!(layer_of(&app, latest).await, Ok(digest(&zips[0])), "after reindex");
+
+        let zip = crate::testing::provider_zip("null", "1.0.0", "x");
+        publish(s, &format!("{PROVIDER}terraform-provider-null_1.0.0_linux_amd64.zip"), Some(&zip)).await;
+        let provider = "/v2/providers/registry.terraform.io/hashicorp/null/manifests/latest";
+        assert_eq!(status_of(&app, &http::Method::GET, provider).await, 404);
+    }
+
+    /// `tags/list` names exactly the tags that resolve: a version whose document has no image
+    /// index (written before OCI support) is left out until a reindex gives it one.
+    #[tokio::test]
+    async fn a_provider_lists_only_tags_that_resolve() {
+        let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+        let s = app.storage();
+        for v in ["1.0.0", "1.1.0"] {
+            let zip = crate::testing::provider_zip("null", v, "x");
+            publish(s, &format!("{PROVIDER}terraform-provider-null_{v}_linux_amd64.zip"), Some(&zip)).await;
+        }
+        let provider = ProviderAddress::parse("registry.terraform.io", "hashicorp", "null").unwrap();
+        // 1.1.0 as an older indexer left it: no image index in its document, none in its line.
+        let doc_key = layout::provider_version(&provider, &semver::Version::new(1, 1, 0));
+        let mut doc = ProviderVersion::parse(&s.peek(&doc_key).unwrap()).unwrap();
+        doc.oci_index = None;
+        s.insert(&doc_key, serde_json::to_vec(&doc).unwrap());
+        let index_key = layout::provider_index(&provider);
+        let mut index = crate::manifest::ProviderIndex::parse(&s.peek(&index_key).unwrap()).unwrap();
+        index.versions.insert("1.1.0".into(), serde_json::json!({}));
+        s.insert(&index_key, serde_json::to_vec(&index).unwrap());
+
+        let repository = "/v2/providers/registry.terraform.io/hashicorp/null";
+        let head = |tag: &str| format!("{repository}/manifests/{tag}");
+        assert_eq!(tags_of(&app, repository).await, serde_json::json!(["1.0.0"]));
+        assert_eq!(status_of(&app, &http::Method::HEAD, &head("1.0.0")).await, 200);
+        assert_eq!(status_of(&app, &http::Method::HEAD, &head("1.1.0")).await, 404);
+        Indexer::new(s, Limits::default()).reindex_all().await.unwrap();
+        assert_eq!(tags_of(&app, repository).await, serde_json::json!(["1.0.0", "1.1.0"]));
+        assert_eq!(status_of(&app, &http::Method::HEAD, &head("1.1.0")).await, 200, "every listed tag resolves");
     }
 
     fn open() -> crate::config::Config {

@@ -86,9 +86,15 @@ fn is_component(s: &str) -> bool {
 pub enum Reference {
     /// A version, spelled as a tag.
     Tag(semver::Version),
+    /// `latest` ([`LATEST`]): a module's highest release, what OpenTofu asks for when an
+    /// `oci://` source names no tag (`internal/getmodules/oci_getter.go`). Providers have none.
+    Latest,
     /// `sha256:HEX`, as sent (64 lower-case hex digits).
     Digest(String),
 }
+
+/// The one tag that is not a version.
+pub const LATEST: &str = "latest";
 
 /// A version's tag: SemVer with `_` for `+` (a tag cannot hold `+`).
 pub fn tag(version: &semver::Version) -> String {
@@ -245,6 +251,7 @@ pub fn parse(rest: &str, query: Option<&str>) -> Result<OciRoute, Error> {
         Kind::Manifest if last.starts_with("sha256:") => {
             OciRoute::Manifest { repository, reference: Reference::Digest(parse_digest(last)?) }
         }
+        Kind::Manifest if last == LATEST => OciRoute::Manifest { repository, reference: Reference::Latest },
         Kind::Manifest => OciRoute::Manifest { repository, reference: Reference::Tag(version_of_tag(last)?) },
         Kind::Blob => OciRoute::Blob { repository, digest: parse_digest(last)? },
         Kind::Base | Kind::Token | Kind::Other => unreachable!("answered above"),
@@ -349,7 +356,7 @@ mod tests {
             ("modules/acme/vpc/tags/list", None, 400),
             ("modules/Acme/vpc/aws/tags/list", None, 400),
             ("providers/registry.terraform.io/hashicorp/null/../x/tags/list", None, 400),
-            (&format!("{name}/manifests/latest"), None, 400),
+            (&format!("{name}/manifests/Latest"), None, 400),
             (&format!("{name}/manifests/3.2.1+ent"), None, 400),
             (&format!("{name}/manifests/v3.2.1"), None, 400),
             (&format!("{name}/manifests/sha256:AB"), None, 400),
@@ -438,7 +445,7 @@ mod tests {
             }
             // Refused for what follows the keyword, not for the name.
             for (rest, kind) in
-                [(format!("{name}/manifests/latest"), Kind::Manifest), (format!("{name}/blobs/1.0.0"), Kind::Blob)]
+                [(format!("{name}/manifests/newest"), Kind::Manifest), (format!("{name}/blobs/1.0.0"), Kind::Blob)]
             {
                 let raw_path = format!("/v2/{rest}");
                 assert_eq!(parse(&rest, None).map_err(|e| e.status().as_u16()), Err(400), "{rest}");

@@ -37,11 +37,17 @@ pub(super) async fn answer<S: Storage>(
     let head = *request.method == Method::HEAD;
     match route {
         OciRoute::Base => {
-            // Clients ask here first, and send their credentials once challenged.
-            if authorization.is_none() {
+            // Clients ask here first (released OpenTofu, 1.10 to 1.12: oras-go's `Ping` in
+            // cmd/tofu/oci_distribution.go, which stops on anything but 200), and send what the
+            // token endpoint handed them once challenged: the anonymous token too, which must
+            // be answered 200 here or no anonymous read ever starts. Without an `Authorization`
+            // header they are challenged; credentials presented must be known.
+            if request.authorization.is_none() {
                 return Err(Error::Unauthorized("credentials are required".into()));
             }
-            ctx.verifier.caller(ctx.storage(), authorization).await?;
+            if authorization.is_some() {
+                ctx.verifier.caller(ctx.storage(), authorization).await?;
+            }
             Ok(Reply::json(StatusCode::OK, &json!({})).header(API_VERSION.0, API_VERSION.1))
         }
         OciRoute::Token => token(ctx, authorization).await,
@@ -97,7 +103,8 @@ fn credentials(header: Option<&str>) -> Result<Option<String>, Error> {
 /// it (so a registry token or a JWT, `Basic` or `Bearer`, works as `docker login`,
 /// skopeo, ORAS and OpenTofu's `oci_credentials` use it), or the anonymous token without
 /// one. Nothing is minted or stored: each later request is checked anew, scopes and expiry
-/// included. No `expires_in`: clients then ask again after 60 seconds, the token spec's default.
+/// included. No `expires_in` (the token spec's default is 60 seconds; oras-go ignores it and
+/// asks again only when a request is answered 401).
 async fn token<S: Storage>(ctx: &Context<S>, authorization: Option<&str>) -> Result<Reply, Error> {
     let token = match authorization {
         None => ANONYMOUS_TOKEN,
@@ -135,7 +142,8 @@ pub(crate) fn absent(repository: &Repository, kind: Kind) -> Error {
     Error::NotFound(format!("{what}: {}", repository.name()))
 }
 
-/// The versions a repository has tags for: a provider's served ones, a module's with a package.
+/// The versions a repository has tags for: a provider's with an image index, a module's with a
+/// package. (`latest` is not listed: it is another name for one of them.)
 async fn versions<S: Storage>(
     ctx: &Context<S>,
     repository: &Repository,
@@ -147,7 +155,10 @@ async fn versions<S: Storage>(
             let key = layout::provider_index(provider);
             let read =
                 ctx.reader.manifest(&key, ProviderIndex::parse, |i| i.versions.is_empty(), missing, deadline).await?;
-            (read.value.versions.keys().cloned().collect(), read.stale)
+            // Only versions whose document holds an image index: a tag listed must resolve
+            // (OpenTofu fails outright when the newest listed tag does not).
+            let tagged = read.value.versions.iter().filter(|(_, line)| line.get("oci") == Some(&json!(true)));
+            (tagged.map(|(v, _)| v.clone()).collect(), read.stale)
         }
         Repository::Module(module) => {
             let key = layout::module_manifest(module);
@@ -209,6 +220,12 @@ async fn manifest<S: Storage>(
             let key = layout::oci_module_tag(module, &name::tag(version));
             stored(ctx, &key, None, missing, deadline).await?
         }
+        // Stored by the indexer beside the versions' tags when the highest release moves.
+        (Repository::Module(module), Reference::Latest) => {
+            stored(ctx, &layout::oci_module_tag(module, name::LATEST), None, missing, deadline).await?
+        }
+        // Providers are installed by version: OpenTofu never asks for `latest`.
+        (Repository::Provider(_), Reference::Latest) => return Err(missing()),
         (Repository::Provider(provider), Reference::Digest(digest)) => {
             stored(ctx, &layout::oci_manifest(provider, digest), Some(digest), missing, deadline).await?
         }

@@ -63,7 +63,7 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
         &f.storage.peek("indexed/providers/registry.terraform.io/hashicorp/null/index.json").unwrap(),
     )
     .unwrap();
-    assert_eq!(index_json, json!({"versions": {"3.2.1+ent": {}}}));
+    assert_eq!(index_json, json!({"versions": {"3.2.1+ent": {"oci": true}}}));
 
     // Redelivery (S3 delivers at least once) changes nothing.
     let again = index(&f, serde_json::from_str(BATCH).unwrap()).await.unwrap();
