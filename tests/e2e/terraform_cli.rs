@@ -474,6 +474,24 @@ async fn terraform_installs_a_signed_private_provider_through_providers_v1() {
         );
     }
 
+    // Every platform's h1: in the lock file, as a team on several platforms needs it (and as
+    // OpenTofu needs it too: it writes `packages` hashes to the lock file only for
+    // registry.opentofu.org): `providers lock` for each platform, through providers.v1.
+    let args = ["providers", "lock", "-no-color", "-platform=linux_amd64", "-platform=darwin_arm64"];
+    let platforms: Vec<&str> = args[3..].iter().map(|a| a.trim_start_matches("-platform=")).collect();
+    let publishes_linux = platform == "linux_amd64";
+    if publishes_linux {
+        let out = tokio::task::block_in_place(|| support::terraform_with_config(&tf, &h, &rc, work.path(), &args));
+        assert!(out.status.success(), "terraform providers lock failed\n{}", text(&out));
+        let lock = std::fs::read_to_string(work.path().join(".terraform.lock.hcl")).unwrap();
+        let (_, hashes) = locked(&lock, &format!("{host}/acme/widget"));
+        for other in platforms {
+            let zip =
+                std::fs::read(h.object_path(&format!("{prefix}terraform-provider-widget_1.0.0_{other}.zip"))).unwrap();
+            assert!(hashes.contains(&support::h1_reference(&zip)), "{other}'s h1: locked: {hashes:?}");
+        }
+    }
+
     // The release signed by the rotated key.
     std::fs::write(work.path().join("main.tf"), config("1.1.0")).unwrap();
     let out = init(work.path(), &["-upgrade"]);

@@ -408,9 +408,10 @@ impl ProviderArchive {
         self.hashes.iter().find_map(|h| h.strip_prefix("zh:")).unwrap_or_default()
     }
 
-    /// Its hashes in the order the CLI should try them: `zh:` first. The CLI checks a
+    /// Its hashes in the order the CLI should try them: `zh:` first. Terraform checks a
     /// downloaded zip against a mirror's hashes in the order given and stops at the first match
-    /// (`getproviders.PackageMatchesAnyHash` in Terraform and OpenTofu): a `zh:` is one SHA-256
+    /// (`getproviders.PackageMatchesAnyHash`; OpenTofu 1.10+ computes every scheme it is given,
+    /// `HashesMatchingPackage`, so there the order saves nothing): a `zh:` is one SHA-256
     /// over the zip, an `h1:` first unpacks the whole archive into a temporary directory (for
     /// the 700 MB AWS provider, seconds: the network mirror install then took 2× a filesystem
     /// mirror's, docs/PERFORMANCE.md). Both pin the same bytes, and the lock file gets the
