@@ -175,6 +175,7 @@ impl IndexingS3 {
         let response = self.serve(request, &verified).await?;
         let principal = verified.principal();
         record(response.status(), principal);
+        answered(&method, key.as_deref(), response.status(), principal);
         if !response.status().is_success() {
             return Ok(response);
         }
@@ -282,6 +283,19 @@ async fn answer_fault(
         Fault::Truncated | Fault::ChecksumMismatch => return None,
     };
     Some(Ok(injected(error, record)))
+}
+
+/// The log line of an answer S3 would count as an error: a 5xx is the embedded S3's own fault
+/// (ERROR); a 4xx is the client's (DEBUG: S3 refuses a HEAD on a presigned GET URL, which the
+/// CLI sends before every download, and an upload a principal may not write is the caller's
+/// business, already answered).
+fn answered(method: &Method, key: Option<&str>, status: http::StatusCode, principal: Option<Principal>) {
+    let who = principal.map(Principal::access_key);
+    if status.is_server_error() {
+        tracing::error!(%method, key, status = status.as_u16(), who, "embedded S3 failed");
+    } else if status.is_client_error() {
+        tracing::debug!(%method, key, status = status.as_u16(), who, "embedded S3 refused");
+    }
 }
 
 /// S3's 304 for `response` (an unchanged object): no body, its ETag and date kept.

@@ -116,11 +116,15 @@ enum Token {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Colour only on a terminal: `make dev > registry.log` keeps a plain file. s3s logs every
+    // refused request (a bad signature, the CLI's HEAD on a presigned GET URL, which S3 refuses
+    // too) at ERROR from its `ops` module; the embedded S3 logs its own answers (5xx at ERROR,
+    // 4xx at DEBUG), so those lines are off unless RUST_LOG asks for them.
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,s3s=warn,s3s_fs=warn,aws_config=warn,aws_smithy_runtime=warn".into()),
-        )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            "info,s3s=warn,s3s::ops=off,s3s_fs=warn,aws_config=warn,aws_smithy_runtime=warn".into()
+        }))
         .init();
     let done = match cli.command {
         None => serve(cli.serve).await,

@@ -156,7 +156,7 @@ impl<S: Storage> App<S> {
         if *method == Method::HEAD {
             reply.body = Bytes::new();
         }
-        let path = crate::address::printable(raw_path);
+        let path = loggable_path(raw_path);
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &result {
             Err(e) if e.is_server_error() => {
@@ -197,6 +197,24 @@ impl<S: Storage> App<S> {
     }
 }
 
+/// A request path as the log shows it: whole, up to the longest path any route takes
+/// (`router::PATH_MAX_LEN`: longer ones are refused before routing), every byte that is not
+/// printable ASCII percent-encoded as a URL would carry it, so a hostile path can neither
+/// break a log line nor hide what it was.
+pub fn loggable_path(raw: &str) -> String {
+    let mut shown = String::with_capacity(raw.len().min(crate::router::PATH_MAX_LEN));
+    for &b in raw.as_bytes().iter().take(crate::router::PATH_MAX_LEN) {
+        match b {
+            0x21..=0x7e => shown.push(b as char),
+            _ => shown.push_str(&format!("%{b:02X}")),
+        }
+    }
+    if raw.len() > crate::router::PATH_MAX_LEN {
+        shown.push_str(&format!("… ({} bytes)", raw.len()));
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -210,6 +228,16 @@ mod tests {
 
     fn app() -> App<MemoryStorage> {
         App::new(open(Config::new("bucket")), fixture(), &Service::ALL)
+    }
+
+    /// Logged whole (the path that used to be cut at 64 characters), escaped, bounded.
+    #[test]
+    fn a_path_is_logged_whole_and_escaped() {
+        let long = "/v2/providers/registry.terraform.io/hashicorp/random/manifests/3.6.3";
+        assert_eq!(loggable_path(long), long);
+        assert_eq!(loggable_path("/v1/a b\n\u{1b}[31m%2e/é"), "/v1/a%20b%0A%1B[31m%2e/%C3%A9");
+        let huge = format!("/{}", "a".repeat(5000));
+        assert_eq!(loggable_path(&huge), format!("/{}… (5001 bytes)", "a".repeat(crate::router::PATH_MAX_LEN - 1)));
     }
 
     /// A module version, a provider version, and manifests that are broken, empty or yanked.

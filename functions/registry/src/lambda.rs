@@ -102,7 +102,7 @@ async fn answer_event<S: Storage>(
     };
     if let Err(refused) = guard(&mut event) {
         let raw_path = event.raw_path.as_deref().unwrap_or_default();
-        let path = crate::address::printable(raw_path);
+        let path = crate::app::loggable_path(raw_path);
         tracing::info!(%path, status = refused.status().as_u16(), error = %refused, "refused before lambda_http");
         let request = Request::from_parts(&event.request_context.http.method, raw_path, None, &event.headers);
         return Answer::Refused(Box::new(api_gateway_response(app.refuse(&refused, &request).into_http())));
