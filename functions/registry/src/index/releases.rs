@@ -399,7 +399,7 @@ mod tests {
         let index = ProviderIndex::parse(&s.peek(&format!("{DOCS}index.json")).unwrap()).unwrap();
         assert_eq!(
             index.versions["1.0.0"],
-            serde_json::json!({"protocols": ["6.0"], "platforms": [{"os": "darwin", "arch": "arm64"}, {"os": "linux", "arch": "amd64"}]})
+            serde_json::json!({"protocols": ["6.0"], "platforms": [{"os": "darwin", "arch": "arm64"}, {"os": "linux", "arch": "amd64"}], "oci": true})
         );
         // Idempotent: nothing changed, nothing written.
         let provider = ProviderAddress::parse(HOST, "acme", "widget").unwrap();
