@@ -56,8 +56,9 @@ proof:
 	  $(CARGO) test --workspace --test integration concurrent_publish -- --nocapture
 
 ## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys,
-## uploaded archives, module docs, signed releases, upstream answers, web pages and OIDC
-## claims: every target built once, then $(FUZZ_SECONDS) s each; a crash leaves its input under
+## uploaded archives, module docs, comparisons of two versions, signed releases, upstream
+## answers, web pages and OIDC claims: every target built once, then $(FUZZ_SECONDS) s each; a
+## crash, or an input running over 10 s (FUZZ_INPUT_SECONDS), leaves its input under
 ## fuzz/artifacts/ and fails. (make test runs the same for 15 s each.)
 FUZZ_SECONDS ?= 600
 fuzz:

@@ -15,7 +15,7 @@ use crate::address::ModuleAddress;
 
 use crate::catalog::{Catalog, ModuleEntry};
 use crate::manifest::{ModuleManifest, ModuleVersion};
-use crate::module_docs::compare::Change;
+use crate::module_docs::compare::Comparison;
 use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
 
@@ -166,16 +166,20 @@ pub fn details(
 }
 
 /// The registry's additions to a version's details: its deprecation, how it was judged at
-/// publish (`index::judgment`), and every change since the version before it (`changes`:
-/// `since` and the list, each change with `breaking` saying why when it is).
-pub fn add_changes(body: &mut Value, entry: &ModuleVersion, changes: Option<(&str, &[Change])>) {
+/// publish (`index::judgment`), and the changes since the version before it, as compared at
+/// publish (`changes`: `since` and the list, each change with `breaking` saying why when it
+/// is; past `CHANGES_KEPT`, `more` and `more_breaking` count those not kept).
+pub fn add_changes(body: &mut Value, entry: &ModuleVersion, changes: Option<&Comparison>) {
     body["deprecation"] = match &entry.deprecation {
         Some(d) => json!({"reason": d.reason, "replacement": d.replacement}),
         None => Value::Null,
     };
     body["judged"] = json!(entry.judged);
     body["changes"] = match changes {
-        Some((since, list)) => json!({"since": since, "changes": list}),
+        Some(c) if c.more > 0 => json!({
+            "since": c.from, "changes": c.changes, "more": c.more, "more_breaking": c.more_breaking
+        }),
+        Some(c) => json!({"since": c.from, "changes": c.changes}),
         None => Value::Null,
     };
 }

@@ -16,6 +16,7 @@
 //! other, the lower first when one pass sees both, never judged against a version that was not
 //! published.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::address::ModuleAddress;
@@ -23,7 +24,7 @@ use crate::error::Error;
 use crate::layout;
 use crate::manifest::{Judgment, ModuleVersion};
 use crate::module_docs::ModuleDocs;
-use crate::module_docs::compare::{Change, compare};
+use crate::module_docs::compare::{COMPARED_BEFORE, Change, Compared, Comparison};
 use crate::storage::Storage;
 
 /// What a namespace does with breaking changes in a minor or patch release.
@@ -82,8 +83,8 @@ impl SemverPolicy {
     }
 }
 
-/// Breaking changes kept in a manifest entry; the full list is computed from the two versions'
-/// docs wherever it is shown.
+/// Breaking changes kept in a manifest entry; the comparisons stored with the version's docs
+/// keep the changes (`CHANGES_KEPT` of them, breaking ones first, the rest counted).
 const KEPT_LINES: usize = 20;
 
 /// Breaking changes a rejection record lists (a hostile archive may have thousands).
@@ -96,51 +97,134 @@ pub(super) enum Verdict {
 }
 
 /// Judge `version` (its `docs`) of `module` against `published` (the entries accepted so far
-/// in this pass, all lower), reading the baseline's docs from `fresh` (this pass's) or storage.
+/// in this pass, all lower), reading earlier docs from `fresh` (this pass's) or storage. First,
+/// whatever the policy, `docs` is compared with the versions before it and the comparisons
+/// kept in `docs.compared`, stored with them: the pages and answers that show changes read
+/// those, and compare nothing per request.
 pub(super) async fn judge<S: Storage>(
     storage: &S,
     policy: &SemverPolicy,
     module: &ModuleAddress,
     version: &semver::Version,
-    docs: &ModuleDocs,
+    docs: &mut ModuleDocs,
     published: &[ModuleVersion],
     fresh: &BTreeMap<String, ModuleDocs>,
 ) -> Result<Verdict, Error> {
+    let baseline = baseline(version, published);
+    let earlier = Earlier::pick(version, published, baseline);
+    let (compared, baseline_warnings) = earlier.compare(storage, module, docs, fresh).await?;
+    let found = baseline.and_then(|b| compared.with.iter().find(|c| c.from == b.version)).map(breaks);
+    docs.compared = Some(compared);
     let policy = policy.of(&module.namespace);
     if policy == Policy::Off {
         return Ok(Verdict::Publish(None));
     }
-    let Some(baseline) = baseline(version, published) else {
+    let Some(baseline) = baseline else {
         return Ok(Verdict::Publish(Some(Judgment::default())));
     };
     let against = Some(baseline.version.clone());
-    let old = match fresh.get(&baseline.version) {
-        Some(d) => Some(d.clone()),
-        None => read_docs(storage, module, &baseline.version).await?,
-    };
-    // A file that was not read (does not parse, too large, not UTF-8) hides part of the interface.
-    let unreadable =
-        |d: &ModuleDocs| d.warnings.iter().find(|w| w.contains("does not parse") || w.ends_with("not read")).cloned();
-    let note = match (&old, unreadable(docs)) {
+    let note = match (&baseline_warnings, unreadable(&docs.warnings)) {
         (_, Some(why)) => Some(format!("not judged: {why}")),
         (None, _) => Some(format!("not judged: the docs of {} are not stored", baseline.version)),
         (Some(old), None) => unreadable(old).map(|why| format!("not judged: {} has {why}", baseline.version)),
     };
     if let Some(note) = note {
         // A new version whose files cannot be read cannot be shown to keep its interface.
-        if policy == Policy::Enforce && enforced(version) && unreadable(docs).is_some() {
+        if policy == Policy::Enforce && enforced(version) && unreadable(&docs.warnings).is_some() {
             return Ok(Verdict::Refuse(format!("{note}. Fix the file and upload the archive again")));
         }
         return Ok(Verdict::Publish(Some(Judgment { against, note: Some(note), ..Judgment::default() })));
     }
-    let changes: Vec<Change> = old.map(|old| compare(&old, docs)).unwrap_or_default();
-    let breaking: Vec<String> = changes.iter().filter(|c| c.breaking.is_some()).map(Change::line).collect();
-    if policy == Policy::Enforce && enforced(version) && !breaking.is_empty() {
-        return Ok(Verdict::Refuse(refusal(version, &baseline.version, &breaking)));
+    let (breaking, count) = found.unwrap_or_default();
+    if policy == Policy::Enforce && enforced(version) && count > 0 {
+        return Ok(Verdict::Refuse(refusal(version, &baseline.version, &breaking, count)));
     }
-    let more = breaking.len().saturating_sub(KEPT_LINES) as u64;
+    let more = count.saturating_sub(KEPT_LINES as u64);
     let breaking = breaking.into_iter().take(KEPT_LINES).collect();
     Ok(Verdict::Publish(Some(Judgment { against, breaking, more, note: None })))
+}
+
+/// Compare `docs` with the versions before it, as `judge` does, without judging: for docs read
+/// again for a version published before docs were.
+pub(super) async fn compare<S: Storage>(
+    storage: &S,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    docs: &mut ModuleDocs,
+    published: &[ModuleVersion],
+    fresh: &BTreeMap<String, ModuleDocs>,
+) -> Result<(), Error> {
+    let earlier = Earlier::pick(version, published, baseline(version, published));
+    docs.compared = Some(earlier.compare(storage, module, docs, fresh).await?.0);
+    Ok(())
+}
+
+/// The first warning saying a file was not read (does not parse, too large, not UTF-8): such
+/// a file hides part of the interface.
+fn unreadable(warnings: &[String]) -> Option<String> {
+    warnings.iter().find(|w| w.contains("does not parse") || w.ends_with("not read")).cloned()
+}
+
+/// A comparison's breaking changes as lines (as many as a rejection record lists), and how
+/// many there are.
+fn breaks(comparison: &Comparison) -> (Vec<String>, u64) {
+    let breaking = comparison.changes.iter().filter(|c| c.breaking.is_some());
+    (breaking.take(REFUSAL_LINES).map(Change::line).collect(), comparison.breaking())
+}
+
+/// The versions a new one is compared with at publish, newest first: the `COMPARED_BEFORE`
+/// published below it, the version before it (`since`: the highest below, a release unless
+/// the new one is a pre-release, as its page shows it) and its baseline, each once.
+struct Earlier<'a> {
+    since: Option<&'a ModuleVersion>,
+    baseline: Option<&'a ModuleVersion>,
+    versions: Vec<&'a ModuleVersion>,
+}
+
+impl<'a> Earlier<'a> {
+    fn pick(version: &semver::Version, published: &'a [ModuleVersion], baseline: Option<&'a ModuleVersion>) -> Self {
+        let mut below: Vec<(semver::Version, &ModuleVersion)> = published
+            .iter()
+            .filter_map(|e| crate::address::parse_version(&e.version).ok().map(|v| (v, e)))
+            .filter(|(v, _)| v.cmp_precedence(version).is_lt())
+            .collect();
+        below.sort_by(|a, b| b.0.cmp_precedence(&a.0));
+        let since = below.iter().find(|(v, _)| !version.pre.is_empty() || v.pre.is_empty()).map(|&(_, e)| e);
+        let mut versions: Vec<&ModuleVersion> = below.iter().take(COMPARED_BEFORE).map(|&(_, e)| e).collect();
+        // Below the ten when not among them: appended, the order stays newest first.
+        for extra in [since, baseline].into_iter().flatten() {
+            if !versions.iter().any(|e| e.version == extra.version) {
+                versions.push(extra);
+            }
+        }
+        Earlier { since, baseline, versions }
+    }
+
+    /// `docs` compared with each, their docs read one at a time (from `fresh`, else storage; a
+    /// version whose docs are not stored, or were read from other bytes than it serves, is not
+    /// compared); and the baseline's docs' warnings, `None` when those were not read.
+    async fn compare<S: Storage>(
+        &self,
+        storage: &S,
+        module: &ModuleAddress,
+        docs: &ModuleDocs,
+        fresh: &BTreeMap<String, ModuleDocs>,
+    ) -> Result<(Compared, Option<Vec<String>>), Error> {
+        let mut compared = Compared { since: self.since.map(|e| e.version.clone()), with: Vec::new() };
+        let mut baseline_warnings = None;
+        for entry in &self.versions {
+            let stored = match fresh.get(&entry.version) {
+                Some(d) => Some(Cow::Borrowed(d)),
+                None => read_docs(storage, module, &entry.version).await?.map(Cow::Owned),
+            };
+            let Some(old) = stored.filter(|d| d.sha256 == entry.sha256) else { continue };
+            if self.baseline.is_some_and(|b| b.version == entry.version) {
+                baseline_warnings = Some(old.warnings.clone());
+            }
+            compared.with.push(Comparison::new(&entry.version, &old, docs));
+        }
+        Ok((compared, baseline_warnings))
+    }
 }
 
 /// The highest published release below `version` in its major line.
@@ -158,12 +242,14 @@ fn enforced(version: &semver::Version) -> bool {
     version.major >= 1 && version.pre.is_empty()
 }
 
-/// The rejection record's reason: each breaking change, and the version that says them.
-fn refusal(version: &semver::Version, against: &str, breaking: &[String]) -> String {
+/// The rejection record's reason: each breaking change listed (`count` in all), and the
+/// version that says them.
+fn refusal(version: &semver::Version, against: &str, breaking: &[String], count: u64) -> String {
     let honest = semver::Version::new(version.major + 1, 0, 0);
     let mut lines: Vec<String> = breaking.iter().take(REFUSAL_LINES).map(|b| format!("- {b}")).collect();
-    if breaking.len() > REFUSAL_LINES {
-        lines.push(format!("- and {} more", breaking.len() - REFUSAL_LINES));
+    let listed = lines.len() as u64;
+    if count > listed {
+        lines.push(format!("- and {} more", count - listed));
     }
     format!(
         "{version} breaks callers of {against} (REGISTRY_SEMVER_POLICY is enforce for this namespace):\n{}\n\
@@ -200,7 +286,7 @@ mod tests {
     #[test]
     fn the_honest_version_is_the_next_major() {
         let v = semver::Version::parse("1.3.0").unwrap();
-        let reason = refusal(&v, "1.2.0", &["input \"x\" removed: …".into()]);
+        let reason = refusal(&v, "1.2.0", &["input \"x\" removed: …".into()], 1);
         assert!(reason.contains("publish this archive as 2.0.0"), "{reason}");
         assert!(reason.contains("- input \"x\" removed"), "{reason}");
         assert!(!enforced(&semver::Version::parse("0.4.0").unwrap()));
@@ -209,6 +295,7 @@ mod tests {
 
     use super::super::fixtures::*;
     use super::super::{Indexer, Limits};
+    use crate::module_docs::compare::Compared;
     use crate::storage::{MemoryStorage, Storage};
 
     const V1: &str = "variable \"region\" {}\nvariable \"name\" {}\noutput \"id\" { value = 1 }\n";
@@ -288,6 +375,49 @@ mod tests {
         let off = Indexer::new(&s, limits("off"));
         publish(&off, &s, "1.4.0", V1).await;
         assert_eq!(manifest(&s).versions[0].judged, None);
+    }
+
+    /// Each version is compared at publish, whatever the policy, with the ten below it, the
+    /// version before it and its baseline, and the comparisons are stored with its docs.
+    #[tokio::test]
+    async fn comparisons_are_made_once_at_publish_and_stored_with_the_docs() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, limits("off"));
+        let compared = |v: &str| {
+            let key = crate::layout::module_docs(
+                &crate::address::ModuleAddress::parse("acme", "vpc", "aws").unwrap(),
+                &semver::Version::parse(v).unwrap(),
+            );
+            serde_json::from_slice::<ModuleDocs>(&s.peek(&key).unwrap()).unwrap().compared.unwrap()
+        };
+        let froms = |v: &str| compared(v).with.iter().map(|c| c.from.clone()).collect::<Vec<_>>();
+        publish(&indexer, &s, "1.0.0", V1).await;
+        assert_eq!(compared("1.0.0"), Compared::default(), "nothing before it");
+        for minor in 1..=11 {
+            publish(&indexer, &s, &format!("1.{minor}.0"), V1).await;
+        }
+        publish(&indexer, &s, "1.12.0-rc.1", V2).await;
+        publish(&indexer, &s, "1.12.0", V2).await;
+        let c = compared("1.12.0");
+        assert_eq!(c.since.as_deref(), Some("1.11.0"), "a release's since is a release");
+        let ten: Vec<String> =
+            ["1.12.0-rc.1"].into_iter().map(String::from).chain((3..=11).rev().map(|m| format!("1.{m}.0"))).collect();
+        assert_eq!(froms("1.12.0"), ten, "the ten below it, newest first");
+        assert_eq!(
+            c.from("1.11.0", &manifest(&s).versions.iter().find(|e| e.version == "1.11.0").unwrap().sha256)
+                .unwrap()
+                .breaking(),
+            1
+        );
+        assert_eq!(compared("1.12.0-rc.1").since.as_deref(), Some("1.11.0"));
+        // A patch published later is compared with what was below it then.
+        publish(&indexer, &s, "1.2.1", V2).await;
+        assert_eq!(compared("1.2.1").since.as_deref(), Some("1.2.0"));
+        assert_eq!(froms("1.2.1"), ["1.2.0", "1.1.0", "1.0.0"]);
+        assert_eq!(froms("1.12.0").len(), 10, "stored once: 1.12.0 is not compared again");
+        // The first release of a major line: its since is the version before it, its baseline none.
+        publish(&indexer, &s, "2.0.0", V2).await;
+        assert_eq!(compared("2.0.0").since.as_deref(), Some("1.12.0"));
     }
 
     /// Uploaded at once and seen by one pass, versions are judged lowest first, each against

@@ -55,8 +55,9 @@ pub(super) async fn module_pass<S: Storage>(
         match (index_module_archive(indexer, &object, extension, &mut rejections).await?, previous) {
             // The same bytes again (a re-upload, a copy): still the object first published,
             // which a versioned bucket keeps serving by its version id.
-            (Some((entry, docs)), Some(published)) if entry.sha256 == published.sha256 => {
+            (Some((entry, mut docs)), Some(published)) if entry.sha256 == published.sha256 => {
                 if !published.docs {
+                    judgment::compare(indexer.storage, module, &version, &mut docs, &versions, &fresh).await?;
                     put_docs(indexer, module, &version, &docs).await?;
                 }
                 versions.push(ModuleVersion { etag: entry.etag, docs: true, oci: entry.oci, ..published.clone() });
@@ -68,9 +69,9 @@ pub(super) async fn module_pass<S: Storage>(
                 rejections.reject(indexer.storage, &uploaded, reason).await?;
                 versions.push(published.clone());
             }
-            (Some((entry, docs)), previous) => {
+            (Some((entry, mut docs)), previous) => {
                 let policy = &indexer.limits.semver;
-                match judgment::judge(indexer.storage, policy, module, &version, &docs, &versions, &fresh).await? {
+                match judgment::judge(indexer.storage, policy, module, &version, &mut docs, &versions, &fresh).await? {
                     Verdict::Refuse(reason) => {
                         let uploaded = ObjectInfo { etag: entry.etag.clone(), ..object.clone() };
                         rejections.reject(indexer.storage, &uploaded, reason).await?;

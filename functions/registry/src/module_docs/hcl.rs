@@ -1,22 +1,59 @@
 //! One directory's module files read into its `ModuleDir`: HCL with `hcl-edit` (types and
 //! defaults shown as written), `.tf.json` with `serde_json`.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use hcl_edit::Span;
 use hcl_edit::expr::{Expression, ObjectKey};
 use hcl_edit::structure::Block;
 use hcl_edit::template::{Element, Template};
 use serde_json::Value;
 
+use super::scan::MAX_KEY_COMPARISONS;
 use super::{Dependency, Input, ModuleDir, Output, ProviderDependency, Resource};
 
 /// Reads the module files of one directory into its `ModuleDir`.
 pub(super) struct DirReader<'a> {
     pub(super) dir: &'a mut ModuleDir,
     pub(super) warnings: &'a mut Vec<String>,
+    /// The names read so far, and where each provider is: a name declared again is found in
+    /// log n, not by a scan of all before it (a hostile directory declares hundreds of
+    /// thousands, which a scan each makes quadratic).
+    inputs: BTreeSet<String>,
+    outputs: BTreeSet<String>,
+    providers: BTreeMap<String, usize>,
+    /// Places in `provider_dependencies` a later declaration replaced, removed by `finish`.
+    replaced: BTreeSet<usize>,
 }
 
-impl DirReader<'_> {
+impl<'a> DirReader<'a> {
+    pub(super) fn new(dir: &'a mut ModuleDir, warnings: &'a mut Vec<String>) -> Self {
+        let (inputs, outputs) = (BTreeSet::new(), BTreeSet::new());
+        DirReader { dir, warnings, inputs, outputs, providers: BTreeMap::new(), replaced: BTreeSet::new() }
+    }
+
+    /// Once every file is read: a provider declared again is where its last declaration is.
+    pub(super) fn finish(self) {
+        let DirReader { dir, replaced, .. } = self;
+        let mut at = 0;
+        dir.provider_dependencies.retain(|_| {
+            at += 1;
+            !replaced.contains(&(at - 1))
+        });
+    }
+
     pub(super) fn hcl_file(&mut self, path: &str, source: &str) {
+        // hcl-edit's objects parse in quadratic time: a file whose objects would cost more
+        // than `MAX_KEY_COMPARISONS` is not parsed (`scan`).
+        let objects = super::scan::objects(source);
+        if objects.comparisons > MAX_KEY_COMPARISONS {
+            self.warnings.push(format!(
+                "{path}: objects of up to {} attributes, {} in all, more than this registry parses in one file; its \
+                 inputs, outputs and other blocks are not read",
+                objects.largest, objects.keys
+            ));
+            return;
+        }
         let body = match hcl_edit::parser::parse_body(source) {
             Ok(body) => body,
             Err(e) => {
@@ -206,18 +243,18 @@ impl DirReader<'_> {
     }
 
     fn input(&mut self, path: &str, input: Input) {
-        if self.dir.inputs.iter().any(|i| i.name == input.name) {
-            self.warnings.push(format!("{path}: variable {:?} is declared twice; the first is shown", input.name));
-        } else {
+        if self.inputs.insert(input.name.clone()) {
             self.dir.inputs.push(input);
+        } else {
+            self.warnings.push(format!("{path}: variable {:?} is declared twice; the first is shown", input.name));
         }
     }
 
     fn output(&mut self, path: &str, output: Output) {
-        if self.dir.outputs.iter().any(|o| o.name == output.name) {
-            self.warnings.push(format!("{path}: output {:?} is declared twice; the first is shown", output.name));
-        } else {
+        if self.outputs.insert(output.name.clone()) {
             self.dir.outputs.push(output);
+        } else {
+            self.warnings.push(format!("{path}: output {:?} is declared twice; the first is shown", output.name));
         }
     }
 
@@ -225,7 +262,11 @@ impl DirReader<'_> {
         // `hashicorp/aws` or `HOST/hashicorp/aws`: the namespace is the second segment from the end.
         let segments: Vec<&str> = source.split('/').collect();
         let namespace = if segments.len() >= 2 { segments[segments.len() - 2].to_string() } else { String::new() };
-        self.dir.provider_dependencies.retain(|p| p.name != name);
+        // The last declaration holds, in its place (`finish` removes the one it replaces).
+        let at = self.dir.provider_dependencies.len();
+        if let Some(was) = self.providers.insert(name.to_string(), at) {
+            self.replaced.insert(was);
+        }
         self.dir.provider_dependencies.push(ProviderDependency { name: name.to_string(), namespace, source, version });
     }
 }

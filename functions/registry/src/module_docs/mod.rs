@@ -14,6 +14,7 @@ use crate::archive::{KEPT_FILE_BYTES, KeptFile, MODULE_FILE_SUFFIXES};
 
 pub mod compare;
 mod hcl;
+pub mod scan;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -43,6 +44,11 @@ pub struct ModuleDocs {
     /// What could not be read (a file that does not parse, one too large), for the publisher.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The versions before it it was compared with, once, at publish (`index::judgment`): what
+    /// its page, upgrade pages and API answer show. Absent in docs stored before comparisons
+    /// were, and in docs not yet judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared: Option<compare::Compared>,
 }
 
 /// One directory of a module: the root, a submodule or an example.
@@ -198,7 +204,7 @@ pub fn extract(files: &[KeptFile], sha256: &str) -> ModuleDocs {
         if let Some(readme) = readmes.first() {
             out.readme = text(readme, &mut warnings);
         }
-        let mut reader = DirReader { dir: &mut out, warnings: &mut warnings };
+        let mut reader = DirReader::new(&mut out, &mut warnings);
         for file in module_files {
             let Some(source) = text(file, reader.warnings) else { continue };
             if file.path.ends_with(".json") {
@@ -207,6 +213,7 @@ pub fn extract(files: &[KeptFile], sha256: &str) -> ModuleDocs {
                 reader.hcl_file(&file.path, &source);
             }
         }
+        reader.finish();
         match dir.split_once('/') {
             None => docs.root = out,
             Some((SUBMODULES_DIR, _)) => docs.submodules.push(out),

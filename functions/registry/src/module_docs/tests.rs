@@ -245,3 +245,27 @@ fn wanted_files_are_readmes_and_module_files_of_documented_directories() {
         assert!(!wanted(path), "{path}");
     }
 }
+
+#[test]
+fn a_file_whose_objects_would_parse_in_quadratic_time_is_not_read() {
+    // hcl-edit compares each attribute of an object with every one before it: 4,000 attributes
+    // are 8 million comparisons, a 1 MiB file's 150,000 would take minutes.
+    let file = |keys: usize| {
+        let attributes: String = (0..keys).map(|i| format!("a{i}=1,")).collect();
+        format!("variable \"v\" {{}}\nlocals {{\n  x = {{{attributes}}}\n}}\n")
+    };
+    let widest = (KEPT_FILE_BYTES - file(0).len()) / "a999999=1,".len();
+    for keys in [4_000, widest] {
+        let text = file(keys);
+        assert!(text.len() <= KEPT_FILE_BYTES);
+        let docs = extract(&[KeptFile { path: "main.tf".into(), bytes: Some(text.into_bytes()) }], "00");
+        assert!(docs.root.inputs.is_empty(), "not parsed");
+        assert_eq!(docs.warnings.len(), 1, "{:?}", docs.warnings);
+        let warning = &docs.warnings[0];
+        assert!(warning.starts_with(&format!("main.tf: objects of up to {keys} attributes")), "{warning}");
+        assert!(warning.ends_with("not read"), "what the judgment takes for a file not read: {warning}");
+    }
+    // Objects within the bound are read as ever: a map of 3,000 entries.
+    let docs = extract(&[KeptFile { path: "main.tf".into(), bytes: Some(file(3_000).into_bytes()) }], "00");
+    assert_eq!((docs.root.inputs.len(), docs.warnings.len()), (1, 0), "{:?}", docs.warnings);
+}

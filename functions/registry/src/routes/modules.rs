@@ -17,6 +17,7 @@ use crate::exchange::{NO_CACHE, Reply};
 use crate::layout::{self, Wanted};
 use crate::manifest::{ModuleManifest, ModuleVersion};
 use crate::module_docs::ModuleDocs;
+use crate::module_docs::compare::{Change, Comparison};
 use crate::query::Listing;
 use crate::storage::Storage;
 
@@ -123,23 +124,22 @@ pub(super) async fn details<S: Storage>(
 ) -> Result<Reply, Error> {
     let view = module_version(ctx, module, version, Compare::Previous, absent, deadline).await?;
     let mut body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
-    crate::browse::add_changes(&mut body, view.entry(), view.changes().as_ref().map(|(v, c)| (*v, c.as_slice())));
+    crate::browse::add_changes(&mut body, view.entry(), view.comparison());
     Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
 }
 
 /// Which version a shown version is compared with.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Compare<'a> {
-    /// The one before it (`previous`).
+    /// The one before it when it was published (what its docs' comparisons call `since`).
     Previous,
     /// This one (the upgrade page).
     From(&'a semver::Version),
 }
 
 /// A module version as the API and the web page show it: the manifest, the version (the
-/// latest when none is named), its docs when they were read from the served archive, and the
-/// docs of the version it is compared with. Two reads, at once when the version is named,
-/// then the other version's docs.
+/// latest when none is named), and its docs when they were read from the served archive, with
+/// the changes compared at publish. Two reads, at once when the version is named.
 pub(super) async fn module_version<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
@@ -170,13 +170,11 @@ pub(super) async fn module_version<S: Storage>(
             (manifest, docs, latest)
         }
     };
-    let wanted_text = wanted.to_string();
-    let index = manifest
-        .value
-        .versions
-        .iter()
-        .position(|v| v.version == wanted_text)
-        .ok_or_else(|| Error::NotFound(format!("module {module} has no version {wanted}")))?;
+    let has = |v: &semver::Version| {
+        let text = v.to_string();
+        manifest.value.versions.iter().position(|e| e.version == text)
+    };
+    let index = has(&wanted).ok_or_else(|| Error::NotFound(format!("module {module} has no version {wanted}")))?;
     let docs = match docs {
         Ok(read) => Some(read.value),
         Err(Error::NotFound(_)) => None,
@@ -185,39 +183,14 @@ pub(super) async fn module_version<S: Storage>(
     // Docs read from other bytes than those served are not these docs.
     let sha256 = &manifest.value.versions[index].sha256;
     let docs = docs.filter(|d| d.sha256 == *sha256);
-    let other = match compare {
-        Compare::Previous => previous(&manifest.value, index),
+    let from = match compare {
+        Compare::Previous => None,
         Compare::From(v) => {
-            let wanted = v.to_string();
-            let position = manifest.value.versions.iter().position(|e| e.version == wanted);
-            Some(position.ok_or_else(|| Error::NotFound(format!("module {module} has no version {v}")))?)
+            has(v).ok_or_else(|| Error::NotFound(format!("module {module} has no version {v}")))?;
+            Some(v.to_string())
         }
     };
-    let before = match other {
-        None => None,
-        Some(i) => {
-            let entry = &manifest.value.versions[i];
-            let read = match crate::address::parse_version(&entry.version) {
-                Ok(v) => ctx.reader.manifest(&docs_key(&v), parse_docs, |_| false, no_docs, deadline).await,
-                Err(e) => Err(e),
-            };
-            let docs = match read {
-                Ok(read) => Some(read.value).filter(|d| d.sha256 == entry.sha256),
-                Err(Error::NotFound(_) | Error::BadRequest(_)) => None,
-                Err(e) => return Err(e),
-            };
-            Some((entry.version.clone(), docs))
-        }
-    };
-    Ok(ModuleView { manifest: manifest.value, index, docs, before, stale: manifest.stale })
-}
-
-/// The version before the one at `index` (newest first): the next older one, a release unless
-/// the shown version is a pre-release.
-fn previous(manifest: &ModuleManifest, index: usize) -> Option<usize> {
-    let is_pre = |v: &str| crate::address::parse_version(v).is_ok_and(|v| !v.pre.is_empty());
-    let shown_pre = is_pre(&manifest.versions[index].version);
-    (index + 1..manifest.versions.len()).find(|&i| shown_pre || !is_pre(&manifest.versions[i].version))
+    Ok(ModuleView { manifest: manifest.value, index, docs, from, stale: manifest.stale })
 }
 
 /// What `module_version` read.
@@ -228,8 +201,8 @@ pub(super) struct ModuleView {
     index: usize,
     /// Its docs, when read from the bytes served.
     pub(crate) docs: Option<Arc<ModuleDocs>>,
-    /// The version it is compared with, and that version's docs (when read).
-    pub(crate) before: Option<(String, Option<Arc<ModuleDocs>>)>,
+    /// The version it is compared with (the upgrade page); `None`: the one before it.
+    from: Option<String>,
     /// Made from a copy kept through a storage fault.
     pub(crate) stale: bool,
 }
@@ -240,11 +213,21 @@ impl ModuleView {
         &self.manifest.versions[self.index]
     }
 
-    /// The version compared with and every change since it, when both versions' docs are here.
-    pub(crate) fn changes(&self) -> Option<(&str, Vec<crate::module_docs::compare::Change>)> {
-        let (version, Some(before)) = self.before.as_ref()? else { return None };
-        let docs = self.docs.as_deref()?;
-        Some((version.as_str(), crate::module_docs::compare::compare(before, docs)))
+    /// The changes since the version compared with, as stored at publish with the shown
+    /// version's docs (`index::judgment`): from the version before it then, or from the one
+    /// the upgrade page names; shown only while that version serves the bytes compared.
+    /// Nothing is compared per request: a hostile pair of interfaces costs its publish, once.
+    pub(crate) fn comparison(&self) -> Option<&Comparison> {
+        let compared = self.docs.as_deref()?.compared.as_ref()?;
+        let from = self.from.as_deref().or(compared.since.as_deref())?;
+        let served = self.manifest.versions.iter().find(|e| e.version == from)?;
+        compared.from(from, &served.sha256)
+    }
+
+    /// `comparison` as the pages take it (`routes::web` slices the `Vec`): the version compared
+    /// with and the changes kept.
+    pub(crate) fn changes(&self) -> Option<(&str, &Vec<Change>)> {
+        self.comparison().map(|c| (c.from.as_str(), &c.changes))
     }
 }
 

@@ -222,7 +222,7 @@ pub fn module(
     );
     budget = budget.saturating_sub(versions.len());
 
-    let since = super::changes::since_section(&address, entry, manifest, changes, &mut budget);
+    let since = super::changes::since_section(&address, entry, manifest, docs, changes, &mut budget);
     let inputs = inputs_section("inputs", root, &mut budget, &api);
     let outputs = outputs_section("outputs", root, &mut budget, &api);
     let requirements = requirements_section(root, &mut budget, &api);

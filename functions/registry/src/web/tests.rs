@@ -246,3 +246,50 @@ fn hostile_text_renders_inert_in_every_field() {
         crate::invariants::check_page_text(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
     }
 }
+
+/// What the details answer, the version page and the upgrade page show of the changes is what
+/// was compared at publish and stored with the version's docs: a request compares nothing (a
+/// hostile pair of interfaces cost a minute of CPU a request when they did).
+#[tokio::test]
+async fn changes_are_read_as_compared_at_publish_never_compared_per_request() {
+    use crate::module_docs::ModuleDocs;
+    use crate::module_docs::compare::{Change, Kind, Subject};
+    let app = app().await;
+    let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").unwrap();
+    let key = |v: u64| layout::module_docs(&module, &semver::Version::new(1, v, 0));
+    let mut docs: ModuleDocs = serde_json::from_slice(&app.storage().peek(&key(2)).unwrap()).unwrap();
+    let compared = docs.compared.as_mut().expect("compared at publish");
+    assert_eq!(compared.since.as_deref(), Some("1.0.0"));
+    assert_eq!(compared.with.len(), 1);
+    assert!(compared.with[0].changes.is_empty(), "1.0.0 and 1.2.0 are the same archive");
+    // A change only the stored comparison has; and 1.0.0's docs gone, so nothing to compare.
+    let stored = Change {
+        path: String::new(),
+        subject: Subject::Input,
+        name: "stored".into(),
+        kind: Kind::Removed,
+        detail: "removed".into(),
+        breaking: Some("as compared at publish".into()),
+    };
+    compared.with[0].changes.push(stored.clone());
+    app.storage().insert(&key(2), serde_json::to_vec(&docs).unwrap());
+    app.storage().remove(&key(0));
+
+    let token = "Bearer trg_acme";
+    let request = Request::get("/v1/modules/acme/vpc/aws/1.2.0").authorization(Some(token)).host(Some(HOST));
+    let reply = app.handle(&request).await;
+    let details: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    let expected = serde_json::json!({"since": "1.0.0", "changes": [stored]});
+    assert_eq!(details["changes"], expected, "{details}");
+    let line = "input &quot;stored&quot; removed: as compared at publish";
+    let page = get(&app, "/ui/modules/acme/vpc/aws/1.2.0", Some("trg_acme")).await;
+    assert!(page.body.contains("<h2>Changes since 1.0.0</h2>") && page.body.contains(line), "{}", page.body);
+    assert!(page.body.contains("/ui/modules/acme/vpc/aws/1.2.0/from/1.0.0"), "{}", page.body);
+    let upgrade = get(&app, "/ui/modules/acme/vpc/aws/1.2.0/from/1.0.0", Some("trg_acme")).await;
+    assert!(upgrade.body.contains("1 changes, <span class=\"breaking\">1 breaking</span>"), "{}", upgrade.body);
+    assert!(upgrade.body.contains(line), "{}", upgrade.body);
+    // Nothing was compared with a downgrade at publish: said, not computed now.
+    let downgrade = get(&app, "/ui/modules/acme/vpc/aws/1.0.0/from/1.2.0", Some("trg_acme")).await;
+    assert_eq!(downgrade.status, 200);
+    assert!(downgrade.body.contains("Not compared: when 1.0.0 was published"), "{}", downgrade.body);
+}

@@ -2,8 +2,14 @@
 //! interface of the root and of each submodule (inputs with their type, default and
 //! nullability; outputs; `required_version`; required providers and their constraints), each
 //! change with a line saying what it is and, when a caller written for the old version fails
-//! with the new one, why. Examples are not part of the interface. Pure, and linear in the size
-//! of the two interfaces.
+//! with the new one, why. Examples are not part of the interface.
+//!
+//! Pure, and bounded by the size of the two interfaces: items are matched by name in sorted
+//! maps (n log n), a type or constraint compares in n log n of its parts (`types`,
+//! `constraints`), one past `MAX_TYPE_PARTS` or `MAX_CLAUSES` is not compared at all ("not
+//! judged"), and a change shows at most `SHOWN_CHARS` of each text it quotes. The indexer
+//! compares a version once, at publish, and stores the `Comparison`s with its docs: nothing
+//! here runs per request.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +20,20 @@ use super::{Input, ModuleDir, ModuleDocs, Output, ProviderDependency};
 mod constraints;
 mod types;
 
-pub use constraints::Constraint;
-pub use types::Type;
+pub use constraints::{Constraint, MAX_CLAUSES};
+pub use types::{MAX_TYPE_PARTS, Type};
+
+/// Changes one comparison keeps: far more than a page shows (200). Past it, breaking ones are
+/// kept first and the rest only counted, so a hostile interface stores a bounded list.
+pub const CHANGES_KEPT: usize = 1_000;
+
+/// Versions below a new one that it is compared with at publish, newest first: its page links
+/// to the upgrade page from each.
+pub const COMPARED_BEFORE: usize = 10;
+
+/// Characters of a type, default or constraint a change quotes (its `detail`); the docs keep
+/// the whole text.
+pub const SHOWN_CHARS: usize = 120;
 
 /// What a change is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -83,6 +101,73 @@ impl Change {
             Some(why) => format!("{subject}{place} {}: {why}", self.detail),
             None => format!("{subject}{place} {}", self.detail),
         }
+    }
+}
+
+/// What a version was compared with at publish (`index::judgment`), stored with its docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compared {
+    /// The version before it then (the highest below it; a release unless it is a
+    /// pre-release): what its page and API answer show the changes since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Each comparison, newest version first.
+    #[serde(default)]
+    pub with: Vec<Comparison>,
+}
+
+impl Compared {
+    /// The comparison from `version`, if it was made with the bytes it serves now (`sha256`).
+    pub fn from(&self, version: &str, sha256: &str) -> Option<&Comparison> {
+        self.with.iter().find(|c| c.from == version && c.sha256 == sha256)
+    }
+}
+
+/// The changes from an earlier version to this one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The earlier version.
+    pub from: String,
+    /// SHA-256 of the archive of `from` it was made with: shown only while those bytes are served.
+    pub sha256: String,
+    /// The changes (at most `CHANGES_KEPT`, breaking ones first when there were more).
+    #[serde(default)]
+    pub changes: Vec<Change>,
+    /// Changes past `CHANGES_KEPT`, counted only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more: u64,
+    /// Breaking ones among `more`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_breaking: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Comparison {
+    /// `new` compared with `old`, the docs of version `from`.
+    pub fn new(from: &str, old: &ModuleDocs, new: &ModuleDocs) -> Comparison {
+        let mut changes = compare(old, new);
+        let (mut more, mut more_breaking) = (0, 0);
+        if changes.len() > CHANGES_KEPT {
+            // Stable: the order of `compare` within the breaking and the other changes.
+            changes.sort_by_key(|c| c.breaking.is_none());
+            let rest = changes.split_off(CHANGES_KEPT);
+            more = rest.len() as u64;
+            more_breaking = rest.iter().filter(|c| c.breaking.is_some()).count() as u64;
+        }
+        Comparison { from: from.to_string(), sha256: old.sha256.clone(), changes, more, more_breaking }
+    }
+
+    /// How many changes it found.
+    pub fn total(&self) -> u64 {
+        self.changes.len() as u64 + self.more
+    }
+
+    /// How many of them break a caller.
+    pub fn breaking(&self) -> u64 {
+        self.changes.iter().filter(|c| c.breaking.is_some()).count() as u64 + self.more_breaking
     }
 }
 
@@ -171,22 +256,22 @@ fn input_changes(path: &str, was: &Input, now: &Input, out: &mut Vec<Change>) {
     };
     let (old_type, new_type) = (was.r#type.as_deref().map(spaceless), now.r#type.as_deref().map(spaceless));
     if old_type != new_type {
-        let shown = |t: &Option<String>| t.as_deref().unwrap_or("any").to_string();
+        let shown = |t: &Option<String>| clip(t.as_deref().unwrap_or("any"));
         let detail = format!("type {} → {}", shown(&was.r#type), shown(&now.r#type));
         match (Type::parse(was.r#type.as_deref()), Type::parse(now.r#type.as_deref())) {
-            (Some(old), Some(new)) if new.accepts(&old) => push(format!("{detail} (widened)"), None),
-            (Some(_), Some(_)) => {
+            (Ok(old), Ok(new)) if new.accepts(&old) => push(format!("{detail} (widened)"), None),
+            (Ok(_), Ok(_)) => {
                 push(detail, Some("the new type accepts fewer values: a caller's value may no longer convert".into()))
             }
-            _ => push(format!("{detail} (not judged: a type this registry does not read)"), None),
+            (Err(why), _) | (_, Err(why)) => push(format!("{detail} (not judged: {why})"), None),
         }
     }
     match (&was.default, &now.default) {
         (Some(_), None) => {
             push("default removed".into(), Some("it is required now: a caller that did not set it fails".into()))
         }
-        (None, Some(d)) => push(format!("default added ({d}): optional now"), None),
-        (Some(a), Some(b)) if a != b => push(format!("default {a} → {b}"), None),
+        (None, Some(d)) => push(format!("default added ({}): optional now", clip(d)), None),
+        (Some(a), Some(b)) if a != b => push(format!("default {} → {}", clip(a), clip(b)), None),
         _ => {}
     }
     if !was.non_nullable && now.non_nullable {
@@ -212,14 +297,14 @@ fn constraint_change(old: Option<&str>, new: Option<&str>, of: &str) -> Option<C
     if spaceless(old_text) == spaceless(new_text) {
         return None;
     }
-    let shown = |t: &str| if t.is_empty() { "(none)".to_string() } else { format!("{t:?}") };
+    let shown = |t: &str| if t.is_empty() { "(none)".to_string() } else { format!("{:?}", clip(t)) };
     let detail = format!("{} → {}", shown(old_text), shown(new_text));
     let (detail, breaking) = match (Constraint::parse(old_text), Constraint::parse(new_text)) {
-        (Some(o), Some(n)) => match o.allows_beyond(&n) {
+        (Ok(o), Ok(n)) => match o.allows_beyond(&n) {
             Some(v) => (detail, Some(format!("{of} {v} was allowed and is not now: a caller on it fails"))),
             None => (format!("{detail} (widened)"), None),
         },
-        _ => (format!("{detail} (not judged: a constraint this registry does not compare)"), None),
+        (Err(why), _) | (_, Err(why)) => (format!("{detail} (not judged: {why})"), None),
     };
     Some(Change {
         path: String::new(),
@@ -241,7 +326,7 @@ fn provider_changes(path: &str, old: &[ProviderDependency], new: &[ProviderDepen
             continue;
         };
         if source(was) != source(now) {
-            let detail = format!("source {} → {}", source(was), source(now));
+            let detail = format!("source {} → {}", clip(&source(was)), clip(&source(now)));
             let why = "another provider: a caller's configuration and lock file name the old one";
             out.push(change(path, Subject::Provider, name, Kind::Changed, detail, Some(why.into())));
         } else if let Some(c) = constraint_change(Some(&was.version), Some(&now.version), &source(now)) {
@@ -249,7 +334,7 @@ fn provider_changes(path: &str, old: &[ProviderDependency], new: &[ProviderDepen
         }
     }
     for (name, now) in after.iter().filter(|(n, _)| !before.contains_key(*n)) {
-        let detail = format!("required ({} {})", source(now), now.version).trim_end().to_string();
+        let detail = format!("required ({} {})", clip(&source(now)), clip(&now.version)).trim_end().to_string();
         out.push(change(path, Subject::Provider, name, Kind::Added, detail, None));
     }
 }
@@ -260,6 +345,14 @@ fn source(p: &ProviderDependency) -> String {
     let written = if p.source.is_empty() { format!("hashicorp/{}", p.name) } else { p.source.clone() };
     let lower = written.to_ascii_lowercase();
     lower.strip_prefix("registry.terraform.io/").map(str::to_string).unwrap_or(lower)
+}
+
+/// At most `SHOWN_CHARS` of a text a change quotes, `…` marking the cut.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// Text without whitespace, so `list( string )` and `list(string)` are one type.
