@@ -35,6 +35,7 @@ pub mod manifest;
 pub mod module_docs;
 pub mod oci;
 pub mod percent;
+pub mod printed;
 pub mod publish_log;
 pub mod query;
 pub mod reader;

@@ -133,7 +133,11 @@ impl Deprecation {
     /// Whether its text still passes the rules `parse` applies (a deprecation read before a
     /// rule was added may not).
     pub fn reads_as_written(&self) -> bool {
-        self.reason.chars().chain(self.replacement.iter().flat_map(|r| r.chars())).all(|c| refused_char(c).is_none())
+        self.reason
+            .chars()
+            .chain(self.replacement.iter().flat_map(|r| r.chars()))
+            .all(|c| crate::printed::refused(c).is_none())
+            && self.replacement.as_deref().is_none_or(names_a_version_or_address)
     }
 
     /// The file's content: `{"reason": "…", "replacement": "…"}` (replacement optional, no
@@ -154,7 +158,7 @@ impl Deprecation {
             if text.chars().count() > max {
                 return Err(format!("{what} is longer than {max} characters"));
             }
-            if let Some((c, kind)) = text.chars().find_map(|c| refused_char(c).map(|kind| (c, kind))) {
+            if let Some((c, kind)) = text.chars().find_map(|c| crate::printed::refused(c).map(|kind| (c, kind))) {
                 return Err(format!(
                     "{what} holds U+{:04X}, {kind}: the CLI prints this text, which must read as it is written",
                     u32::from(c)
@@ -170,6 +174,12 @@ impl Deprecation {
             Some(r) => Some(clean(&r, Self::REPLACEMENT_MAX_CHARS, "replacement")?).filter(|r| !r.is_empty()),
             None => None,
         };
+        if let Some(r) = replacement.as_deref().filter(|r| !names_a_version_or_address(r)) {
+            return Err(format!(
+                "replacement {:?} is not a version or an address: it is printed after \"Use\", so it may hold                  only ASCII letters, digits and punctuation (1.1.0, acme/vpc2/aws, registry.example.com/acme/widget)",
+                crate::address::printable(r)
+            ));
+        }
         Ok(Deprecation { reason, replacement, etag: etag.to_string() })
     }
 
@@ -183,47 +193,11 @@ impl Deprecation {
     }
 }
 
-/// What a character of a deprecation's text is, if the text may not hold it. `terraform init`
-/// prints that text in its warnings (and the pages show it), so nothing in it may move the
-/// cursor, or change unseen how the text around it reads (Trojan Source): control characters,
-/// format characters (category Cf: bidirectional overrides and isolates, zero-width
-/// characters, …) and line and paragraph separators.
-fn refused_char(c: char) -> Option<&'static str> {
-    if c.is_control() {
-        return Some("a control character");
-    }
-    if matches!(c, '\u{2028}' | '\u{2029}') {
-        return Some("a line or paragraph separator");
-    }
-    let format = FORMAT_CHARACTERS.iter().any(|(first, last)| (*first..=*last).contains(&c));
-    format.then_some("an invisible format character (a bidirectional override or isolate, a zero-width character, …)")
+/// A replacement as the CLI prints it after "Use": a version or an address, so printable
+/// ASCII with no space (no character there can be anything but what it looks like).
+fn names_a_version_or_address(replacement: &str) -> bool {
+    replacement.chars().all(|c| c.is_ascii_graphic())
 }
-
-/// Unicode's general category Cf (format), as of Unicode 16.0, as ranges: the standard library
-/// has no query for it, and it is short.
-const FORMAT_CHARACTERS: [(char, char); 21] = [
-    ('\u{ad}', '\u{ad}'),
-    ('\u{600}', '\u{605}'),
-    ('\u{61c}', '\u{61c}'),
-    ('\u{6dd}', '\u{6dd}'),
-    ('\u{70f}', '\u{70f}'),
-    ('\u{890}', '\u{891}'),
-    ('\u{8e2}', '\u{8e2}'),
-    ('\u{180e}', '\u{180e}'),
-    ('\u{200b}', '\u{200f}'),
-    ('\u{202a}', '\u{202e}'),
-    ('\u{2060}', '\u{2064}'),
-    ('\u{2066}', '\u{206f}'),
-    ('\u{feff}', '\u{feff}'),
-    ('\u{fff9}', '\u{fffb}'),
-    ('\u{110bd}', '\u{110bd}'),
-    ('\u{110cd}', '\u{110cd}'),
-    ('\u{13430}', '\u{1343f}'),
-    ('\u{1bca0}', '\u{1bca3}'),
-    ('\u{1d173}', '\u{1d17a}'),
-    ('\u{e0001}', '\u{e0001}'),
-    ('\u{e0020}', '\u{e007f}'),
-];
 
 /// A module version's one `archive/zip` layer: the archive itself when it is a `.zip`, else a
 /// zip the indexer made of it (`archive::tar_gz_to_zip`, under `indexed/oci/`).
@@ -523,15 +497,14 @@ impl ProviderIndex {
 mod tests {
     use super::*;
 
-    /// Refused in a reason or a replacement, each named by its code point: control characters,
-    /// every range of Unicode's format characters (its first and last), line and paragraph
-    /// separators. Text in any script, emoji and ordinary punctuation pass.
+    /// Refused in a reason or a replacement, each named by its code point (`printed` has the
+    /// whole list); a replacement is a version or an address, printable ASCII; a reason in any
+    /// script passes.
     #[test]
     fn deprecation_text_that_could_read_other_than_written_is_refused() {
-        let separators = ['\u{2028}', '\u{2029}'];
-        let format = FORMAT_CHARACTERS.iter().flat_map(|(first, last)| [*first, *last]);
-        let controls = ['\u{0}', '\u{7}', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'];
-        for c in controls.into_iter().chain(format).chain(separators) {
+        for c in
+            ['\u{1b}', '\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}', '\u{3164}', '\u{fe0f}', '\u{2800}', '\u{a0}']
+        {
             let code = format!("U+{:04X}", u32::from(c));
             for (file, what) in [
                 (json!({"reason": format!("fixed in 2.0{c}.0")}), "reason"),
@@ -541,13 +514,15 @@ mod tests {
                 assert!(why.starts_with(&format!("{what} holds {code}, ")), "{why}");
             }
         }
-        for named in ["\u{202e}", "\u{2066}", "\u{2069}", "\u{200b}", "\u{200f}", "\u{61c}", "\u{feff}", "\u{e0041}"] {
-            let why = Deprecation::parse(json!({"reason": format!("a{named}b")}).to_string().as_bytes(), "e");
-            assert!(why.unwrap_err().contains("an invisible format character"));
+        for replacement in ["acme/vрc2/aws", "1.1.0 or later", "日本"] {
+            let why =
+                Deprecation::parse(json!({"reason": "r", "replacement": replacement}).to_string().as_bytes(), "e");
+            assert!(why.unwrap_err().contains("is not a version or an address"), "{replacement}");
         }
-        let fine = ["CVE-2026-1234: use 2.0.0 — «vite» ", "استخدم 2.0", "שימוש ב-2.0", "日本語 ⚠️ ✓ é"];
-        for fine in fine {
-            let parsed = Deprecation::parse(json!({"reason": fine, "replacement": fine}).to_string().as_bytes(), "e");
+        for fine in ["CVE-2026-1234: use 2.0.0 — «vite» ", "استخدم 2.0", "שימוש ב-2.0", "日本語 ⚠ ✓ é"]
+        {
+            let file = json!({"reason": fine, "replacement": "registry.example.com/acme/vpc2/aws"});
+            let parsed = Deprecation::parse(file.to_string().as_bytes(), "e");
             assert_eq!(parsed.map(|d| d.reason), Ok(fine.trim().to_string()));
         }
     }

@@ -1,0 +1,97 @@
+//! Which characters publisher text may hold where a terminal or a page shows it as written:
+//! a deprecation's reason, which `terraform init` prints in its warnings. Nothing in it may move
+//! the cursor, hide, or change unseen how the text around it reads (Trojan Source, invisible
+//! letters): control characters; Unicode's format characters (category Cf: bidirectional
+//! overrides and isolates, zero-width characters, the BOM); its default-ignorable code points
+//! (variation selectors, Hangul fillers, the combining grapheme joiner, the tag and unassigned
+//! ignorable planes), which render as nothing; line and paragraph separators; spaces other than
+//! ASCII's, and the blank Braille pattern, which look like a space or nothing. Combining marks
+//! pass: many scripts are written with them.
+//!
+//! The standard library has no query for these categories, and the lists are short: Unicode
+//! 16.0's, as ranges.
+
+/// What `c` is, if shown text may not hold it.
+pub fn refused(c: char) -> Option<&'static str> {
+    let within = |ranges: &[(char, char)]| ranges.iter().any(|(first, last)| (*first..=*last).contains(&c));
+    if c.is_control() {
+        Some("a control character")
+    } else if matches!(c, '\u{2028}' | '\u{2029}') {
+        Some("a line or paragraph separator")
+    } else if within(&FORMAT) {
+        Some("an invisible format character (a bidirectional override or isolate, a zero-width character, …)")
+    } else if within(&IGNORABLE) {
+        Some("a character that renders as nothing (a variation selector, a Hangul filler, …)")
+    } else if within(&SPACES) {
+        Some("a space other than ASCII's, or a blank that looks like one")
+    } else {
+        None
+    }
+}
+
+/// General category Cf (format).
+pub const FORMAT: [(char, char); 21] = [
+    ('\u{ad}', '\u{ad}'),
+    ('\u{600}', '\u{605}'),
+    ('\u{61c}', '\u{61c}'),
+    ('\u{6dd}', '\u{6dd}'),
+    ('\u{70f}', '\u{70f}'),
+    ('\u{890}', '\u{891}'),
+    ('\u{8e2}', '\u{8e2}'),
+    ('\u{180e}', '\u{180e}'),
+    ('\u{200b}', '\u{200f}'),
+    ('\u{202a}', '\u{202e}'),
+    ('\u{2060}', '\u{2064}'),
+    ('\u{2066}', '\u{206f}'),
+    ('\u{feff}', '\u{feff}'),
+    ('\u{fff9}', '\u{fffb}'),
+    ('\u{110bd}', '\u{110bd}'),
+    ('\u{110cd}', '\u{110cd}'),
+    ('\u{13430}', '\u{1343f}'),
+    ('\u{1bca0}', '\u{1bca3}'),
+    ('\u{1d173}', '\u{1d17a}'),
+    ('\u{e0001}', '\u{e0001}'),
+    ('\u{e0020}', '\u{e007f}'),
+];
+
+/// Default_Ignorable_Code_Point, less what `FORMAT` has already.
+pub const IGNORABLE: [(char, char); 10] = [
+    ('\u{34f}', '\u{34f}'),
+    ('\u{115f}', '\u{1160}'),
+    ('\u{17b4}', '\u{17b5}'),
+    ('\u{180b}', '\u{180f}'),
+    ('\u{2065}', '\u{2065}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{fe00}', '\u{fe0f}'),
+    ('\u{ffa0}', '\u{ffa0}'),
+    ('\u{fff0}', '\u{fff8}'),
+    ('\u{e0000}', '\u{e0fff}'),
+];
+
+/// General category Zs but U+0020, and U+2800 (a Braille cell with no dots).
+pub const SPACES: [(char, char); 7] = [
+    ('\u{a0}', '\u{a0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200a}'),
+    ('\u{202f}', '\u{202f}'),
+    ('\u{205f}', '\u{205f}'),
+    ('\u{2800}', '\u{2800}'),
+    ('\u{3000}', '\u{3000}'),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first and last of every range is refused, and so are controls and separators; text
+    /// in any script, combining accents and emoji without a variation selector pass.
+    #[test]
+    fn what_could_read_other_than_written_is_refused() {
+        let ends = FORMAT.iter().chain(&IGNORABLE).chain(&SPACES).flat_map(|(first, last)| [*first, *last]);
+        for c in ends.chain(['\u{0}', '\u{1b}', '\u{7f}', '\u{85}', '\u{2028}', '\u{2029}']) {
+            assert!(refused(c).is_some(), "U+{:04X}", u32::from(c));
+        }
+        let fine = "CVE-2026-1234: use 2.0.0 — «vite» استخدم שימוש 日本語 ⚠ ✓ é e\u{301} 한글";
+        assert_eq!(fine.chars().find(|c| refused(*c).is_some()), None);
+    }
+}
