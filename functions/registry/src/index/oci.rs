@@ -76,7 +76,8 @@ pub(super) async fn store<S: Storage>(
     let key = layout::oci_manifest(provider, &index.digest);
     storage.put(&key, index.bytes.clone().into(), MEDIA_TYPE_INDEX, Precondition::None).await?;
     for (digest, blob) in provider_blobs(provider, document) {
-        update_pointer(storage, &layout::oci_blob(provider, &digest), Change::Add(&blob)).await?;
+        let change = Change::Add { member: &blob.key, blob: &blob };
+        update_pointer(storage, &layout::oci_blob(provider, &digest), change).await?;
     }
     Ok(())
 }
@@ -116,31 +117,33 @@ fn provider_blobs<'a>(
     })
 }
 
-/// A provider's blob pointer as the indexer keeps it: the `OciBlob` the OCI route reads (one
-/// zip with these bytes; an empty key answers 404), and every served zip that has them, by
-/// bucket key, with its object version. Never deleted, emptied instead, so an update is always
-/// a conditional write over what was read, and a yank cannot race a publish of the same bytes.
+/// A blob pointer as the indexer keeps it: the `OciBlob` the OCI route reads (bytes with this
+/// digest; an empty key answers 404), and every member that serves them with what it serves: a
+/// provider's zips by bucket key, a module's versions by archive key (a `.tar.gz` version
+/// serves the zip made of it, which two versions with the same bytes share). Never deleted,
+/// emptied instead, so an update is always a conditional write over what was read, and a yank
+/// cannot race a publish of the same bytes.
 #[derive(Debug, Serialize, Deserialize)]
 struct Pointer {
     #[serde(flatten)]
     blob: OciBlob,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    zips: BTreeMap<String, Option<String>>,
+    zips: BTreeMap<String, OciBlob>,
 }
 
-/// What a pass does to a pointer: add a zip with its bytes, or take one out (by bucket key).
+/// What a pass does to a pointer: a member that serves these bytes added, or one taken out.
 enum Change<'a> {
-    Add(&'a OciBlob),
+    Add { member: &'a str, blob: &'a OciBlob },
     Remove(&'a str),
 }
 
 impl Pointer {
-    /// A stored pointer; one written before the set was kept has its own zip as its one
-    /// member, and one that does not parse is rebuilt from what this pass knows.
+    /// A stored pointer; one written before the set was kept has the object it names as its
+    /// one member, and one that does not parse is rebuilt from what this pass knows.
     fn read(bytes: &[u8]) -> Pointer {
         let mut pointer = serde_json::from_slice::<Pointer>(bytes).unwrap_or_else(|_| Pointer::empty());
         if pointer.zips.is_empty() && !pointer.blob.key.is_empty() {
-            pointer.zips.insert(pointer.blob.key.clone(), pointer.blob.version_id.clone());
+            pointer.zips.insert(pointer.blob.key.clone(), pointer.blob.clone());
         }
         pointer
     }
@@ -149,28 +152,26 @@ impl Pointer {
         Pointer { blob: OciBlob { key: String::new(), version_id: None, size: 0 }, zips: BTreeMap::new() }
     }
 
-    /// Apply `change`, then name a zip of the set: the one named before if it is still in it
-    /// (no needless write), else the first; none when the set is empty.
+    /// Apply `change`, then name what a member serves: what was named before if a member
+    /// still serves it (no needless write), else the first member's; nothing when none is left.
     fn apply(&mut self, change: &Change<'_>) {
         match change {
-            Change::Add(blob) => {
-                self.zips.insert(blob.key.clone(), blob.version_id.clone());
-                self.blob.size = blob.size;
-            }
-            Change::Remove(key) => _ = self.zips.remove(*key),
+            Change::Add { member, blob } => _ = self.zips.insert(member.to_string(), (*blob).clone()),
+            Change::Remove(member) => _ = self.zips.remove(*member),
         }
-        let named = self.zips.get_key_value(&self.blob.key).or_else(|| self.zips.first_key_value());
-        let (key, version_id) = named.map(|(k, v)| (k.clone(), v.clone())).unwrap_or_default();
-        let size = if key.is_empty() { 0 } else { self.blob.size };
-        self.blob = OciBlob { key, version_id, size };
+        let still = self.zips.values().find(|b| b.key == self.blob.key && !b.key.is_empty());
+        self.blob = match still.or_else(|| self.zips.values().next()) {
+            Some(blob) => blob.clone(),
+            None => OciBlob { key: String::new(), version_id: None, size: 0 },
+        };
     }
 }
 
-/// One change to a provider's blob pointer, written only over what was read and read again
+/// One change to a blob pointer, written only over what was read and read again
 /// when another pass wrote first; a pointer that is absent stays so when a zip is taken out.
 async fn update_pointer<S: Storage>(storage: &S, key: &str, change: Change<'_>) -> Result<(), Error> {
     // Most bytes are new: their pointer is written once, without a read (`If-None-Match: *`).
-    if matches!(change, Change::Add(_)) {
+    if matches!(change, Change::Add { .. }) {
         let mut fresh = Pointer::empty();
         fresh.apply(&change);
         let bytes = serde_json::to_vec(&fresh).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
@@ -259,7 +260,8 @@ pub(super) async fn store_module<S: Storage>(
             storage.put(&key, manifest.bytes.clone().into(), MEDIA_TYPE_MANIFEST, Precondition::None).await?;
         }
         if let Some((digest, blob)) = module_blob(module, version) {
-            put_pointer(storage, &layout::oci_module_blob(module, &digest), &blob).await?;
+            let change = Change::Add { member: &version.archive, blob: &blob };
+            update_pointer(storage, &layout::oci_module_blob(module, &digest), change).await?;
         }
     }
     tag_latest(storage, module, before, after).await
@@ -289,9 +291,9 @@ async fn tag_latest<S: Storage>(
 }
 
 /// After a module manifest is written: the tags of versions it no longer serves (yanked), so
-/// they answer 404 (and `latest` when no release is left), and the pointers of blobs yanked or replaced (`REGISTRY_ALLOW_OVERWRITE`):
-/// deleted when no version has those bytes any more, else pointed at one that still has them
-/// (the pointer may name the zip that went).
+/// they answer 404 (and `latest` when no release is left); and each version that no longer
+/// serves a blob (yanked, or replaced under `REGISTRY_ALLOW_OVERWRITE`) taken out of that
+/// blob's pointer, which then names what another version with those bytes serves, or nothing.
 pub(super) async fn forget_module<S: Storage>(
     storage: &S,
     module: &ModuleAddress,
@@ -310,13 +312,18 @@ pub(super) async fn forget_module<S: Storage>(
             storage.delete(&layout::oci_module_tag(module, &crate::oci::name::tag(&version))).await?;
         }
         let Some((digest, blob)) = module_blob(module, gone) else { continue };
-        if now.and_then(|v| module_blob(module, v)) == Some((digest.clone(), blob)) {
+        if now.and_then(|v| module_blob(module, v)) == Some((digest.clone(), blob.clone())) {
             continue;
         }
         let key = layout::oci_module_blob(module, &digest);
-        match after.versions.iter().filter_map(|v| module_blob(module, v)).find(|(d, _)| *d == digest) {
-            Some((_, other)) => put_pointer(storage, &key, &other).await?,
-            None => storage.delete(&key).await?,
+        update_pointer(storage, &key, Change::Remove(&gone.archive)).await?;
+        // A pointer from before members were kept knows only what it names (its one member):
+        // taken out too, and every version this manifest serves with the bytes put back.
+        update_pointer(storage, &key, Change::Remove(&blob.key)).await?;
+        for (member, other) in after.versions.iter().filter_map(|v| Some((v, module_blob(module, v)?))) {
+            if other.0 == digest {
+                update_pointer(storage, &key, Change::Add { member: &member.archive, blob: &other.1 }).await?;
+            }
         }
     }
     Ok(())
@@ -331,12 +338,6 @@ fn module_blob(module: &ModuleAddress, version: &ModuleVersion) -> Option<(Strin
         false => OciBlob { key: version.archive.clone(), version_id: version.version_id.clone(), size: layer.size },
     };
     Some((format!("sha256:{}", layer.sha256), blob))
-}
-
-/// A module's blob pointer, stored (idempotent: a digest always names the same bytes).
-async fn put_pointer<S: Storage>(storage: &S, key: &str, blob: &OciBlob) -> Result<(), Error> {
-    let bytes = serde_json::to_vec(blob).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
-    storage.put(key, bytes.into(), CONTENT_TYPE_JSON, Precondition::None).await
 }
 
 #[cfg(test)]
@@ -436,6 +437,33 @@ mod tests {
         }
     }
 
+    /// A yank racing a publish of the same bytes (two `.tar.gz` versions, one repacked zip): the
+    /// publishing pass adds its version to the pointer after the yanking pass read the
+    /// manifest, and before that pass takes its own version out. The pointer keeps serving.
+    #[tokio::test]
+    async fn a_yank_racing_a_publish_of_the_same_bytes_keeps_the_blob() {
+        let archive = crate::testing::module_tar_gz(&[("main.tf", "# same")]);
+        let module = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
+        let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+        let s = app.storage();
+        let manifest = || ModuleManifest::parse(&s.peek(&layout::module_manifest(&module)).unwrap()).unwrap();
+        publish(s, &format!("{MODULE}1.0.0.tar.gz"), Some(&archive)).await;
+        let one = manifest();
+        publish(s, &format!("{MODULE}1.1.0.tar.gz"), Some(&archive)).await;
+        let both = manifest();
+        let layer = one.versions[0].oci.clone().unwrap();
+        let digest = format!("sha256:{}", layer.sha256);
+        // The yanking pass read `one` and writes a manifest without 1.0.0; the publishing pass
+        // (which read `one` too) added 1.1.0 to the pointer first.
+        let yanked = ModuleManifest::new(Vec::new());
+        store_module(s, &module, Some(&one), &both).await.unwrap();
+        forget_module(s, &module, Some(&one), &yanked).await.unwrap();
+        let pointer = layout::oci_module_blob(&module, &digest);
+        let zip = resolve(s, &pointer).expect("1.1.0 still serves the blob");
+        assert_eq!(super::tests::digest(&zip), digest);
+        assert_eq!(route(&app, MODULE, &digest).await.0, 307);
+    }
+
     /// A pointer written before the set was kept knows the one zip it names: taking out another
     /// keeps it (now with its set), taking out that one empties it; an unreadable one is
     /// rebuilt from the change.
@@ -454,7 +482,7 @@ mod tests {
         assert_eq!(emptied, OciBlob { key: String::new(), version_id: None, size: 0 }, "answers 404");
         let blob = OciBlob { key: "providers/h.io/n/t/c.zip".into(), version_id: None, size: 9 };
         let mut rebuilt = Pointer::read(b"{not json");
-        rebuilt.apply(&Change::Add(&blob));
+        rebuilt.apply(&Change::Add { member: &blob.key, blob: &blob });
         assert_eq!((rebuilt.blob, rebuilt.zips.len()), (blob, 1));
     }
 
