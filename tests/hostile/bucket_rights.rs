@@ -164,6 +164,7 @@ fn rows() -> Vec<Row> {
         ),
         row("the bucket list", Publisher, V4Header, "GET", "", DENIED),
         form("a POST form writing a signing key", Publisher, V4Post, KEY_ASC, DENIED),
+        form("a POST form key naming ${filename}", Publisher, V4Post, "modules/acme/vpc/aws/${filename}", NOT_LITERAL),
         row("a key admin PUT of an archive", KeyAdmin, V4Header, "PUT", "modules/acme/vpc/aws/9.0.0.zip", DENIED),
         row("a key admin GET of the token store", KeyAdmin, V4Header, "GET", TOKENS, DENIED),
         // Keys a file system resolves: refused for every principal and operation.

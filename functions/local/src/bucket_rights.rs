@@ -323,6 +323,14 @@ impl S3Access for BucketRights {
         }
         let key = req.input.key.as_str();
         literal_key(key)?;
+        // S3 puts the uploaded file's name there; s3s would store the placeholder as written,
+        // under a key S3 would not use (and would not notify as S3 would).
+        if key.contains("${filename}") {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidArgument,
+                "the embedded S3 does not replace ${filename} in a POST form's key: name the key in full",
+            ));
+        }
         if !principal.may_write(key) {
             return Err(denied(principal, &format!("PutObject on {key}")));
         }

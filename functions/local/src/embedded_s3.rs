@@ -41,6 +41,7 @@ use s3s::{Body, HttpError};
 
 use crate::bucket_rights::Verified;
 use crate::faults::{Fault, Faults, s3_error, spoil};
+use crate::idle_body::{BODY_IDLE, IdleBody};
 
 use registry::Config;
 use registry::index::Indexer;
@@ -170,7 +171,7 @@ impl IndexingS3 {
             return answer;
         }
         let verified = Arc::new(Verified::default());
-        let mut request = request.map(Body::from);
+        let mut request = request.map(|body| Body::http_body_unsync(IdleBody::new(body, BODY_IDLE)));
         request.extensions_mut().insert(verified.clone());
         let response = self.serve(request, &verified).await?;
         let principal = verified.principal();

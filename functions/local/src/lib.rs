@@ -19,6 +19,7 @@ pub mod bucket_rights;
 pub mod client_files;
 pub mod embedded_s3;
 pub mod faults;
+mod idle_body;
 mod key_locks;
 mod object_files;
 mod object_listing;

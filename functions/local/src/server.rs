@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use registry::App;
 use registry::storage::S3Storage;
@@ -18,6 +18,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::embedded_s3::IndexingS3;
+
+/// How long an S3 client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Most body bytes read from a request (the sign-in form's; the handler refuses longer forms
 /// with a clearer message than this bound's).
@@ -42,7 +45,10 @@ pub(crate) async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown
                 let s3 = s3.clone();
                 async move { s3.call(request).await }
             });
-            let builder = auto::Builder::new(TokioExecutor::new());
+            // A client that never finishes its headers is cut off (one that stops sending a
+            // body is, by `IdleBody`), as S3 closes idle connections.
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             tokio::select! {
                 served = connection => if let Err(e) = served { tracing::debug!(error = %e, "S3 connection") },
