@@ -31,6 +31,7 @@ fn module_manifest(versions: usize) -> Vec<u8> {
             etag: "\"0123456789abcdef0123456789abcdef\"".into(),
             version_id: None,
             docs: true,
+            compared: true,
             published_at: None,
             oci: None,
             judged: None,

@@ -221,6 +221,7 @@ mod tests {
             etag: "\"e\"".into(),
             version_id: None,
             docs: true,
+            compared: true,
             published_at: at.map(str::to_string),
             oci: None,
             judged: None,

@@ -350,6 +350,7 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
         etag: String::new(),
         version_id: None,
         docs: true,
+        compared: true,
         published_at: None,
     };
     let manifest = crate::manifest::ModuleManifest::new(vec![entry.clone()]);

@@ -64,6 +64,11 @@ pub struct ModuleVersion {
     /// in manifests written before docs existed: the next pass reads the archive once more.
     #[serde(default)]
     pub docs: bool,
+    /// Its stored docs hold the comparisons with the versions before it (`compared`, made at
+    /// publish). False in manifests written before comparisons were stored: the next pass
+    /// reads the archive once more and compares it.
+    #[serde(default)]
+    pub compared: bool,
     /// When the indexer first published it (`2026-11-23T10:00:00Z`); absent in manifests
     /// written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -564,6 +569,7 @@ mod tests {
             etag: "\"e\"".into(),
             version_id: None,
             docs: true,
+            compared: true,
             published_at: None,
             oci: None,
             judged: None,

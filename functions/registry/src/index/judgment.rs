@@ -377,6 +377,40 @@ mod tests {
         assert_eq!(manifest(&s).versions[0].judged, None);
     }
 
+    /// Docs stored before comparisons were kept (a manifest entry without `compared`) are
+    /// compared at the next pass, `reindex all` included, and kept so.
+    #[tokio::test]
+    async fn docs_from_before_comparisons_are_compared_once_by_the_next_pass() {
+        let s = MemoryStorage::new();
+        let indexer = Indexer::new(&s, limits("warn"));
+        publish(&indexer, &s, "1.0.0", V1).await;
+        publish(&indexer, &s, "1.1.0", V2).await;
+        let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").unwrap();
+        let docs_key = crate::layout::module_docs(&module, &semver::Version::new(1, 1, 0));
+        let stored = || serde_json::from_slice::<ModuleDocs>(&s.peek(&docs_key).unwrap()).unwrap();
+        // As an older indexer left them.
+        let mut old_docs = stored();
+        old_docs.compared = None;
+        s.insert(&docs_key, serde_json::to_vec(&old_docs).unwrap());
+        let mut old = manifest(&s);
+        old.versions.iter_mut().for_each(|v| v.compared = false);
+        s.insert(MANIFEST, serde_json::to_vec(&old).unwrap());
+
+        let cost = || async {
+            let before = s.request_count();
+            indexer.reindex_all().await.unwrap();
+            s.request_count() - before
+        };
+        let backfill = cost().await;
+        let compared = stored().compared.expect("compared by the pass");
+        assert_eq!(compared.since.as_deref(), Some("1.0.0"));
+        assert!(compared.from("1.0.0", &old.versions[1].sha256).is_some(), "{compared:?}");
+        assert!(manifest(&s).versions.iter().all(|v| v.compared));
+        let (settled, again) = (cost().await, cost().await);
+        assert_eq!(settled, again, "once: the passes after it read no archive");
+        assert!(backfill > settled, "the backfill read the archives ({backfill} > {settled})");
+    }
+
     /// Each version is compared at publish, whatever the policy, with the ten below it, the
     /// version before it and its baseline, and the comparisons are stored with its docs.
     #[tokio::test]

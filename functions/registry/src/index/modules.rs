@@ -41,8 +41,9 @@ pub(super) async fn module_pass<S: Storage>(
         let previous = existing.as_ref().and_then(|m| m.find(&version));
         // Reused only with its docs: a manifest from before docs were read is read again.
         // And with its OCI layer: a manifest from before OCI reads the archive once more too.
-        let same_archive =
-            previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs && e.oci.is_some());
+        // And with its comparisons: one from before they were stored is compared once.
+        let same_archive = previous
+            .filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs && e.compared && e.oci.is_some());
         let reusable = match same_archive {
             Some(e) if indexer.listed_etag(&object).await? == e.etag => Some(e),
             _ => None,
@@ -56,11 +57,12 @@ pub(super) async fn module_pass<S: Storage>(
             // The same bytes again (a re-upload, a copy): still the object first published,
             // which a versioned bucket keeps serving by its version id.
             (Some((entry, mut docs)), Some(published)) if entry.sha256 == published.sha256 => {
-                if !published.docs {
+                if !published.docs || !published.compared {
                     judgment::compare(indexer.storage, module, &version, &mut docs, &versions, &fresh).await?;
                     put_docs(indexer, module, &version, &docs).await?;
                 }
-                versions.push(ModuleVersion { etag: entry.etag, docs: true, oci: entry.oci, ..published.clone() });
+                let (etag, oci) = (entry.etag, entry.oci);
+                versions.push(ModuleVersion { etag, docs: true, compared: true, oci, ..published.clone() });
             }
             (Some((entry, _)), Some(published)) if !indexer.limits.overwrite_published => {
                 let what = format!("version {version} of module {module}");
@@ -226,6 +228,7 @@ async fn index_module_archive<S: Storage>(
                 etag,
                 version_id,
                 docs: true,
+                compared: true,
                 published_at: Some(crate::clock::rfc3339_now()),
                 oci: Some(oci),
                 judged: None,
