@@ -7,6 +7,8 @@
 //! made stricter where a registry should be: the signature must verify with a key (or signing
 //! subkey) of the namespace whose self-signatures verify, under OpenPGP's rules for keys,
 //! digests and algorithms ([`policy`], one function for publish, re-index and pull-through).
+//! A key the namespace holds more than once (in several key files, or armor blocks) is judged
+//! with the signatures of all its copies, as gpg merges them on import ([`with_copies`]).
 
 mod bindings;
 pub mod policy;
@@ -122,7 +124,7 @@ pub fn verify<'k>(
     let issuers: Vec<String> = sig.issuer_key_id().iter().map(|k| k.to_string().to_uppercase()).collect();
     let mut refusals = Vec::new();
     for key in keys {
-        match check_key(key, &sig, document, &issuers, created, now) {
+        match check_key(keys, key, &sig, document, &issuers, created, now) {
             Ok(true) => return Ok(key),
             Ok(false) => {}
             Err(why) => refusals.push(why),
@@ -143,10 +145,48 @@ pub fn verify<'k>(
     })
 }
 
+/// `key` with the signatures of every copy of it in `keys` (the same primary key, in another
+/// armor block or key file), and its user IDs and subkeys listed twice made one, as gpg merges
+/// them when it imports the files. Judged apart, an export from before a revocation or a
+/// restriction stood for the key beside the current one, and the laxer copy won.
+fn with_copies(keys: &[SigningKey], key: &SigningKey) -> SignedPublicKey {
+    fn add(to: &mut Vec<Signature>, more: &[Signature]) {
+        for sig in more {
+            if !to.contains(sig) {
+                to.push(sig.clone());
+            }
+        }
+    }
+    let mut merged = key.key.clone();
+    merged.details.users.clear();
+    merged.details.revocation_signatures.clear();
+    merged.details.direct_signatures.clear();
+    merged.public_subkeys.clear();
+    for copy in keys.iter().map(|k| &k.key).filter(|k| k.primary_key == key.key.primary_key) {
+        add(&mut merged.details.revocation_signatures, &copy.details.revocation_signatures);
+        add(&mut merged.details.direct_signatures, &copy.details.direct_signatures);
+        for user in &copy.details.users {
+            match merged.details.users.iter_mut().find(|u| u.id == user.id) {
+                Some(known) => add(&mut known.signatures, &user.signatures),
+                None => merged.details.users.push(user.clone()),
+            }
+        }
+        for sub in &copy.public_subkeys {
+            match merged.public_subkeys.iter_mut().find(|s| s.key == sub.key) {
+                Some(known) => add(&mut known.signatures, &sub.signatures),
+                None => merged.public_subkeys.push(sub.clone()),
+            }
+        }
+    }
+    merged
+}
+
 /// Whether `key` (its primary key or one of its subkeys) made `sig`: `Ok(false)` if none did
-/// and none is named as the issuer, `Err` if one did but may not be trusted ([`policy`]), or
-/// is named as the issuer but the signature does not verify over `document`.
+/// and none is named as the issuer, `Err` if one did but may not be trusted ([`policy`], judged
+/// with every copy of it in `keys`: [`with_copies`]), or is named as the issuer but the
+/// signature does not verify over `document`.
 fn check_key(
+    keys: &[SigningKey],
     key: &SigningKey,
     sig: &Signature,
     document: &[u8],
@@ -156,15 +196,18 @@ fn check_key(
 ) -> Result<bool, Refusal> {
     let k = &key.key;
     if sig.verify(&k.primary_key, document).is_ok() {
-        let primary = policy::Standing::primary(k, &key.key_id, now)?;
+        let judged = with_copies(keys, key);
+        let primary = policy::Standing::primary(&judged, &key.key_id, now)?;
         policy::strength(&k.primary_key, &primary.what)?;
         primary.may_have_signed(created, now)?;
         return Ok(true);
     }
     for sub in &k.public_subkeys {
         if sig.verify(&sub.key, document).is_ok() {
-            let primary = policy::Standing::primary(k, &key.key_id, now)?;
-            let standing = policy::Standing::subkey(k, &primary, sub, now)?;
+            let judged = with_copies(keys, key);
+            let primary = policy::Standing::primary(&judged, &key.key_id, now)?;
+            let sub = judged.public_subkeys.iter().find(|s| s.key == sub.key).unwrap_or(sub);
+            let standing = policy::Standing::subkey(&judged, &primary, sub, now)?;
             policy::strength(&sub.key, &standing.what)?;
             standing.may_have_signed(created, now)?;
             return Ok(true);
@@ -291,10 +334,15 @@ mod tests {
             ("expired-uid-revoked", T0 + 2 * DAY, &["expired at 2024-01-01"]),
             // Certify-only, then a user ID added and revoked: the revocation carries no key flags.
             ("certify-only-uid-revoked", T0 + 5 * DAY, &["key flags do not allow signing"]),
+            // Its only self-certification is over SHA-1: refused, with the gpg command that re-signs it.
             (
                 "sha1-self-cert",
                 T0 + 2 * DAY,
-                &["no valid self-signature", "\"Sha1 <sha1@example.com>\"", "SHA1 digest"],
+                &[
+                    "newest self-signature over user ID \"Sha1 <sha1@example.com>\"",
+                    "SHA1 digest",
+                    "--quick-set-expire",
+                ],
             ),
             // An old SHA-1 self-certification superseded by a SHA-256 one: the newer one counts.
             ("sha1-superseded", T0 + 3 * DAY, &[]),
@@ -303,21 +351,61 @@ mod tests {
             ("primary-uid-expires", T0 + 10 * DAY, &[]),
             ("primary-uid-expires", T0 + 40 * DAY, &["expired at 2025-02-03"]),
             ("signing-subkey", T0 + 2 * DAY, &[]),
-            ("sha1-subkey-binding", T0 + 3 * DAY, &["subkey", "no valid binding signature", "SHA1 digest"]),
+            (
+                "sha1-subkey-binding",
+                T0 + 3 * DAY,
+                &["subkey", "newest binding signature", "SHA1 digest", "bind it again"],
+            ),
+            // A newer self-signature over SHA-1 that restricts, beside the older SHA-256 one it
+            // replaced (the red team's finding): gpg honours it (expired, certify-only, subkey
+            // expired). Passing over it for the older one lifted the restriction; the key is refused,
+            // before the expiry it sets as after.
+            ("sha1-expiry", T0 + 10 * DAY, &["newest self-signature over user ID \"Lax <lax@example.com>\"", "SHA1"]),
+            ("sha1-expiry", T0 + 2 * DAY, &["2025-01-02T00:00:00Z", "SHA1 digest", "--cert-digest-algo SHA256"]),
+            ("sha1-certify-only", T0 + 2 * DAY, &["newest self-signature over user ID", "SHA1 digest"]),
+            ("sha1-subkey-expiry", T0 + 10 * DAY, &["subkey", "newest binding signature", "SHA1 digest"]),
+            // The key revoked, and an export from before the revocation after it in the file: gpg
+            // merges the two copies, so the key is revoked; the stale copy does not stand apart.
+            ("stale-copy", T0 + 2 * DAY, &["revoked"]),
         ];
+        let mut wrong = Vec::new();
         for &(name, now, why) in cases {
             let keys = parse_keys(name, &read(&format!("{name}.asc"))).unwrap_or_else(|e| panic!("{name}: {e}"));
             match verify(&keys, &sums, &read(&format!("{name}.sig")), now) {
                 Ok(k) if why.is_empty() => assert_eq!(k.key_id, keys[0].key_id, "{name}"),
-                Ok(_) => panic!("{name} at {now}: accepted, expected {why:?}"),
-                Err(e) if why.is_empty() => panic!("{name} at {now}: refused: {e}"),
-                Err(e) => {
-                    assert!(why.iter().all(|w| e.contains(w)), "{name} at {now}: {e}\nexpected {why:?}");
-                    // A key's refusal names it; a weak digest is refused before any key is tried.
-                    assert!(e.contains(&keys[0].key_id) || ["sha1", "md5"].contains(&name), "{name}: {e}");
-                }
+                Ok(_) => wrong.push(format!("{name} at {now}: accepted, expected {why:?}")),
+                Err(e) if why.is_empty() => wrong.push(format!("{name} at {now}: refused: {e}")),
+                // A key's refusal names it; a weak digest is refused before any key is tried.
+                Err(e)
+                    if why.iter().all(|w| e.contains(w))
+                        && (e.contains(&keys[0].key_id) || ["sha1", "md5"].contains(&name)) => {}
+                Err(e) => wrong.push(format!("{name} at {now}: {e}\nexpected {why:?}")),
             }
         }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    }
+
+    /// A key in two key files (or two armor blocks of one): its copies are judged as one key, as
+    /// gpg merges them. `stale-copy.asc` holds the key revoked, then an export from before.
+    #[test]
+    fn copies_of_a_key_are_judged_as_one() {
+        const T0: u64 = 1_735_689_600;
+        let read =
+            |file: &str| std::fs::read(format!("{}/testdata/signing/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let (sums, sig) = (read("SHA256SUMS"), read("stale-copy.sig"));
+        let text = String::from_utf8(read("stale-copy.asc")).unwrap();
+        let end = "-----END PGP PUBLIC KEY BLOCK-----";
+        let (revoked, stale) = text.split_once(end).map(|(a, b)| (format!("{a}{end}\n"), b.to_string())).unwrap();
+        let revoked = parse_keys("revoked.asc", revoked.as_bytes()).unwrap();
+        let stale = parse_keys("stale.asc", stale.as_bytes()).unwrap();
+        assert!(verify(&stale, &sums, &sig, T0 + 86_400).is_ok(), "the stale copy alone is not revoked");
+        for keys in [[revoked.clone(), stale.clone()].concat(), [stale.clone(), revoked.clone()].concat()] {
+            let why = verify(&keys, &sums, &sig, T0 + 86_400).unwrap_err();
+            assert!(why.contains("revoked") && why.contains(&keys[0].key_id), "{why}");
+        }
+        // The same key twice, alike: accepted, as once.
+        let good = parse_keys("good.asc", &read("good.asc")).unwrap();
+        assert!(verify(&[good.clone(), good].concat(), &sums, &read("good.sig"), T0 + 86_400).is_ok());
     }
 
     #[test]

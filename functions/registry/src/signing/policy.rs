@@ -13,13 +13,18 @@
 //!   expiry is the earlier of its own and the primary's, and a revoked primary revokes it.
 //!
 //! A key's expiry and key flags are read only from the self-signatures that bind it, as
-//! [`super::bindings`] chooses them ([`Standing::primary`], [`Standing::subkey`]).
+//! [`super::bindings`] chooses them ([`Standing::primary`], [`Standing::subkey`]). When the
+//! self-signature that would speak for a binding is over a weak digest, the key (or the subkey)
+//! is refused, with the gpg command that re-signs it: a weak one may not lift what an older one
+//! says, and passing over it for the older one would lift what it may restrict.
 //!
 //! Any key or subkey revocation refuses, whatever its reason, time and digest: a registry
 //! cannot tell a signature made before a key's compromise from one made after, and the
 //! publisher can sign again. A revocation can only take trust away, so honouring one that would
 //! not count as a self-signature (over SHA-1, say) fails closed. A user ID's revocation is the
-//! exception (`bindings`): it takes a certification out, which can let a laxer one speak.
+//! exception (`bindings`): it takes a certification out, which can let a laxer one speak, so it
+//! speaks as a certification does (the newest of the two; over a weak digest, it refuses the key).
+//! Copies of one key in several files or armor blocks are judged as one ([`super::verify`]).
 
 use pgp::composed::{SignedPublicKey, SignedPublicSubKey};
 use pgp::packet::{Signature, SignatureType, SubpacketData};
@@ -27,7 +32,7 @@ use pgp::ser::Serialize;
 use pgp::types::{EcdsaPublicParams, KeyDetails, PublicParams};
 
 use super::Refusal;
-use super::bindings::{bindings, strong, subkey_binding};
+use super::bindings::{Unbound, bindings, strong, subkey_binding};
 
 /// The smallest RSA or DSA modulus accepted, in bits (NIST SP 800-131A: 1,024-bit keys have
 /// been disallowed for signatures since 2014).
@@ -114,17 +119,20 @@ impl Standing {
         let what = format!("key {key_id}");
         let created = u64::from(key.primary_key.created_at().as_secs());
         let revoked = !key.details.revocation_signatures.is_empty();
+        let resign =
+            format!("gpg --cert-digest-algo SHA256 --quick-set-expire {:X} EXPIRY", key.primary_key.fingerprint());
         let bindings = match bindings(key, created, now) {
             Ok(bindings) => bindings,
             Err(_) if revoked => Vec::new(),
-            Err(why) => {
+            Err(Unbound::Nothing(why)) => {
                 return Err(format!(
                     "the signature was made by {what}, which no valid self-signature binds ({why}): a key counts only \
                      through a certification of one of its user IDs (or a direct-key signature) made by the key \
-                     itself over SHA-256 or stronger; re-sign it (gpg --cert-digest-algo SHA256 --quick-set-expire \
-                     {:X} EXPIRY) and upload the public key again",
-                    key.primary_key.fingerprint()
+                     itself over SHA-256 or stronger; re-sign it ({resign}) and upload the public key again"
                 ));
+            }
+            Err(Unbound::Weak { what: weak, remedy }) => {
+                return Err(refuse_weak(&what, &weak, remedy, format!("re-sign the key over SHA-256 ({resign})")));
             }
         };
         // Both a direct-key signature and the user ID certification speak for the key (RFC 9580
@@ -152,17 +160,22 @@ impl Standing {
         let created = u64::from(sub.key.created_at().as_secs());
         let revoked =
             primary.revoked || sub.signatures.iter().any(|s| s.typ() == Some(SignatureType::SubkeyRevocation));
+        let rebind = format!(
+            "gpg --cert-digest-algo SHA256 --quick-set-expire {:X} EXPIRY {:X}",
+            key.primary_key.fingerprint(),
+            sub.key.fingerprint()
+        );
         let binding = match subkey_binding(&key.primary_key, sub, created, now) {
             Ok(binding) => Some(binding),
             Err(_) if revoked => None,
-            Err(why) => {
+            Err(Unbound::Nothing(why)) => {
                 return Err(format!(
                     "the signature was made by {what}, which no valid binding signature binds to its primary key \
-                     ({why}); bind it again over SHA-256 or stronger (gpg --cert-digest-algo SHA256 \
-                     --quick-set-expire {:X} EXPIRY {:X}) and upload the public key again",
-                    key.primary_key.fingerprint(),
-                    sub.key.fingerprint()
+                     ({why}); bind it again over SHA-256 or stronger ({rebind}) and upload the public key again"
                 ));
+            }
+            Err(Unbound::Weak { what: weak, remedy }) => {
+                return Err(refuse_weak(&what, &weak, remedy, format!("bind it again over SHA-256 ({rebind})")));
             }
         };
         let own = binding.and_then(lifetime).map(|d| Expiry { at: created + d, of_primary: false });
@@ -209,6 +222,20 @@ impl Standing {
     }
 }
 
+/// The refusal of a key (`what`) whose binding speaks through a weak self-signature (`weak`, a
+/// phrase from [`super::bindings`]): what it is, why it can be neither honoured nor passed over,
+/// and how to mend the key (`remedy`, else `mend`).
+fn refuse_weak(what: &str, weak: &str, remedy: Option<String>, mend: String) -> Refusal {
+    format!(
+        "the signature was made by {what}, whose {}, which is too weak to trust: it may not lift what an older \
+         self-signature says (it could be forged), nor may an older one stand in for it (it may be the key \
+         holder's own restriction: an expiry, or key flags that do not allow signing); {} and upload the public \
+         key again",
+        weak.strip_prefix("its ").unwrap_or(weak),
+        remedy.unwrap_or(mend)
+    )
+}
+
 /// A self-signature's key expiration time, in seconds after the key's creation (0: never).
 fn lifetime(sig: &Signature) -> Option<u64> {
     sig.key_expiration_time().map(|d| u64::from(d.as_secs())).filter(|&d| d > 0)
@@ -220,7 +247,8 @@ fn has_key_flags(sig: &Signature) -> bool {
 
 /// Self-signatures made one by one with rpgp, for the rules GnuPG will not break on request (a
 /// direct-key signature, dates outside the key's life, a weak back-signature, another key's
-/// certification); the GnuPG corpus (`super::tests`) holds what gpg makes.
+/// certification, weak self-signatures beside strong ones); the GnuPG corpus (`super::tests`)
+/// holds what gpg makes.
 #[cfg(test)]
 mod tests {
     use std::sync::OnceLock;
@@ -346,18 +374,17 @@ mod tests {
     fn only_valid_self_certifications_say_what_a_key_may_do() {
         let base = || certify(secret(), 0, cert(1, &[flags(true), expires(10)]));
         assert_eq!(standing(&key(vec![base()], vec![], vec![])), Ok((Some(10), true)));
-        // Each is newer than the base certification and would lift its expiry, but does not count.
+        // Each is newer than the base certification and would lift its expiry, but is not the key
+        // holder's word: whatever its digest, it does not verify, or is dated in the future.
         let revocation = certify(secret(), 1, config(SignatureType::CertRevocation, SHA256, 5, &[]));
+        let sha1 = |days| config(SignatureType::CertPositive, SHA1, days, &[]);
         let ignored = [
             ("the other user ID, revoked", vec![base()], vec![certify(secret(), 1, cert(2, &[])), revocation.clone()]),
             ("dated in the future", vec![base(), certify(secret(), 0, cert(1200, &[]))], vec![]),
-            (
-                "over SHA-1",
-                vec![base(), certify(secret(), 0, config(SignatureType::CertPositive, SHA1, 5, &[]))],
-                vec![],
-            ),
+            ("over SHA-1, dated in the future", vec![base(), certify(secret(), 0, sha1(1200))], vec![]),
             ("by another key", vec![base(), certify(&generate(KeyType::Ed25519Legacy), 0, cert(5, &[]))], vec![]),
             ("over another user ID", vec![base(), certify(secret(), 1, cert(5, &[]))], vec![]),
+            ("over SHA-1 and another user ID", vec![base(), certify(secret(), 1, sha1(5))], vec![]),
         ];
         for (what, main, other) in ignored {
             assert_eq!(standing(&key(main, other, vec![])), Ok((Some(10), true)), "{what}");
@@ -366,6 +393,63 @@ mod tests {
         let certify_only = certify(secret(), 0, cert(1, &[flags(false)]));
         let other = vec![certify(secret(), 1, cert(1, &[flags(false)])), revocation];
         assert_eq!(standing(&key(vec![certify_only], other, vec![])), Ok((None, false)));
+    }
+
+    /// The red team's finding: a newer self-signature over SHA-1 that restricts the key was passed
+    /// over for the older, laxer one. Whatever it says, the key is refused; an older weak one that a
+    /// newer strong one supersedes says nothing.
+    #[test]
+    fn a_weak_self_signature_that_would_speak_refuses_the_key() {
+        let lax = || certify(secret(), 0, cert(1, &[flags(true)]));
+        let weak = |user, more: &[SubpacketData]| {
+            let mut all = vec![flags(true)];
+            all.extend_from_slice(more);
+            certify(secret(), user, config(SignatureType::CertPositive, SHA1, 2, &all))
+        };
+        let refused = |key: SignedPublicKey, why: &str| {
+            let refusal = standing(&key).unwrap_err();
+            assert!(refusal.contains(why) && refusal.contains("SHA1 digest"), "{refusal}");
+            assert!(refusal.contains("nor may an older one stand in for it"), "{refusal}");
+            refusal
+        };
+        // It sets an expiry (gpg: expired), takes the sign flag away (gpg: certify-only), or lifts.
+        let expiry = refused(key(vec![lax(), weak(0, &[expires(2)])], vec![], vec![]), "user ID \"main <main");
+        assert!(expiry.contains("(a certification made 2023-11-16T22:13:20Z)"), "{expiry}");
+        let certify_only = certify(secret(), 0, config(SignatureType::CertPositive, SHA1, 2, &[flags(false)]));
+        refused(key(vec![lax(), certify_only], vec![], vec![]), "user ID \"main <main");
+        let base = certify(secret(), 0, cert(1, &[flags(true), expires(10)]));
+        refused(key(vec![base, weak(0, &[])], vec![], vec![]), "user ID \"main <main");
+        // On whichever user ID it is, it refuses: which user ID speaks can turn on it (marked
+        // primary, it would set the expiry the other lacks; on `other`, newer, it would speak for it).
+        let weak_primary = weak(0, &[expires(2), SubpacketData::IsPrimary(true)]);
+        refused(key(vec![weak_primary], vec![certify(secret(), 1, cert(3, &[flags(true)]))], vec![]), "\"main <main");
+        refused(key(vec![lax()], vec![weak(1, &[])], vec![]), "user ID \"other <other");
+        // A weak revocation: honoured, it could let a laxer user ID speak; passed over, it keeps in
+        // the one it revoked. gpg does not re-sign a revoked user ID, so the remedy is to leave it out.
+        let revoke = |hash, days| certify(secret(), 0, config(SignatureType::CertRevocation, hash, days, &[]));
+        let strict_main = || certify(secret(), 0, cert(1, &[flags(true), expires(10), SubpacketData::IsPrimary(true)]));
+        let other = || certify(secret(), 1, cert(2, &[flags(true)]));
+        let revoked = refused(key(vec![strict_main(), revoke(SHA1, 3)], vec![other()], vec![]), "(a revocation made");
+        assert!(revoked.contains("keep-uid='uid <> main <main@example.com>'"), "{revoked}");
+        // Certified again over SHA-1 after a revocation: the weak certification would speak.
+        let again = vec![
+            strict_main(),
+            revoke(SHA256, 3),
+            certify(secret(), 0, config(SignatureType::CertPositive, SHA1, 4, &[])),
+        ];
+        refused(key(again, vec![other()], vec![]), "(a certification made");
+        // A weak direct-key signature, newer than the certification or not.
+        let dks = |days| direct(config(SignatureType::Key, SHA1, days, &[expires(5)]));
+        for days in [0, 2] {
+            refused(key(vec![lax()], vec![], vec![dks(days)]), "newest direct-key signature");
+        }
+        // Superseded by a newer strong one (gpg's own upgrade), a weak one says nothing.
+        let superseded = vec![weak(0, &[expires(2)]), certify(secret(), 0, cert(3, &[flags(true), expires(30)]))];
+        assert_eq!(standing(&key(superseded, vec![], vec![])), Ok((Some(30), true)));
+        let revoked_then_again = vec![strict_main(), revoke(SHA1, 2), certify(secret(), 0, cert(3, &[flags(true)]))];
+        assert_eq!(standing(&key(revoked_then_again, vec![other()], vec![])), Ok((None, true)));
+        let direct_superseded = vec![dks(0), direct(config(SignatureType::Key, SHA256, 1, &[expires(20)]))];
+        assert_eq!(standing(&key(vec![lax()], vec![], direct_superseded)), Ok((Some(20), true)));
     }
 
     #[test]
@@ -385,11 +469,12 @@ mod tests {
         let again = certify(secret(), 0, cert(4, &[flags(true), expires(10), SubpacketData::IsPrimary(true)]));
         let revoked_then_again = vec![main(true), revoke(SHA256, 3), again];
         assert_eq!(standing(&key(revoked_then_again, vec![other()], vec![])), Ok((Some(10), true)));
-        // A revocation that would not count as a self-signature (SHA-1, or in the future) leaves
-        // it in: taking it out would let the laxer certification of `other` speak.
-        for revocation in [revoke(SHA1, 3), revoke(SHA256, 1200)] {
-            assert_eq!(standing(&key(vec![main(true), revocation], vec![other()], vec![])), Ok((Some(10), true)));
-        }
+        // Revoked in the same second as it was certified, it is revoked.
+        assert_eq!(standing(&key(vec![main(true), revoke(SHA256, 1)], vec![other()], vec![])), Ok((None, true)));
+        // A revocation dated in the future leaves it in: taking it out would let the laxer
+        // certification of `other` speak. (A weak one refuses the key: see above.)
+        let future = revoke(SHA256, 1200);
+        assert_eq!(standing(&key(vec![main(true), future], vec![other()], vec![])), Ok((Some(10), true)));
     }
 
     #[test]
@@ -402,10 +487,8 @@ mod tests {
         assert_eq!(standing(&both), Ok((Some(20), true)));
         let certify_only = key(main(&[flags(true)]), vec![], vec![dks(0, &[flags(false)])]);
         assert_eq!(standing(&certify_only), Ok((None, false)));
-        // Alone, it binds the key; over SHA-1 or dated in the future, it does not.
+        // Alone, it binds the key; dated in the future, it does not (over SHA-1, it refuses: see above).
         assert_eq!(standing(&key(vec![], vec![], vec![dks(2, &[expires(5)])])), Ok((Some(5), true)));
-        let weak = key(main(&[flags(true)]), vec![], vec![direct(config(SignatureType::Key, SHA1, 2, &[expires(5)]))]);
-        assert_eq!(standing(&weak), Ok((None, true)));
         assert_eq!(standing(&key(main(&[flags(true)]), vec![], vec![dks(1200, &[expires(5)])])), Ok((None, true)));
     }
 
@@ -413,7 +496,7 @@ mod tests {
     fn a_key_that_no_valid_self_signature_binds_is_refused() {
         let weak = certify(secret(), 0, config(SignatureType::CertPositive, SHA1, 1, &[flags(true)]));
         let why = standing(&key(vec![weak], vec![], vec![])).unwrap_err();
-        assert!(why.contains("no valid self-signature binds") && why.contains("SHA1 digest"), "{why}");
+        assert!(why.contains("newest self-signature over user ID") && why.contains("SHA1 digest"), "{why}");
         assert!(why.contains("gpg --cert-digest-algo SHA256 --quick-set-expire"), "{why}");
         let early = certify(secret(), 0, cert(-1, &[flags(true)]));
         assert!(standing(&key(vec![early], vec![], vec![])).unwrap_err().contains("before the key was made"));
@@ -433,29 +516,65 @@ mod tests {
         );
     }
 
+    fn subkey(bindings: Vec<Signature>) -> Result<(Option<u64>, bool), Refusal> {
+        let mut key = key(vec![certify(secret(), 0, cert(1, &[flags(true)]))], vec![], vec![]);
+        key.public_subkeys[0].signatures = bindings;
+        let primary = Standing::primary(&key, "K", NOW).unwrap();
+        Standing::subkey(&key, &primary, &key.public_subkeys[0], NOW)
+            .map(|s| (s.expires.map(|e| (e.at - u64::from(BORN)) / u64::from(DAY)), s.signs))
+    }
+
+    fn binding(hash: HashAlgorithm, days: i64, more: &[SubpacketData], back: Option<HashAlgorithm>) -> Signature {
+        bind(config(SignatureType::SubkeyBinding, hash, days, more), back)
+    }
+
     #[test]
     fn a_subkey_counts_through_its_newest_valid_binding() {
-        let binding = |hash, days, back| bind(config(SignatureType::SubkeyBinding, hash, days, &[flags(true)]), back);
-        let subkey = |bindings: Vec<Signature>| {
-            let mut key = key(vec![certify(secret(), 0, cert(1, &[flags(true)]))], vec![], vec![]);
-            key.public_subkeys[0].signatures = bindings;
-            let primary = Standing::primary(&key, "K", NOW).unwrap();
-            Standing::subkey(&key, &primary, &key.public_subkeys[0], NOW).map(|s| s.signs)
-        };
-        assert_eq!(subkey(vec![binding(SHA256, 1, Some(SHA256))]), Ok(true));
+        let signs = |hash, days, back| binding(hash, days, &[flags(true)], back);
+        assert_eq!(subkey(vec![signs(SHA256, 1, Some(SHA256))]), Ok((None, true)));
         for (bindings, why) in [
-            (vec![binding(SHA1, 1, Some(SHA256))], "binding signature uses the SHA1 digest"),
-            (vec![binding(SHA256, 1, Some(SHA1))], "back-signature by the subkey that uses the SHA1 digest"),
-            (vec![binding(SHA256, 1, None)], "no back-signature"),
-            (vec![binding(SHA256, 1200, Some(SHA256))], "in the future"),
+            (vec![signs(SHA256, 1, None)], "no back-signature"),
+            (vec![signs(SHA256, 1200, Some(SHA256))], "in the future"),
             (vec![], "it has none"),
         ] {
             let refused = subkey(bindings).unwrap_err();
             assert!(refused.contains("no valid binding signature") && refused.contains(why), "{refused}");
         }
-        // A newer binding that does not count leaves the older one in force.
-        let certify_only = bind(config(SignatureType::SubkeyBinding, SHA256, 1, &[flags(false)]), None);
-        assert_eq!(subkey(vec![certify_only.clone(), binding(SHA1, 2, Some(SHA256))]), Ok(false));
-        assert_eq!(subkey(vec![certify_only, binding(SHA256, 2, Some(SHA256))]), Ok(true));
+        // A newer binding that is not the key holder's word (dated in the future) leaves the older
+        // one in force; a newer one that is, speaks.
+        let certify_only = binding(SHA256, 1, &[flags(false)], None);
+        assert_eq!(subkey(vec![certify_only.clone(), signs(SHA256, 1200, Some(SHA256))]), Ok((None, false)));
+        assert_eq!(subkey(vec![certify_only, signs(SHA256, 2, Some(SHA256))]), Ok((None, true)));
+    }
+
+    /// A subkey's newest binding, or its back-signature, over SHA-1 refuses the subkey, whether
+    /// it restricts (gpg: expired, or not for signing) or not; an older binding does not stand in.
+    #[test]
+    fn a_weak_binding_or_back_signature_refuses_the_subkey() {
+        let good = || binding(SHA256, 1, &[flags(true)], Some(SHA256));
+        let refused = |bindings: Vec<Signature>, why: &str| {
+            let refusal = subkey(bindings).unwrap_err();
+            assert!(
+                refusal.contains("subkey") && refusal.contains(why) && refusal.contains("SHA1 digest"),
+                "{refusal}"
+            );
+            assert!(refusal.contains("bind it again over SHA-256 (gpg --cert-digest-algo SHA256"), "{refusal}");
+        };
+        refused(vec![binding(SHA1, 1, &[flags(true)], Some(SHA256))], "newest binding signature (made");
+        refused(vec![binding(SHA256, 1, &[flags(true)], Some(SHA1))], "back-signature by the subkey that uses");
+        // Newer than a good one: it sets an expiry, takes the sign flag away, or its back-signature is weak.
+        refused(vec![good(), binding(SHA1, 2, &[flags(true), expires(3)], Some(SHA256))], "newest binding");
+        refused(vec![good(), binding(SHA1, 2, &[flags(false)], None)], "newest binding");
+        refused(vec![good(), binding(SHA256, 2, &[flags(true), expires(3)], Some(SHA1))], "back-signature");
+        // A newer binding that lets it sign without a back-signature: no older one stands in either.
+        let unsigned = subkey(vec![good(), binding(SHA256, 2, &[flags(true), expires(3)], None)]).unwrap_err();
+        assert!(
+            unsigned.contains("no valid binding signature") && unsigned.contains("no back-signature"),
+            "{unsigned}"
+        );
+        // Superseded by a newer strong one, a weak binding says nothing.
+        let superseded =
+            vec![binding(SHA1, 1, &[flags(false)], None), binding(SHA256, 2, &[flags(true)], Some(SHA256))];
+        assert_eq!(subkey(superseded), Ok((None, true)));
     }
 }

@@ -23,11 +23,12 @@ edit() { # edit KEY TIME COMMANDS...: gpg --edit-key, answering its prompts in o
     --faked-system-time "$(at "$time")" --edit-key "$key" >/dev/null 2>&1
 }
 homes=()
-trap 'rm -rf "${homes[@]}"' EXIT
+trap 'for h in "${homes[@]}"; do gpgconf --homedir "$h" --kill all; done; rm -rf "${homes[@]}"' EXIT
 new_case() { export GNUPGHOME; GNUPGHOME=$(mktemp -d); homes+=("$GNUPGHOME"); }
 export_key() { g --armor --export >"$1.asc"; }
 sign() { # sign CASE TIME [gpg options] over SHA256SUMS
   local name=$1 time=$2; shift 2
+  rm -f "$name.sig" # gpg --batch will not overwrite it
   g --faked-system-time "$(at "$time")" "$@" --detach-sign -o "$name.sig" SHA256SUMS
 }
 
@@ -165,6 +166,61 @@ sha1_subkey_binding() { # a signing subkey whose (only) binding signature is ove
   sign sha1-subkey-binding $((T0 + 2 * DAY))
 }
 
+# A newer self-signature over SHA-1 that restricts the key, beside the older, laxer SHA-256 one it
+# replaced (gpg keeps only the newest; the old one is imported back, as a key file may hold both).
+# gpg honours the newer one. The registry may neither honour it (SHA-1 signatures can be forged)
+# nor pass over it for the older one (that lifted the restriction): it refuses the key.
+
+sha1_expiry() { # never expires (SHA-256), then expires on 2025-01-04 by a SHA-1 self-certification
+  new_case
+  g --faked-system-time "$(at $T0)" --cert-digest-algo SHA256 --quick-gen-key "Lax <lax@example.com>" rsa3072 \
+    sign,cert never
+  g --armor --export >old.asc
+  g --faked-system-time "$(at $((T0 + DAY)))" --cert-digest-algo SHA1 --quick-set-expire "$(fingerprint)" 2d
+  g --import old.asc && rm old.asc
+  export_key sha1-expiry
+  sign sha1-expiry $((T0 + DAY + 60)) --digest-algo SHA256
+}
+
+sha1_certify_only() { # signs (SHA-256), then made certify-only by a SHA-1 self-certification
+  new_case
+  g --faked-system-time "$(at $T0)" --cert-digest-algo SHA256 --quick-gen-key "Usage <usage@example.com>" rsa3072 \
+    sign,cert never
+  g --armor --export >old.asc
+  sign sha1-certify-only $((T0 + 3600)) --digest-algo SHA256
+  echo 'cert-digest-algo SHA1' >"$GNUPGHOME/gpg.conf" # change-usage takes no --cert-digest-algo in batch
+  edit "$(fingerprint)" $((T0 + DAY)) change-usage S Q save
+  rm "$GNUPGHOME/gpg.conf"
+  g --import old.asc && rm old.asc
+  export_key sha1-certify-only
+}
+
+sha1_subkey_expiry() { # a signing subkey bound for ever (SHA-256), then bound to expire on 2025-01-04 over SHA-1
+  new_case
+  g --faked-system-time "$(at $T0)" --cert-digest-algo SHA256 --quick-gen-key "Rebound <rebound@example.com>" rsa3072 \
+    cert never
+  g --faked-system-time "$(at $T0)" --cert-digest-algo SHA256 --quick-add-key "$(fingerprint)" rsa3072 sign never
+  g --armor --export >old.asc
+  local sub
+  sub=$(gpg --list-keys --with-colons 2>/dev/null | awk -F: '/^fpr/ && ++n == 2 {print $10}')
+  g --faked-system-time "$(at $((T0 + DAY)))" --cert-digest-algo SHA1 --quick-set-expire "$(fingerprint)" 2d "$sub"
+  sign sha1-subkey-expiry $((T0 + DAY + 60)) --digest-algo SHA256
+  g --armor --export >new.asc
+  new_case # the home that made them keeps one binding per subkey; a fresh one, given both, keeps both
+  g --import old.asc && g --import new.asc && rm old.asc new.asc
+  export_key sha1-subkey-expiry
+}
+
+stale_copy() { # revoked, but the file also holds an export from before: gpg, importing it, merges the copies
+  new_case
+  g --faked-system-time "$(at $T0)" --quick-gen-key "Stale <stale@example.com>" ed25519 sign,cert never
+  g --armor --export >old.asc
+  sign stale-copy $((T0 + 3600))
+  sed 's/^:-----/-----/' "$GNUPGHOME/openpgp-revocs.d/$(fingerprint).rev" | g --import
+  export_key stale-copy
+  cat old.asc >>stale-copy.asc && rm old.asc
+}
+
 if (($#)); then
   for case in "$@"; do "$case"; done
   exit
@@ -184,4 +240,8 @@ sha1_superseded
 primary_uid_expires
 signing_subkey
 sha1_subkey_binding
+sha1_expiry
+sha1_certify_only
+sha1_subkey_expiry
+stale_copy
 ls
