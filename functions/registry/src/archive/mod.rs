@@ -12,6 +12,14 @@
 //!   passing through another link, stays inside the module;
 //! - no sparse tar entry (GNU `S`, or pax `GNU.sparse.*` records): its holes unpack to zeros
 //!   the archive does not hold, and tar-rs reads pax sparse files as Go does not;
+//! - a tar entry is named, typed and sized as Go's archive/tar (so go-getter, so the CLI)
+//!   reads it, and refused where tar-rs would read it otherwise (`headers.rs`): pax records
+//!   parsed by their length prefix, none malformed, twice, holding a newline or NUL, or
+//!   setting a size other than the header's; a global pax header holding only a comment; no
+//!   star header, no header field Go cannot parse, no data after a link or directory header,
+//!   no file named `…/`, no mode whose type bits say another type;
+//! - no path or link target of more than `PATH_MAX_DEPTH` components, and the tree check
+//!   walks each path once through a tree of the links (linear in the names' length);
 //! - a zip may not hold two entries with one name (which one counts differs between readers),
 //!   and each entry unpacks to exactly the size its headers declare (as Go's reader demands);
 //! - memory stays bounded whatever the input: at most `Bounds::entries` entries of at most
@@ -26,6 +34,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 mod bounded;
+mod headers;
 mod keep;
 mod readers;
 mod repack;
@@ -42,8 +51,12 @@ use tree::{check_tree, normalise};
 pub const MODULE_FILE_SUFFIXES: [&str; 4] = [".tf", ".tf.json", ".tofu", ".tofu.json"];
 /// Longest entry name or link target (Linux's `PATH_MAX`).
 pub const NAME_MAX_BYTES: usize = 4096;
-/// Most bytes tar may read between two entries: pax records and GNU long names, which the tar
-/// reader holds in memory. Go's archive/tar refuses larger ones too (1 MiB).
+/// Most components (directories and the name) an entry's path or a link target may have: far
+/// past any module, and what keeps the tree check's work linear in the archive.
+pub const PATH_MAX_DEPTH: usize = 128;
+/// Most bytes of tar headers between two entries: the pax records and GNU long names that
+/// describe the next entry (held in memory until it comes) at most 1 MiB together, as Go's
+/// archive/tar bounds each one; tar-rs may read no more to reach a header block.
 pub const TAR_HEADER_BYTES: u64 = (1 << 20) + 4 * 512;
 /// Most bytes the zip reader may read to parse the central directory (which it holds in
 /// memory): far more than 100,000 entries with ordinary names need.
@@ -166,7 +179,7 @@ pub fn read_module_archive<R: Read + Seek>(
     let files: Vec<String> = entries.iter().filter(|e| e.kind == Kind::File).map(|e| normalise(&e.name)).collect();
     let is_module_file = |n: &String| MODULE_FILE_SUFFIXES.iter().any(|s| n.ends_with(s));
     if files.iter().any(|n| !n.contains('/') && is_module_file(n)) {
-        return Ok(keeper.kept);
+        return Ok(keeper.into_kept());
     }
     Err(match files.iter().find(|n| is_module_file(n)) {
         Some(n) => format!(

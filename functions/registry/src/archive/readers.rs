@@ -7,6 +7,7 @@ use std::io::{Read, Seek};
 use sha2::{Digest, Sha256};
 
 use super::bounded::{Budget, Meter, Metered};
+use super::headers::{GoHeader, Pending, Resolved, global_header, go_header};
 use super::keep::{Collecting, Keeper};
 use super::tree::entry_name;
 use super::{Bounds, Entry, Kind, NAME_MAX_BYTES, TAR_HEADER_BYTES, ZIP_DIRECTORY_BYTES};
@@ -92,7 +93,7 @@ fn zip_entry<R: Read>(
 pub(super) fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds, keeper: &mut Keeper) -> Result<Vec<Entry>, String> {
     let mut entries = Vec::new();
     tar_gz_each(reader, bounds, |entry| {
-        if entry.kind == Some(Kind::File) && keeper.wants(&entry.name) {
+        if entry.kind == Kind::File && keeper.wants(&entry.name) {
             let mut kept = Collecting(Some(Vec::new()));
             entry.read(|chunk| {
                 kept.add(chunk);
@@ -100,9 +101,7 @@ pub(super) fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds, keeper: &mut K
             })?;
             keeper.keep(&entry.name, kept.0);
         }
-        if let Some(kind) = &entry.kind {
-            entries.push(Entry { name: entry.name.clone(), kind: kind.clone() });
-        }
+        entries.push(Entry { name: entry.name.clone(), kind: entry.kind.clone() });
         Ok(())
     })?;
     Ok(entries)
@@ -112,8 +111,7 @@ pub(super) fn tar_gz_entries<R: Read>(reader: R, bounds: &Bounds, keeper: &mut K
 /// readable only through `read`, which counts every byte it yields.
 pub(super) struct TarEntry<'a> {
     pub(super) name: String,
-    /// `None` for an archive-wide pax header (`git archive` writes one): not a file.
-    pub(super) kind: Option<Kind>,
+    pub(super) kind: Kind,
     /// Its permission bits.
     pub(super) mode: u32,
     data: &'a mut dyn Read,
@@ -129,9 +127,12 @@ impl TarEntry<'_> {
 }
 
 /// Hand every entry of a `.tar.gz` to `visit` in order, through every gzip member, then check
-/// the end-of-archive marker; the check and the repack both read through here. Bounded twice
-/// by `bounds.unpacked_bytes`: the decompressed stream (headers and padding too: the work)
-/// by `Meter`, and what the entries yield (what unpacking writes) by `Budget`.
+/// the end-of-archive marker; the check and the repack both read through here. tar-rs frames
+/// the stream block by block (`raw`); the headers that describe an entry (pax, GNU long
+/// names) are read in `headers` as Go's reader reads them, and an entry is refused where Go
+/// and tar-rs would read it differently. Bounded twice by `bounds.unpacked_bytes`: the
+/// decompressed stream (headers and padding too: the work) by `Meter`, and what the entries
+/// yield (what unpacking writes) by `Budget`.
 pub(super) fn tar_gz_each<R: Read>(
     reader: R,
     bounds: &Bounds,
@@ -142,32 +143,46 @@ pub(super) fn tar_gz_each<R: Read>(
     let mut archive = tar::Archive::new(stream);
     let unreadable = |e: std::io::Error| meter.explain("not a readable tar.gz", e);
     let mut budget = Budget::new(bounds.unpacked_bytes);
-    let mut counted = 0u64;
+    let (mut counted, mut pending) = (0u64, Pending::default());
     {
-        let mut iter = archive.entries().map_err(unreadable)?;
+        let mut iter = archive.entries().map_err(unreadable)?.raw(true);
         while let Some(entry) = next_tar_entry(&meter, &mut iter) {
             let mut entry = entry.map_err(unreadable)?;
-            let name = entry_name(&entry.path_bytes())?;
-            let kind = tar_kind(&mut entry, &name)?;
-            counted += u64::from(kind.is_some());
+            let go = go_header(entry.header().as_bytes())?;
+            if matches!(go.typeflag, b'x' | b'g' | b'L' | b'K') {
+                let data = special_file(&mut entry, &go, pending.room(), &unreadable)?;
+                if go.typeflag == b'g' {
+                    if !pending.is_empty() {
+                        return Err("a pax header or GNU long name comes before a global pax header".into());
+                    }
+                    global_header(&go, &data)?;
+                } else {
+                    pending.add(&go, data)?;
+                }
+                continue;
+            }
+            let size = entry.size();
+            let Resolved { name, kind, mode } = std::mem::take(&mut pending).resolve(entry.header(), go, size)?;
+            counted += 1;
             if counted > bounds.entries {
                 return Err(format!(
                     "more entries than the limit of {} (REGISTRY_MAX_ARCHIVE_ENTRIES)",
                     bounds.entries
                 ));
             }
-            let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
             let mut item =
                 TarEntry { name, kind, mode, data: &mut entry, budget: &mut budget, unreadable: &unreadable };
             visit(&mut item)?;
             item.read(|_| Ok(()))?;
         }
     }
+    if !pending.is_empty() {
+        return Err("the archive ends with a pax header or GNU long name that describes no entry".into());
+    }
     tar_end(archive.into_inner(), &unreadable)
 }
 
-/// The next entry, the headers before it (pax records, GNU long names, sparse maps) read
-/// within `TAR_HEADER_BYTES`, as the tar reader holds them in memory.
+/// The next header block (and the padding before it), within `TAR_HEADER_BYTES`.
 fn next_tar_entry<'a, R: Read>(
     meter: &Meter,
     iter: &mut tar::Entries<'a, R>,
@@ -178,50 +193,28 @@ fn next_tar_entry<'a, R: Read>(
     next
 }
 
-/// What a tar entry is (`None`: an archive-wide pax header), refusing what a module cannot
-/// hold and what readers unpack differently.
-fn tar_kind<R: Read>(entry: &mut tar::Entry<'_, R>, name: &str) -> Result<Option<Kind>, String> {
-    let entry_type = entry.header().entry_type();
-    // Never asked of a global header: `pax_extensions` would read its data whole, uncounted.
-    if entry_type.is_gnu_sparse() || (!entry_type.is_pax_global_extensions() && is_pax_sparse(entry)) {
+/// The data of an extension header (pax `x` or `g`, GNU `L` or `K`), which the reader holds
+/// in memory: within `room` (those before one entry together at most 1 MiB; Go refuses any
+/// one larger). Only from ustar or GNU headers, the ones tar-rs takes them from (Go takes
+/// them from any).
+fn special_file<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    go: &GoHeader,
+    room: u64,
+    unreadable: &dyn Fn(std::io::Error) -> String,
+) -> Result<Vec<u8>, String> {
+    if !go.recognised && go.typeflag != b'g' {
         return Err(format!(
-            "entry {:?} is a sparse file (tar --sparse): unpacking writes its holes out as zeros the archive \
-             does not hold; archive the module without --sparse",
-            crate::address::printable(name)
+            "a {:?} header in a tar header that is neither ustar nor GNU: readers disagree on whether it applies",
+            tar::EntryType::new(go.typeflag)
         ));
     }
-    let link = || -> Result<String, String> {
-        let target = entry.link_name_bytes().ok_or_else(|| format!("link {name:?} has no target"))?;
-        entry_name(&target)
-    };
-    Ok(match entry_type {
-        tar::EntryType::Directory => Some(Kind::Directory),
-        // Old tar writers mark directories only by the trailing slash; Go does the same.
-        tar::EntryType::Regular if name.ends_with('/') => Some(Kind::Directory),
-        tar::EntryType::Regular | tar::EntryType::Continuous => Some(Kind::File),
-        tar::EntryType::Symlink => Some(Kind::Symlink(link()?)),
-        tar::EntryType::Link => Some(Kind::Hardlink(link()?)),
-        tar::EntryType::XGlobalHeader => None,
-        other => {
-            return Err(format!(
-                "entry {:?} is a {other:?}: a module holds files, directories and links only",
-                crate::address::printable(name)
-            ));
-        }
-    })
-}
-
-/// Whether the entry's pax records make it a GNU sparse file (`GNU.sparse.*`: formats 0.0,
-/// 0.1 and 1.0). tar-rs reads such an entry as its raw sparse map and data under a stand-in
-/// name (`GNUSparseFile.0/…`); Go's reader (so go-getter, so the CLI) expands it under
-/// `GNU.sparse.name`: the two would disagree on the file's name, content and size. Records
-/// tar-rs cannot parse are skipped as tar-rs skips them: Go only takes a file as sparse from
-/// well-formed records, which tar-rs parses alike.
-fn is_pax_sparse<R: Read>(entry: &mut tar::Entry<'_, R>) -> bool {
-    match entry.pax_extensions() {
-        Ok(Some(records)) => records.flatten().any(|r| r.key_bytes().starts_with(b"GNU.sparse.")),
-        _ => false,
+    if entry.size() > room {
+        return Err("a tar header (pax records or a GNU long name) is larger than 1 MiB".into());
     }
+    let mut data = Vec::with_capacity(entry.size() as usize);
+    entry.read_to_end(&mut data).map_err(unreadable)?;
+    Ok(data)
 }
 
 /// After the last entry: tar stopped at a zero block or at the end of the stream, so what

@@ -22,15 +22,14 @@ pub fn tar_gz_to_zip<R: std::io::Read, W: Write + Seek>(reader: R, writer: W, bo
     tar_gz_each(reader, bounds, |entry| {
         let (name, options) = (entry.name.as_str(), base.unix_permissions(entry.mode));
         match &entry.kind {
-            None => {}
-            Some(Kind::Directory) => zip.add_directory(name.trim_end_matches('/'), options).map_err(written)?,
-            Some(Kind::File) => {
+            Kind::Directory => zip.add_directory(name.trim_end_matches('/'), options).map_err(written)?,
+            Kind::File => {
                 zip.start_file(name, options).map_err(written)?;
                 // Written from the counted reading: the zip holds no byte the bound did not see.
                 entry.read(|chunk| zip.write_all(chunk).map_err(|e| format!("writing the zip: {e}")))?;
             }
-            Some(Kind::Symlink(target)) => zip.add_symlink(name, target.as_str(), options).map_err(written)?,
-            Some(Kind::Hardlink(_)) => return Err(format!("a hard link ({name:?}) cannot be written to a zip")),
+            Kind::Symlink(target) => zip.add_symlink(name, target.as_str(), options).map_err(written)?,
+            Kind::Hardlink(_) => return Err(format!("a hard link ({name:?}) cannot be written to a zip")),
         }
         Ok(())
     })?;

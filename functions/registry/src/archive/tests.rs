@@ -381,3 +381,321 @@ fn a_zip_entry_unpacks_to_its_declared_size() {
     let err = module(declaring(-1), "zip").unwrap_err();
     assert!(err.contains("larger than its declared uncompressed size"), "{err}");
 }
+
+/// One pax record, `"%d %s=%s\n"`, its length counting the whole record.
+fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
+    let rest = key.len() + value.len() + 3;
+    let mut length = rest + 1;
+    while format!("{length}").len() + rest != length {
+        length += 1;
+    }
+    [format!("{length} {key}=").as_bytes(), value, b"\n"].concat()
+}
+
+/// A ustar header block of `name` (at most 100 bytes), `typeflag` and `size` (the data is the
+/// caller's), its raw bytes edited by `edit` before the checksum.
+fn block(name: &str, typeflag: u8, size: u64, edit: impl FnOnce(&mut [u8; 512])) -> Vec<u8> {
+    let mut header = ::tar::Header::new_ustar();
+    header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_size(size);
+    // Raw: the tar crate writes an old-style regular file (NUL) as `0`.
+    header.as_mut_bytes()[156] = typeflag;
+    edit(header.as_mut_bytes());
+    header.set_cksum();
+    header.as_bytes().to_vec()
+}
+
+/// `data` padded with zeros to whole 512-byte blocks.
+fn padded(data: &[u8]) -> Vec<u8> {
+    let mut data = data.to_vec();
+    data.resize(data.len().div_ceil(512) * 512, 0);
+    data
+}
+
+/// A regular file's header and data.
+fn file(name: &str, data: &[u8]) -> Vec<u8> {
+    [block(name, b'0', data.len() as u64, |_| {}), padded(data)].concat()
+}
+
+/// A pax header (`x`, or `g` for archive-wide) of `records`.
+fn pax_header(typeflag: u8, records: &[Vec<u8>]) -> Vec<u8> {
+    let data = records.concat();
+    [block("PaxHeaders/x", typeflag, data.len() as u64, |_| {}), padded(&data)].concat()
+}
+
+/// A `.tar.gz` of `main.tf`, then `parts` (header blocks and padded data) as given, then the
+/// end-of-archive marker.
+fn after_main(parts: &[Vec<u8>]) -> Vec<u8> {
+    gzip(&[file("main.tf", b"variable \"region\" {}\n"), parts.concat(), vec![0; 1024]].concat())
+}
+
+/// A file Go's reader would find hidden in another entry's data: its header and data, 1024 bytes.
+fn hidden_evil_tf() -> Vec<u8> {
+    let hidden = file("evil.tf", b"resource \"terraform_data\" \"pwn\" {}\n");
+    assert_eq!(hidden.len(), 1024);
+    hidden
+}
+
+/// Go's archive/tar (go-getter, so the CLI) reads pax records by their length prefix, so a
+/// value may hold a newline; tar-rs split them at newlines. The red team's two archives: a
+/// `comment` of `a\nb` hid a `size=0` from tar-rs (1024 bytes of `notes.txt` to the registry, a
+/// header and an `evil.tf` to terraform 1.11.4, which unpacked it), and a fake `path` line in a
+/// comment named the entry README.md to the registry and evil.tf to the CLI. Each is refused,
+/// by the check and by the repack, as is every record Go and tar-rs could read apart; what
+/// real writers emit is read as Go reads it.
+#[test]
+fn pax_records_are_read_by_their_length_as_go_reads_them() {
+    let x = |records: &[Vec<u8>]| pax_header(b'x', records);
+    let evil = b"resource \"terraform_data\" \"pwn\" {}\n".as_slice();
+    let notes = block("notes.txt", b'0', 1024, |_| {});
+    let fake_path = pax_record("path", b"README.md");
+    let fake_path = [b"x\n".as_slice(), &fake_path[..fake_path.len() - 1]].concat();
+    let mut unterminated = pax_record("path", b"evil.tf");
+    *unterminated.last_mut().unwrap() = b' ';
+    let comment = pax_record("comment", b"0123456789abcdef0123456789abcdef01234567");
+    let cases: Vec<(&str, Vec<Vec<u8>>, &str)> = vec![
+        (
+            "a newline in a value hides a pax size from tar-rs",
+            vec![x(&[pax_record("comment", b"a\nb"), pax_record("size", b"0")]), notes.clone(), hidden_evil_tf()],
+            "has a value holding a newline",
+        ),
+        (
+            "a path line inside a value",
+            vec![x(&[pax_record("comment", &fake_path), pax_record("path", b"evil.tf")]), file("placeholder", evil)],
+            "has a value holding a newline",
+        ),
+        (
+            "a key twice: Go keeps the last, tar-rs the first",
+            vec![x(&[pax_record("path", b"README.md"), pax_record("path", b"evil.tf")]), file("placeholder", evil)],
+            "appears twice in one header",
+        ),
+        (
+            "a pax size other than the header's",
+            vec![x(&[pax_record("size", b"0")]), notes.clone(), hidden_evil_tf()],
+            "disagree on the size of entry",
+        ),
+        ("a length past the data", vec![x(&[b"99 path=evil.tf\n".to_vec()]), file("p", evil)], "claims 99 bytes"),
+        ("no newline where the length ends", vec![x(&[unterminated]), file("p", evil)], "does not end in a newline"),
+        ("no `=`", vec![x(&[b"7 path\n".to_vec()]), file("p", evil)], "has no `=`"),
+        ("a NUL in a path", vec![x(&[pax_record("path", b"evil.tf\0.md")]), file("p", evil)], "newline or NUL"),
+        ("an empty path: Go keeps the header's", vec![x(&[pax_record("path", b"")]), file("p", evil)], "is empty"),
+        ("a time Go cannot parse", vec![x(&[pax_record("mtime", b"soon")]), file("p", evil)], "cannot parse"),
+        ("a pax header describing nothing", vec![x(&[pax_record("path", b"evil.tf")])], "describes no entry"),
+        (
+            "a global header with a path (GNU tar applies it, Go does not)",
+            vec![pax_header(b'g', &[pax_record("path", b"evil.tf")]), file("p", evil)],
+            "sets \"path\"",
+        ),
+        (
+            "a pax header before a global one",
+            vec![
+                x(&[pax_record("path", b"evil.tf")]),
+                pax_header(b'g', std::slice::from_ref(&comment)),
+                file("p", evil),
+            ],
+            "comes before a global pax header",
+        ),
+    ];
+    for (what, parts, needle) in cases {
+        let bytes = after_main(&parts);
+        let err = module(bytes.clone(), "tar.gz").unwrap_err();
+        assert!(err.contains(needle), "{what}: {err}");
+        let err = repack(&bytes, &ANY).unwrap_err();
+        assert!(err.contains(needle), "{what}: repacked: {err}");
+    }
+
+    let long = format!("{}/main.tf", "d".repeat(150));
+    let accepted: Vec<(&str, Vec<Vec<u8>>, &str)> = vec![
+        (
+            "GNU tar --format=posix: a long path and times",
+            vec![
+                x(&[
+                    pax_record("path", long.as_bytes()),
+                    pax_record("mtime", b"1700000000.123456789"),
+                    pax_record("atime", b"1700000000.5"),
+                    pax_record("ctime", b"1700000000"),
+                ]),
+                file("placeholder", b"# long\n"),
+            ],
+            &long,
+        ),
+        ("a pax size the header's", vec![x(&[pax_record("size", b"3")]), file("notes.tf", b"# x")], "notes.tf"),
+        (
+            "macOS tar: an extended attribute, raw binary",
+            vec![
+                x(&[
+                    pax_record("SCHILY.xattr.com.apple.provenance", b"\x01\x02\x00\n\x07"),
+                    pax_record("LIBARCHIVE.xattr.com.apple.provenance", b"AQIACgc="),
+                    pax_record("path", b"notes.tf"),
+                ]),
+                file("placeholder", b"# x"),
+            ],
+            "notes.tf",
+        ),
+        ("git archive: a global comment", vec![pax_header(b'g', &[comment]), file("notes.tf", b"# x")], "notes.tf"),
+    ];
+    for (what, parts, name) in accepted {
+        let kept = read_module_archive(Cursor::new(after_main(&parts)), "tar.gz", &ANY, &|p| p == name)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(kept.iter().map(|k| k.path.as_str()).collect::<Vec<_>>(), [name], "{what}");
+    }
+}
+
+/// Where Go's reader takes a header's name, type or size from other bytes than tar-rs does,
+/// or fails on a field tar-rs accepts, the archive is refused: star's trailer (the red team's
+/// archive: the registry saw `ddd…x00000000000/x.tf`, terraform unpacked `ddd…x/x.tf`), a
+/// ustar magic with another version or GNU times that are not numbers (Go joins a prefix
+/// tar-rs ignores), data after a link or directory (Go reads it as further entries), a file
+/// named `…/` or whose mode says directory, and numbers Go cannot read.
+#[test]
+fn headers_go_reads_otherwise_are_refused() {
+    let star = [b"d".repeat(130), b"x00000000000\0".to_vec(), b"00000000000\0".to_vec()].concat();
+    let gnu = |b: &mut [u8; 512]| {
+        b[257..265].copy_from_slice(b"ustar  \0");
+        b[345..348].copy_from_slice(b"dir");
+    };
+    let link_to_main = |b: &mut [u8; 512]| b[157..164].copy_from_slice(b"main.tf");
+    let evil = b"resource \"terraform_data\" \"pwn\" {}\n".as_slice();
+    let cases: Vec<(&str, Vec<Vec<u8>>, &str)> = vec![
+        (
+            "star's trailer",
+            vec![
+                block("x.tf", b'0', 7, |b| {
+                    b[345..345 + star.len()].copy_from_slice(&star);
+                    b[508..512].copy_from_slice(b"tar\0");
+                }),
+                padded(b"# star\n"),
+            ],
+            "carries star's `tar\\0` trailer",
+        ),
+        (
+            "ustar magic, version not 00",
+            vec![block("x.tf", b'0', 0, |b| {
+                b[263..265].copy_from_slice(b"\0\0");
+                b[345..348].copy_from_slice(b"dir");
+            })],
+            "reads \"dir/x.tf\", other readers \"x.tf\"",
+        ),
+        ("GNU times that are not numbers", vec![block("x.tf", b'0', 0, gnu)], "reads \"dir/x.tf\""),
+        (
+            "a symbolic link with data",
+            vec![block("l.tf", b'2', 1024, link_to_main), hidden_evil_tf()],
+            "is a symbolic link with 1024 bytes of data",
+        ),
+        (
+            "a hard link with data",
+            vec![block("h.tf", b'1', 1024, link_to_main), hidden_evil_tf()],
+            "is a hard link with 1024 bytes of data",
+        ),
+        ("a directory with data", vec![block("d/", b'5', 1024, |_| {}), hidden_evil_tf()], "is a directory with 1024"),
+        (
+            "an old-style directory (typeflag NUL, `…/`) with data",
+            vec![block("d/", 0, 1024, |_| {}), hidden_evil_tf()],
+            "is a directory with 1024",
+        ),
+        ("a file named `…/`", vec![file("evil.tf/", evil)], "is a file whose name ends in `/`"),
+        (
+            "a file whose mode says directory",
+            vec![block("x.tf", b'0', 0, |b| b[100..108].copy_from_slice(b"0040644\0"))],
+            "whose mode 40644 says another type",
+        ),
+        (
+            "a mode Go cannot read",
+            vec![block("x.tf", b'0', 0, |b| b[100..108].copy_from_slice(b"+000644\0"))],
+            "has a mode field that Go's archive/tar does not read",
+        ),
+        (
+            "a base-256 size wider than tar-rs reads",
+            vec![block("x.tf", b'0', 0, |b| {
+                b[124..136].copy_from_slice(&[0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+            })],
+            "has a size field",
+        ),
+    ];
+    for (what, parts, needle) in cases {
+        let bytes = after_main(&parts);
+        let err = module(bytes.clone(), "tar.gz").unwrap_err();
+        assert!(err.contains(needle), "{what}: {err}");
+        let err = repack(&bytes, &ANY).unwrap_err();
+        assert!(err.contains(needle), "{what}: repacked: {err}");
+    }
+
+    let long = format!("{}/main.tf", "d".repeat(150));
+    let mut prefixed = ::tar::Header::new_ustar();
+    prefixed.set_path(&long).unwrap();
+    prefixed.set_size(0);
+    prefixed.set_cksum();
+    let accepted: Vec<(&str, Vec<Vec<u8>>, &str)> = vec![
+        ("ustar, a name with a prefix", vec![prefixed.as_bytes().to_vec()], &long),
+        ("an old-style directory", vec![block("d/", 0, 0, |_| {}), file("d/x.tf", b"")], "d/x.tf"),
+        ("pre-POSIX (v7)", vec![block("x.tf", b'0', 0, |b| b[257..265].fill(0))], "x.tf"),
+        (
+            "GNU, times that are numbers",
+            vec![block("x.tf", b'0', 0, |b| {
+                gnu(b);
+                b[345..357].copy_from_slice(b"15000000000\0")
+            })],
+            "x.tf",
+        ),
+        (
+            "a mode with the type bits",
+            vec![block("x.tf", b'0', 0, |b| b[100..108].copy_from_slice(b"0100644\0"))],
+            "x.tf",
+        ),
+    ];
+    for (what, parts, name) in accepted {
+        let kept = read_module_archive(Cursor::new(after_main(&parts)), "tar.gz", &ANY, &|p| p == name)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(kept.iter().map(|k| k.path.as_str()).collect::<Vec<_>>(), [name], "{what}");
+    }
+}
+
+/// No module nests 128 directories; past that an entry is refused as it is read (the red
+/// team's 300 KB archive of 19,981 entries 2,040 directories deep cost the tree check 25.6 s).
+#[test]
+fn paths_are_at_most_128_components_deep() {
+    let at = |depth: usize| format!("{}x.tf", "d/".repeat(depth - 1));
+    let main = Item::File("main.tf", b"");
+    module(tar_gz_items(&[main, Item::File(&at(128), b"")]), "tar.gz").unwrap();
+    module(zip(&[("main.tf", b""), (&at(128), b"")]), "zip").unwrap();
+    let deep_target = format!("{}x", "a/".repeat(128));
+    let refused: Vec<(&str, Vec<u8>)> = vec![
+        ("a file", tar_gz_items(&[main, Item::File(&at(129), b"")])),
+        ("a link's target", tar_gz_items(&[main, Item::Symlink("l", &deep_target)])),
+        ("a zip entry", zip(&[("main.tf", b""), (&at(129), b"")])),
+    ];
+    for (what, bytes) in refused {
+        let extension = if what.contains("zip") { "zip" } else { "tar.gz" };
+        let err = module(bytes, extension).unwrap_err();
+        assert!(err.contains("129 path components, more than the limit of 128"), "{what}: {err}");
+    }
+}
+
+/// The tree check reads each entry's path once (and a link's target once more), counted, not
+/// timed: a set of link paths looked up once per prefix read each entry's path once per
+/// component, the square of its depth (5.1 s for the red team's archive at -O).
+#[test]
+fn the_tree_check_is_linear_in_the_paths() {
+    let spine = "d/".repeat(126);
+    let link = |name: String, target: &str| Entry { name, kind: Kind::Symlink(target.into()) };
+    // A link beside every directory of the spine, so no walk down it ends early.
+    let mut entries: Vec<Entry> = (0..126).map(|depth| link(format!("{}l", "d/".repeat(depth)), "x")).collect();
+    for i in 0..1000 {
+        entries.push(link(format!("{spine}l{i}"), "../x"));
+        entries.push(Entry { name: format!("{spine}f{i}"), kind: Kind::File });
+    }
+    let bytes: usize = entries
+        .iter()
+        .map(|e| match &e.kind {
+            Kind::Symlink(target) => e.name.len() + target.len(),
+            _ => e.name.len(),
+        })
+        .sum();
+    tree::READ.with(|read| read.set(0));
+    tree::check_tree(&entries).unwrap();
+    let read = tree::READ.with(std::cell::Cell::get);
+    assert!(read <= 2 * bytes, "{read} bytes read for {bytes} bytes of paths");
+    assert!(read >= bytes / 2, "{read} bytes read: the walk is counted");
+}
