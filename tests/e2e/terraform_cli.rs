@@ -756,7 +756,12 @@ async fn terraform_signs_in_with_oidc_tokens_and_terraform_login() {
     let out = tokio::task::block_in_place(|| login.wait_with_output()).unwrap();
     reader.join().unwrap();
     let shown = format!("{}\n{}\nissuer refused: {:?}", printed.lock().unwrap(), text(&out), issuer.refusals());
-    assert_eq!(callback, Ok(200), "the CLI's callback took the code\n{shown}");
+    // Terraform's callback handler (internal/command/login.go) hands the code to its main line
+    // before it writes its answer, and the main line then closes the server at once: newer
+    // CLIs often close the connection before answering. Either way it took the code, which the
+    // login's success and the stored token below show.
+    let closed_unanswered = callback.as_ref().is_err_and(|e| e == "not HTTP: ");
+    assert!(callback == Ok(200) || closed_unanswered, "the CLI's callback took the code: {callback:?}\n{shown}");
     assert!(out.status.success(), "terraform login succeeds\n{shown}");
     let stored = std::fs::read_to_string(login_dir.join(".home/.terraform.d/credentials.tfrc.json")).unwrap();
     let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
