@@ -11,6 +11,10 @@ S3_LISTEN ?=
 UPSTREAM    ?=
 UPSTREAM_CA ?=
 CARGO     ?= cargo
+# Where tests/setup.sh installs the tools (cargo-lambda, checkov, the AWS CLI, …): first on PATH
+# for every target, as make test's stages have them.
+TOOLS_DIR ?= $(HOME)/.cache/tf-registry-tools
+export PATH := $(TOOLS_DIR)/bin:$(PATH)
 TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda

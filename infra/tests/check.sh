@@ -39,5 +39,5 @@ if command -v "$checkov" >/dev/null 2>&1; then
   "$checkov" -d infra --framework terraform --quiet --compact --skip-download
   echo "ok    checkov"
 else
-  echo "=== SKIPPED: checkov not installed (pip install checkov, or set CHECKOV; .ci/run installs it) ==="
+  echo "=== SKIPPED: checkov not installed (pip install checkov, or set CHECKOV; tests/setup.sh installs it, make test runs it) ==="
 fi

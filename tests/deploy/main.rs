@@ -54,7 +54,7 @@ fn tools() -> Option<Tools> {
         && Command::new(&python).args(["-c", "import moto.server, boto3"]).output().is_ok_and(|o| o.status.success());
     if !has_moto {
         let why = format!(
-            "no moto at {} (python3 -m venv ~/.cache/tf-registry-tools/moto && its pip install 'moto[server]'; .ci/run does it; MOTO_PYTHON names another)",
+            "no moto at {} (python3 -m venv ~/.cache/tf-registry-tools/moto && its pip install 'moto[server]'; tests/setup.sh does it; MOTO_PYTHON names another)",
             python.display()
         );
         skipped(TEST, &why);

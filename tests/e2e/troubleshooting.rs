@@ -1,7 +1,8 @@
 //! docs/TROUBLESHOOTING.md quotes what the CLI prints for the mistakes users make; this runs
 //! each mistake with the real CLI and requires the quoted lines, word for word (the CLI wraps
 //! its diagnostics, so whitespace is compared collapsed), in the CLI's output and in the doc.
-//! Both Terraform versions `make test` runs must print them, or the doc must say which does.
+//! Every Terraform version `make test` runs (the installed binary, 1.6, 1.8 to 1.15) must print
+//! them, or the doc must say which does.
 
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]

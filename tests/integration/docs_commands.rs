@@ -41,7 +41,7 @@ fn blocks(doc: &str) -> Vec<Block> {
     out
 }
 
-/// The AWS CLI: `AWS_CLI`, else the one `.ci/run` installs (`~/.cache/tf-registry-tools/awscli`),
+/// The AWS CLI: `AWS_CLI` (which `make test` sets), else the one tests/setup.sh installs (`~/.cache/tf-registry-tools/awscli`),
 /// else `aws` on PATH; `None` without one.
 fn aws_cli() -> Option<PathBuf> {
     let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tf-registry-tools/awscli/bin/aws"));
@@ -61,7 +61,7 @@ async fn every_shell_block_runs_or_says_why_not() {
     assert!(unexplained.is_empty(), "a `not run` marker must say why: {unexplained:?}");
     let Some(aws) = aws_cli() else {
         eprintln!(
-            "\n=== SKIPPED: every_shell_block_runs_or_says_why_not: the aws CLI is not installed (.ci/run installs it) ===\n"
+            "\n=== SKIPPED: every_shell_block_runs_or_says_why_not: the aws CLI is not installed (tests/setup.sh installs it, make test runs it) ===\n"
         );
         return;
     };

@@ -67,7 +67,7 @@ async fn skopeo_lists_inspects_and_copies_the_provider_byte_for_byte() {
     if Command::new("skopeo").arg("--version").output().is_err() {
         skipped(
             "skopeo_lists_inspects_and_copies_the_provider_byte_for_byte",
-            "skopeo not installed (apt-get install skopeo; .ci/run installs it)",
+            "skopeo not installed (apt-get install skopeo; tests/setup.sh installs it, make test runs it)",
         );
         return;
     }
@@ -139,7 +139,7 @@ async fn oras_pulls_both_platforms_with_the_zh_digests() {
     let has_oras = Command::new(&python).args(["-c", "import oras.client"]).output().is_ok_and(|o| o.status.success());
     if !has_oras {
         let why = format!(
-            "no oras at {} (a virtual environment with `pip install oras`; .ci/run installs it)",
+            "no oras at {} (a virtual environment with `pip install oras`; tests/setup.sh installs it, make test runs it)",
             python.display()
         );
         skipped("oras_pulls_both_platforms_with_the_zh_digests", &why);

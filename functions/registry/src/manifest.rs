@@ -181,7 +181,8 @@ impl Deprecation {
         };
         if let Some(r) = replacement.as_deref().filter(|r| !names_a_version_or_address(r)) {
             return Err(format!(
-                "replacement {:?} is not a version or an address: it is printed after \"Use\", so it may hold                  only ASCII letters, digits and punctuation (1.1.0, acme/vpc2/aws, registry.example.com/acme/widget)",
+                "replacement {:?} is not a version or an address: it is printed after \"Use\", so it may hold \
+                 only ASCII letters, digits and punctuation (1.1.0, acme/vpc2/aws, registry.example.com/acme/widget)",
                 crate::address::printable(r)
             ));
         }

@@ -86,10 +86,12 @@ pub(super) async fn download<S: Storage>(
 }
 
 /// OpenTofu's `packages` (1.12+; its provider registry protocol): every served platform of the
-/// version with its `zh:` and `h1:` and its size, so one download answer fills a lock file for
-/// all platforms. The protocol requires all platforms or none, and OpenTofu refuses a package
-/// whose size differs or whose `zh:` is not the `shasum`: a platform the indexer recorded no
-/// size or `zh:` for (none it signs off has) leaves the field out rather than half-filled.
+/// version with its `zh:` and `h1:` and its size. OpenTofu checks the target platform's entry
+/// (it must be there, with the downloaded zip's size and a `zh:` equal to the `shasum`:
+/// `internal/getproviders/package_authentication.go`, v1.12.6) and writes these hashes to the
+/// lock file only for registry.opentofu.org providers: a platform the indexer recorded no size
+/// or `zh:` for (none it signs off has) leaves the field out rather than half-filled, which
+/// would fail that platform's installs.
 fn packages(document: &ProviderVersion) -> Option<serde_json::Value> {
     let mut packages = serde_json::Map::new();
     for (platform, archive) in &document.archives {
