@@ -1,6 +1,7 @@
 //! The web pages in a real browser: Debian's chromium driven by playwright-core
 //! (`browser/ui.mjs`), against the local registry over HTTPS. Sign in, search, a module's
-//! inputs table, the copied snippet, a provider page, sign out, the pages without JavaScript,
+//! inputs table (a long name shown whole, on a wide and a phone-sized screen), changes that
+//! break nothing out of the alarm colour, the copied snippet, a provider page, sign out, the pages without JavaScript,
 //! an XSS corpus that must stay inert (no dialog, no request: a canary server on loopback
 //! counts any that gets through), and a token that sees nothing of another namespace.
 //! SKIPPED, loudly, where chromium, node or playwright-core is missing (`.ci/run` installs
@@ -105,24 +106,31 @@ async fn the_web_pages_in_a_real_browser() {
     );
     registry::auth::manage::upsert(&h.running.storage, record).await.unwrap();
 
-    let vpc = registry::testing::module_tar_gz(&[
-        (
-            "README.md",
-            "# VPC\n\nA network with public and private subnets.\n\n| Subnet | Size |\n|---|---|\n| public | /24 |\n",
-        ),
-        (
-            "variables.tf",
-            "variable \"cidr_block\" {\n  type = string\n  description = \"The VPC's CIDR block.\"\n}\n\
-             variable \"azs\" {\n  type = list(string)\n  description = \"Availability zones.\"\n  default = [\"eu-west-1a\"]\n}\n\
-             variable \"token\" {\n  type = string\n  sensitive = true\n  default = null\n}\n",
-        ),
-        ("outputs.tf", "output \"vpc_id\" {\n  value = 1\n  description = \"The VPC.\"\n}\n"),
-        ("modules/subnet/main.tf", "variable \"az\" {\n  type = string\n}\n"),
-    ]);
+    // 1.2.0 adds an optional input with a long name (and a description with a long URL): a
+    // change that breaks no caller, and a name the inputs table must show whole.
+    let vpc = |added: &str| {
+        let variables = format!(
+            "variable \"cidr_block\" {{\n  type = string\n  description = \"The VPC's CIDR block.\"\n}}\n\
+             variable \"azs\" {{\n  type = list(string)\n  description = \"Availability zones.\"\n  default = [\"eu-west-1a\"]\n}}\n\
+             variable \"token\" {{\n  type = string\n  sensitive = true\n  default = null\n}}\n{added}"
+        );
+        registry::testing::module_tar_gz(&[
+            (
+                "README.md",
+                "# VPC\n\nA network with public and private subnets.\n\n| Subnet | Size |\n|---|---|\n| public | /24 |\n",
+            ),
+            ("variables.tf", variables.as_str()),
+            ("outputs.tf", "output \"vpc_id\" {\n  value = 1\n  description = \"The VPC.\"\n}\n"),
+            ("modules/subnet/main.tf", "variable \"az\" {\n  type = string\n}\n"),
+        ])
+    };
+    let sized = "variable \"instance_size_for_the_primary_database_cluster\" {\n  type = map(object({ size = string, count = number }))\n  \
+                 description = \"See https://docs.example.com/a/very/long/path/without/any/spaces/for_the_instance_size_documentation_page.\"\n  \
+                 default = {}\n}\n";
     let secret = registry::testing::module_tar_gz(&[("README.md", "Hidden treasure of globex."), ("main.tf", "")]);
     for (key, bytes) in [
-        ("modules/acme/vpc/aws/1.1.0.tar.gz", vpc.clone()),
-        ("modules/acme/vpc/aws/1.2.0.tar.gz", vpc),
+        ("modules/acme/vpc/aws/1.1.0.tar.gz", vpc("")),
+        ("modules/acme/vpc/aws/1.2.0.tar.gz", vpc(sized)),
         ("modules/acme/xss/aws/1.0.0.tar.gz", xss_module(&canary)),
         ("modules/globex/secret/aws/1.0.0.tar.gz", secret),
         (

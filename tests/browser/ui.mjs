@@ -132,6 +132,48 @@ assert.match(await page.locator("#readme").innerText(), /A network with public a
 assert.match(await page.locator("#submodules").innerText(), /modules\/subnet/);
 await shot(page, "module");
 
+step("changes that break no caller read as good news, out of the alarm colour");
+// 1.2.0 added an optional input to 1.1.0.
+assert.equal(await page.locator("#changes p.meta").innerText(), "1 change, none breaking");
+assert.equal(await page.locator("#changes .breaking").count(), 0, "no alarm on a page with no break");
+const calm = await page.$eval("#changes span.compatible", (e) => getComputedStyle(e).color);
+assert.equal(calm, "rgb(30, 107, 52)", "none breaking in the calm colour");
+await page.goto(`${BASE_URL}/ui/modules/acme/vpc/aws/1.2.0/from/1.1.0`);
+assert.equal(await page.locator("#changes span.breaking").count(), 0);
+assert.match(await page.locator("#changes").innerText(), /none breaking/);
+
+step("a long input name is shown whole, wide and on a phone-sized screen");
+const LONG = "instance_size_for_the_primary_database_cluster";
+await page.goto(`${BASE_URL}/ui/modules/acme/vpc/aws`);
+for (const width of [1280, 375]) {
+  await page.setViewportSize({ width, height: 900 });
+  const layout = await page.$eval("#inputs table", (table) => {
+    const cells = Array.from(table.querySelectorAll("tbody tr td:first-child"));
+    return {
+      names: cells.map((td) => td.querySelector("code").innerText),
+      cut: cells.flatMap((td) => {
+        const code = td.querySelector("code");
+        const [c, t] = [code.getBoundingClientRect(), td.getBoundingClientRect()];
+        const style = getComputedStyle(code);
+        const inside = c.left >= t.left - 0.5 && c.right <= t.right + 0.5 && c.bottom <= t.bottom + 0.5;
+        const whole = td.scrollWidth <= td.clientWidth && code.scrollWidth <= code.clientWidth + 0.5;
+        return inside && whole && style.textOverflow !== "ellipsis" && style.overflow === "visible"
+          ? [] : [`${code.innerText}: ${JSON.stringify({ c, t, sw: td.scrollWidth, cw: td.clientWidth })}`];
+      }),
+      // The page itself never scrolls sideways: a wide table scrolls in its own box.
+      page: [document.documentElement.scrollWidth, window.innerWidth],
+      onScreen: cells.every((td) => td.getBoundingClientRect().right <= window.innerWidth),
+    };
+  });
+  assert.ok(layout.names.includes(LONG), `${width}: ${LONG} whole among ${JSON.stringify(layout.names)}`);
+  assert.deepEqual(layout.cut, [], `${width}: a name cut or overflowing its cell`);
+  assert.ok(layout.page[0] <= layout.page[1], `${width}: the page scrolls sideways: ${layout.page}`);
+  assert.ok(layout.onScreen, `${width}: a name cell past the screen's edge`);
+  await page.locator("#inputs").scrollIntoViewIfNeeded();
+  await shot(page, `module-inputs-${width}`);
+}
+await page.setViewportSize({ width: 1280, height: 900 });
+
 step("copy the usage snippet");
 await page.click("#usage button.copy");
 await page.waitForFunction(() => document.querySelector("#usage button.copy").textContent === "Copied");

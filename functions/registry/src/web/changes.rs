@@ -81,9 +81,10 @@ fn judgment_note(entry: &ModuleVersion, since: &str) -> String {
     let Some(judged) = &entry.judged else { return String::new() };
     let text = match (&judged.note, judged.against.as_deref()) {
         (Some(note), _) => note.clone(),
-        (None, Some(against)) if against != since => {
-            format!("Judged at publish against {against}: {} breaking.", judged.breaking_count())
-        }
+        (None, Some(against)) if against != since => match judged.breaking_count() {
+            0 => format!("Judged at publish against {against}: no breaking change."),
+            n => format!("Judged at publish against {against}: {n} breaking."),
+        },
         (None, None) if since != entry.version => "The first release of its major version: it may break.".into(),
         _ => return String::new(),
     };
@@ -98,8 +99,9 @@ fn change_list(changes: &[Change], uncounted: (u64, u64), room: usize, rest: &st
     }
     let breaking = changes.iter().filter(|c| c.breaking.is_some()).count() as u64 + uncounted.1;
     let mut out = format!(
-        "<p class=\"meta\">{} changes, <span class=\"breaking\">{breaking} breaking</span></p>\n<ul class=\"changes\">\n",
-        changes.len() as u64 + uncounted.0
+        "<p class=\"meta\">{}, {}</p>\n<ul class=\"changes\">\n",
+        count_changes(changes.len() as u64 + uncounted.0),
+        breaking_count(breaking)
     );
     let ordered =
         changes.iter().filter(|c| c.breaking.is_some()).chain(changes.iter().filter(|c| c.breaking.is_none()));
@@ -128,6 +130,21 @@ fn change_list(changes: &[Change], uncounted: (u64, u64), room: usize, rest: &st
         );
     }
     out
+}
+
+/// `1 change`, `3 changes`.
+fn count_changes(n: u64) -> String {
+    if n == 1 { "1 change".into() } else { format!("{n} changes") }
+}
+
+/// How many of the changes break a caller, as HTML: in the alarm colour (`breaking`) only when
+/// some do; none is good news, said in words and in a calm colour (`compatible`).
+fn breaking_count(n: u64) -> String {
+    if n == 0 {
+        "<span class=\"compatible\">none breaking</span>".into()
+    } else {
+        format!("<span class=\"breaking\">{n} breaking</span>")
+    }
 }
 
 /// Links to the upgrade page from each older version this one was compared with at publish

@@ -75,9 +75,10 @@ pub fn document(frame: &Frame<'_>, main: &str) -> String {
 
 /// A table: a header row and rows of cells already HTML, as many as fit in `budget` bytes (it
 /// is reduced by what is written). The rows left out are counted in a note that says where
-/// they all are.
+/// they all are. No cell is cut: text wraps, and a table wider than a narrow screen scrolls
+/// sideways in its own box (`div.scroll`), not the page.
 pub fn table(class: &str, head: &[&str], rows: &[Vec<String>], budget: &mut usize, all_at: &str) -> String {
-    let mut out = format!("<table class=\"{class}\">\n<thead><tr>");
+    let mut out = format!("<div class=\"scroll\">\n<table class=\"{class}\">\n<thead><tr>");
     for h in head {
         let _ = write!(out, "<th scope=\"col\">{}</th>", escape(h));
     }
@@ -95,7 +96,7 @@ pub fn table(class: &str, head: &[&str], rows: &[Vec<String>], budget: &mut usiz
         out.push_str(&line);
         shown += 1;
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table>\n</div>\n");
     if shown < rows.len() {
         let _ = writeln!(
             out,

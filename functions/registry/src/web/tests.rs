@@ -286,10 +286,63 @@ async fn changes_are_read_as_compared_at_publish_never_compared_per_request() {
     assert!(page.body.contains("<h2>Changes since 1.0.0</h2>") && page.body.contains(line), "{}", page.body);
     assert!(page.body.contains("/ui/modules/acme/vpc/aws/1.2.0/from/1.0.0"), "{}", page.body);
     let upgrade = get(&app, "/ui/modules/acme/vpc/aws/1.2.0/from/1.0.0", Some("trg_acme")).await;
-    assert!(upgrade.body.contains("1 changes, <span class=\"breaking\">1 breaking</span>"), "{}", upgrade.body);
+    assert!(upgrade.body.contains("1 change, <span class=\"breaking\">1 breaking</span>"), "{}", upgrade.body);
     assert!(upgrade.body.contains(line), "{}", upgrade.body);
     // Nothing was compared with a downgrade at publish: said, not computed now.
     let downgrade = get(&app, "/ui/modules/acme/vpc/aws/1.0.0/from/1.2.0", Some("trg_acme")).await;
     assert_eq!(downgrade.status, 200);
     assert!(downgrade.body.contains("Not compared: when 1.0.0 was published"), "{}", downgrade.body);
+}
+
+/// The version page a new user opens first: changes that break no caller read as good news, in
+/// words ("none breaking") and out of the alarm colour, which is kept for a count of breaking
+/// changes; and an input's name is shown whole however long, the stylesheet wrapping it (never an
+/// ellipsis, never hidden).
+#[tokio::test]
+async fn none_breaking_reads_as_good_news_and_long_input_names_stay_whole() {
+    let storage = MemoryStorage::new();
+    let indexer = Indexer::new(&storage, Limits::default());
+    let long = "instance_size_for_the_primary_database_cluster";
+    let region = "variable \"region\" {\n  type = string\n}\n";
+    let sized = format!(
+        "variable \"{long}\" {{\n  type = string\n  default = \"db.r6g.large\"\n  description = \"{}\"\n}}\n",
+        "A size. ".repeat(100)
+    );
+    let versions = [("1.0.0", region.to_string()), ("1.1.0", format!("{region}{sized}")), ("2.0.0", sized)];
+    for (version, variables) in versions {
+        let key = format!("modules/acme/db/aws/{version}.tar.gz");
+        storage.insert(&key, crate::testing::tar_gz(&[("variables.tf", variables.as_bytes())]));
+        indexer.on_object_changed(&key).await.unwrap();
+    }
+    let mut config = Config::new("bucket");
+    config.access.anonymous_modules = vec!["*".into()];
+    let app = App::new(config, storage, &[Service::Web]);
+
+    // 1.1.0 adds an optional input: one change, none breaking, and no alarm anywhere.
+    let calm = get(&app, "/ui/modules/acme/db/aws/1.1.0", None).await;
+    assert_eq!(calm.status, 200, "{}", calm.body);
+    assert!(calm.body.contains("<h2>Changes since 1.0.0</h2>"), "{}", calm.body);
+    assert!(calm.body.contains("1 change, <span class=\"compatible\">none breaking</span>"), "{}", calm.body);
+    assert!(!calm.body.contains("class=\"breaking\""), "the alarm class on a page with no break: {}", calm.body);
+    assert!(!calm.body.contains("0 breaking"), "{}", calm.body);
+    // The name whole in the inputs table, its long description cut instead.
+    assert!(calm.body.contains(&format!("<td><code>{long}</code></td>")), "{}", calm.body);
+    assert!(calm.body.contains("A size. A size.") && calm.body.contains("…</td>"), "the description is clipped");
+
+    // 2.0.0 removes `region`: the count of breaking changes in the alarm colour, each flagged.
+    let alarm = get(&app, "/ui/modules/acme/db/aws/2.0.0", None).await;
+    assert_eq!(alarm.status, 200, "{}", alarm.body);
+    assert!(alarm.body.contains("1 change, <span class=\"breaking\">1 breaking</span>"), "{}", alarm.body);
+    assert!(alarm.body.contains("<li class=\"breaking\"><strong>breaking</strong> input &quot;region&quot; removed"));
+    assert!(!alarm.body.contains("class=\"compatible\""), "{}", alarm.body);
+    assert!(alarm.body.contains(&format!("<td><code>{long}</code></td>")), "{}", alarm.body);
+
+    // The stylesheet: both classes styled apart; cells wrap, never cut or hide, what they hold.
+    let css = get(&app, "/ui/assets/style.css", None).await.body;
+    assert!(css.contains("span.breaking { color: var(--alarm); }"), "{css}");
+    assert!(css.contains("span.compatible { color: var(--calm); }"), "{css}");
+    assert!(css.contains("td { overflow-wrap: anywhere; }"), "{css}");
+    for cut in ["text-overflow", "ellipsis", "overflow: hidden", "overflow-x: hidden"] {
+        assert!(!css.contains(cut), "{cut} in the stylesheet");
+    }
 }
