@@ -1,5 +1,6 @@
 //! The docs hold each fact the code has a table for, and nothing else: every route in
-//! docs/API.md is a route key of `router::route_templates` and back, the discovery answer shown
+//! docs/API.md is a route key of `router::route_templates` and back, each row's methods are the
+//! ones the router answers for its path, the discovery answer shown
 //! is the one served, the bucket's notification suffixes and prefixes are in docs/BUCKET.md and
 //! docs/DEPLOY.md, every relative link and anchor in README.md, docs/ and infra/README.md
 //! resolves, the README stays a newcomer's page (at most 200 lines), and `make help` prints
@@ -58,6 +59,71 @@ fn the_api_table_is_the_routers_route_keys_both_ways() {
     assert!(unknown.is_empty(), "docs/API.md documents paths no route key serves: {unknown:?}");
     let undocumented: Vec<&String> = keys.iter().filter(|k| !paths.iter().any(|p| route_key_matches(k, p))).collect();
     assert!(undocumented.is_empty(), "route keys missing from docs/API.md: {undocumented:?}");
+}
+
+/// A value for each `{placeholder}` of docs/API.md's paths that the router's grammar accepts.
+const SAMPLE_SEGMENTS: [(&str, &str); 13] = [
+    ("namespace", "acme"),
+    ("name", "network"),
+    ("system", "aws"),
+    ("version", "1.2.0"),
+    ("from", "1.0.0"),
+    ("hostname", "registry.example.com"),
+    ("type", "widget"),
+    ("os", "linux"),
+    ("arch", "amd64"),
+    ("file", "style.css"),
+    ("repository", "providers/registry.example.com/acme/widget"),
+    ("reference", "1.2.0"),
+    ("digest", "sha256:abababababababababababababababababababababababababababababababab"),
+];
+
+/// Each row of docs/API.md's table names the methods the router answers its path for: every
+/// method it names routes (a `GET` row's `HEAD` too), and any other method is 405.
+#[test]
+fn the_api_tables_methods_are_the_routers() {
+    use http::Method;
+    let api = read("docs/API.md");
+    let paths = BasePaths::default();
+    let mut checked = 0;
+    for row in api.lines().filter(|l| l.starts_with("| `")) {
+        let cell = row.split('|').nth(1).unwrap_or_default();
+        let quoted: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let methods: Vec<&str> = quoted.iter().filter_map(|q| q.split(' ').next()).collect();
+        let request = quoted.iter().find(|q| q.contains('/')).unwrap_or_else(|| panic!("no path in {row}"));
+        let target = &request[request.find('/').expect("a path")..];
+        let (template, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
+        let mut path = template.to_string();
+        for (name, value) in SAMPLE_SEGMENTS {
+            path = path.replace(&format!("{{{name}}}"), value);
+        }
+        assert!(!path.contains('{'), "docs/API.md: no sample value for a placeholder of {template}");
+        // The values a row shows are blanks (`offset=`); search needs its text.
+        let query = query.filter(|q| q.starts_with("q=")).map(|_| "q=x");
+        let mut allowed: Vec<Method> = Vec::new();
+        for method in &methods {
+            let method = Method::from_bytes(method.as_bytes()).unwrap_or_else(|_| panic!("{method:?} in {row}"));
+            if method == Method::GET {
+                allowed.push(Method::HEAD);
+            }
+            allowed.push(method);
+        }
+        for method in [Method::GET, Method::HEAD, Method::POST, Method::PUT, Method::DELETE] {
+            let routed = registry::router::route(&method, &path, query, &paths);
+            match allowed.contains(&method) {
+                true => {
+                    assert!(routed.is_ok(), "docs/API.md: {method} {path} is documented, the router answers {routed:?}")
+                }
+                false => assert_eq!(
+                    routed.map_err(|e| e.status().as_u16()),
+                    Err(405),
+                    "docs/API.md: {method} {path} is not documented, so the router must answer 405"
+                ),
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "{checked} rows");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
