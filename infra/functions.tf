@@ -45,6 +45,15 @@ resource "aws_lambda_function" "function" {
 
   tags = var.tags
 
+  lifecycle {
+    # The functions refuse to start with their own host as an upstream (config.rs): say so at
+    # plan time instead. (A variable's validation cannot read domain_name before Terraform 1.9.)
+    precondition {
+      condition     = var.domain_name == "" || !contains(local.upstream_names, var.domain_name)
+      error_message = "upstream_hosts holds domain_name, the registry's own host: it would be its own upstream, and every function would fail at start."
+    }
+  }
+
   # checkov:skip=CKV_AWS_117:The functions reach S3 and (mirror, puller) the allowed upstream registries over the internet; a VPC would add NAT cost.
   # checkov:skip=CKV_AWS_272:Code signing needs a signing profile the user must own; zips are built from this repository.
   # checkov:skip=CKV_AWS_116:Only the indexer and the puller are invoked asynchronously and both have a dead-letter queue; API Gateway invokes the others synchronously.

@@ -2,7 +2,8 @@
 # serve (under indexed/), the archives of their protocol (by the extensions the indexer
 # indexes), and the token store; without s3:ListBucket, S3 answers 403 for a missing key,
 # which they treat as not found for a manifest. Presigned URLs carry the signer's rights, so a
-# modules URL can never reach providers/, indexed/, rejections/ or access/, and the reverse.
+# modules URL can never reach providers/, another protocol's indexed/ documents, rejections/
+# or signing-keys/, and the reverse.
 # The indexer reads the uploads but writes only indexed/ and rejections/. The mirror writes
 # only what it keeps of upstreams (upstream/); the puller reads pull records and writes copies
 # only under the upstream hosts' provider prefixes.

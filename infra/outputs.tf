@@ -34,11 +34,18 @@ output "regional_hostname" {
 }
 
 output "cli_config" {
-  description = "A terraform/tofu CLI configuration that installs providers through the mirror."
+  description = "The terraform/tofu CLI's provider_installation block: the registry's own providers directly (signatures checked by the CLI), every other provider through the mirror. The same text as README's (registry::cli_config, held equal by make deploy-check)."
   value       = <<-EOT
+    # Providers: ${local.hostname}/NAMESPACE/TYPE (this registry's own, signed) directly through
+    # providers.v1, where the CLI checks their signatures; every other provider through
+    # the network mirror.
     provider_installation {
       network_mirror {
-        url = "https://${local.hostname}/v1/mirror/"
+        url     = "https://${local.hostname}/v1/mirror/"
+        exclude = ["${local.hostname}/*/*"]
+      }
+      direct {
+        include = ["${local.hostname}/*/*"]
       }
     }
   EOT

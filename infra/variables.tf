@@ -32,7 +32,7 @@ variable "presign_ttl_seconds" {
   default     = 300
 
   validation {
-    condition     = var.presign_ttl_seconds >= 1 && var.presign_ttl_seconds <= 3600
+    condition     = floor(var.presign_ttl_seconds) == var.presign_ttl_seconds && var.presign_ttl_seconds >= 1 && var.presign_ttl_seconds <= 3600
     error_message = "presign_ttl_seconds must be between 1 and 3600."
   }
 }
@@ -104,6 +104,10 @@ variable "upstream_versions_ttl_seconds" {
   description = "How long an upstream provider's version list kept in the bucket is used without asking the upstream (new upstream releases appear after this)."
   type        = number
   default     = 600
+  validation {
+    condition     = floor(var.upstream_versions_ttl_seconds) == var.upstream_versions_ttl_seconds && var.upstream_versions_ttl_seconds >= 0 && var.upstream_versions_ttl_seconds <= 86400
+    error_message = "upstream_versions_ttl_seconds must be a whole number from 0 to 86400 (a day)."
+  }
 }
 
 variable "upstream_timeout_seconds" {
@@ -111,7 +115,7 @@ variable "upstream_timeout_seconds" {
   type        = number
   default     = 4
   validation {
-    condition     = var.upstream_timeout_seconds >= 1 && var.upstream_timeout_seconds <= 8
+    condition     = floor(var.upstream_timeout_seconds) == var.upstream_timeout_seconds && var.upstream_timeout_seconds >= 1 && var.upstream_timeout_seconds <= 8
     error_message = "upstream_timeout_seconds must be 1 to 8."
   }
 }
@@ -154,12 +158,20 @@ variable "max_module_archive_bytes" {
   description = "Largest module archive the indexer accepts."
   type        = number
   default     = 104857600
+  validation {
+    condition     = floor(var.max_module_archive_bytes) == var.max_module_archive_bytes && var.max_module_archive_bytes >= 1
+    error_message = "max_module_archive_bytes must be a whole number of bytes, at least 1."
+  }
 }
 
 variable "max_provider_zip_bytes" {
   description = "Largest provider zip the indexer accepts."
   type        = number
   default     = 1073741824
+  validation {
+    condition     = floor(var.max_provider_zip_bytes) == var.max_provider_zip_bytes && var.max_provider_zip_bytes >= 1
+    error_message = "max_provider_zip_bytes must be a whole number of bytes, at least 1."
+  }
 }
 
 variable "allow_overwrite" {
@@ -183,9 +195,13 @@ variable "semver_policy" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions per function (caps cost and protects the account's other functions); -1 for none."
+  description = "Reserved concurrent executions per function, 1 or more (caps cost and protects the account's other functions); -1 (the default) reserves none. Every function reserves it, and AWS keeps 100 of the account's concurrency quota unreserved: a new account's quota is often 10, so set it only where the quota allows (Service Quotas, \"Concurrent executions\")."
   type        = number
-  default     = 50
+  default     = -1
+  validation {
+    condition     = floor(var.reserved_concurrency) == var.reserved_concurrency && (var.reserved_concurrency == -1 || var.reserved_concurrency >= 1)
+    error_message = "reserved_concurrency must be -1 (none) or a whole number from 1."
+  }
 }
 
 variable "log_retention_days" {
@@ -234,6 +250,10 @@ variable "tokens_cache_seconds" {
   description = "How long a function keeps the token store before reading it again (0-300): a revoked token stops working within this."
   type        = number
   default     = 30
+  validation {
+    condition     = floor(var.tokens_cache_seconds) == var.tokens_cache_seconds && var.tokens_cache_seconds >= 0 && var.tokens_cache_seconds <= 300
+    error_message = "tokens_cache_seconds must be a whole number from 0 to 300."
+  }
 }
 
 variable "manifest_cache_seconds" {
@@ -242,7 +262,7 @@ variable "manifest_cache_seconds" {
   default     = 5
 
   validation {
-    condition     = var.manifest_cache_seconds >= 0 && var.manifest_cache_seconds <= 60
+    condition     = floor(var.manifest_cache_seconds) == var.manifest_cache_seconds && var.manifest_cache_seconds >= 0 && var.manifest_cache_seconds <= 60
     error_message = "manifest_cache_seconds must be 0 to 60."
   }
 }

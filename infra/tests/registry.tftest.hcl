@@ -299,6 +299,50 @@ run "presign_ttl_is_bounded" {
   expect_failures = [var.presign_ttl_seconds]
 }
 
+# A new account's concurrency quota can be far below what 50 per function needs: no
+# reservation unless asked for.
+run "no_concurrency_reserved_by_default" {
+  command = plan
+
+  assert {
+    condition     = alltrue([for f in aws_lambda_function.function : f.reserved_concurrent_executions == -1])
+    error_message = "by default no function reserves concurrency"
+  }
+}
+
+run "reserved_concurrency_is_none_or_positive" {
+  command = plan
+
+  variables {
+    reserved_concurrency = 0
+  }
+
+  expect_failures = [var.reserved_concurrency]
+}
+
+# Over 300 the functions would refuse to start (REGISTRY_TOKENS_CACHE_SECONDS).
+run "tokens_cache_is_bounded" {
+  command = plan
+
+  variables {
+    tokens_cache_seconds = 301
+  }
+
+  expect_failures = [var.tokens_cache_seconds]
+}
+
+run "the_own_host_is_never_an_upstream" {
+  command = plan
+
+  variables {
+    domain_name     = "registry.example.com"
+    certificate_arn = "arn:aws:acm:eu-west-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    upstream_hosts  = ["registry.terraform.io", "registry.example.com"]
+  }
+
+  expect_failures = [aws_lambda_function.function]
+}
+
 run "read_timeout_leaves_room_for_the_functions_own_503" {
   command = plan
 

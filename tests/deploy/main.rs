@@ -137,6 +137,13 @@ fn infra_applies_against_moto_and_reads_back_as_the_code_says() {
     let bucket = outputs["bucket_name"]["value"].as_str().expect("bucket_name").to_string();
     let hostname = outputs["registry_hostname"]["value"].as_str().expect("registry_hostname").to_string();
     let topic = outputs["alarm_topic_arn"]["value"].as_str().expect("alarm_topic_arn").to_string();
+    // The block README and DEPLOY.md show, for this deployment's host.
+    let mirror = format!("https://{hostname}{}", registry::router::MIRROR_BASE_PATH_DEFAULT);
+    assert_eq!(
+        outputs["cli_config"]["value"].as_str(),
+        Some(registry::cli_config::provider_installation(Some(&hostname), &mirror).as_str()),
+        "the cli_config output vs registry::cli_config"
+    );
 
     let deployed = moto.read_back(NAME, &bucket, &access::probes(&hostname));
     routes_are_the_routers(&deployed);

@@ -2,11 +2,13 @@
 //! real HTTP, TLS and SigV4 in this process, without the terraform CLI or a browser (those are
 //! `e2e` and `browser`). `make test`'s "integration" stage, with `hostile`.
 
+mod cli_blocks;
 mod concurrent_publish;
 mod docs;
 mod docs_commands;
 mod embedded_s3;
 mod faults;
+mod hints;
 mod infra_consistency;
 mod oci_clients;
 mod oci_handshake;

@@ -36,7 +36,8 @@ async fn token_create_refuses_a_taken_name_unless_asked_to_replace() {
     let replaced = token_command(create("ci-2", "*", true), target()).await.unwrap();
     assert_ne!(token(&replaced), old);
     let listed = token_command(TokenAction::List, target()).await.unwrap();
-    let names: Vec<&str> = listed.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(listed.starts_with(&format!("token store: the local registry's, in {}", dir.path().display())), "{listed}");
+    let names: Vec<&str> = listed.lines().skip(2).filter_map(|l| l.split_whitespace().next()).collect();
     assert_eq!(names, ["local-dev", "ci-2"], "{listed}");
     assert!(listed.lines().any(|l| l.starts_with("ci-2 ") && l.contains(" * ")), "{listed}");
 }
@@ -61,4 +62,68 @@ async fn rotating_a_token_with_overlap_keeps_clients_working() {
     assert_eq!((status(old.clone()).await, status(new.clone()).await), (404, 404), "both work during the overlap");
     token_command(TokenAction::Revoke { name: "ci".into() }, target()).await.unwrap();
     assert_eq!((status(old).await, status(new).await), (401, 404), "the old token is refused, the new one works");
+}
+
+/// The `registry-local` binary the build stage built, beside this test's own directory.
+fn registry_local() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    exe.parent().and_then(|deps| deps.parent()).expect("target/debug/deps/").join("registry-local")
+}
+
+/// `make token-create BUCKET=$(terraform output -raw bucket_name)` where there is no state
+/// passes an empty bucket: refused, and nothing written to the local store in its place.
+#[test]
+fn an_empty_bucket_is_refused_never_the_local_store_in_its_place() {
+    let dir = support::TempDir::new("tokens-empty-bucket");
+    let out = std::process::Command::new(registry_local())
+        .args(["token", "create", "--name", "ci", "--modules", "acme", "--bucket", ""])
+        .current_dir(dir.path())
+        .output()
+        .expect("registry-local runs (the build stage builds it)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--bucket is empty"), "{stderr}");
+    assert!(!dir.path().join(".data").exists(), "nothing written locally");
+}
+
+/// The Makefile sends BUCKET (given, even empty) and DEPLOYED to the deployed store and the
+/// rest to the local one; and refuses to act on AWS from a shell that sourced the local
+/// registry's local.env (its keys, its endpoint), before anything is built or applied.
+#[test]
+fn the_makefile_names_the_token_target_and_keeps_local_settings_from_aws() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the repository");
+    let make = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new("make");
+        command.args(["--no-print-directory", "-C"]).arg(repo).args(args);
+        for var in ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "BUCKET", "DEPLOYED"] {
+            command.env_remove(var);
+        }
+        command.envs(env.iter().copied()).output().expect("make runs")
+    };
+    let dry = |args: &[&str]| String::from_utf8_lossy(&make(args, &[]).stdout).to_string();
+    assert!(dry(&["-n", "token-create", "NAME=ci"]).contains("--data-dir .data"));
+    assert!(dry(&["-n", "token-list", "BUCKET="]).contains("--bucket \"\""), "an empty BUCKET stays a bucket");
+    assert!(dry(&["-n", "token-list", "BUCKET=b"]).contains("--bucket \"b\""));
+    let deployed = dry(&["-n", "token-list", "DEPLOYED=infra/examples/minimal"]);
+    assert!(
+        deployed.contains("--bucket \"$(cd infra/examples/minimal && terraform output -raw bucket_name)\""),
+        "{deployed}"
+    );
+    assert!(deployed.contains("AWS_REGION=\"$(cd infra/examples/minimal && terraform output -raw"), "{deployed}");
+
+    // What `source .data/local.env` exports, then a deploy: refused before the build.
+    let local = [("AWS_ACCESS_KEY_ID", "publisher-local"), ("AWS_SECRET_ACCESS_KEY", "x")];
+    for (args, env) in [
+        (&["deploy", "CARGO=false", "TERRAFORM=false"][..], &local[..]),
+        (&["token-create", "BUCKET=b", "NAME=ci", "CARGO=false"][..], &local[..]),
+        (&["destroy", "TERRAFORM=false"][..], &[("AWS_ENDPOINT_URL", "http://127.0.0.1:8444")][..]),
+    ] {
+        let out = make(args, env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} went ahead");
+        assert!(
+            stderr.contains("sourced .data/local.env") || stderr.contains("AWS_ENDPOINT_URL is set"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(": not-local] Error"), "{args:?}: stopped by not-local, before anything ran: {stderr}");
+    }
 }

@@ -15,24 +15,10 @@ pub const HOSTNAME_FILE: &str = "hostname";
 
 pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalError> {
     let dir = &running.data_dir;
-    // The registry's own providers install directly (providers.v1, signatures checked by the
-    // CLI); every other provider through the mirror. The CLI cannot use a mirror for a host
-    // with a port ("first path segment in URL cannot contain colon"), so the own host is
-    // excluded from it.
-    let installation = match &running.app.config().hostname {
-        Some(own) => format!(
-            "# Providers: {own}/NAMESPACE/TYPE (this registry's own, signed) directly through\n\
-             # providers.v1; every other provider through the network mirror.\n\
-             provider_installation {{\n  network_mirror {{\n    url     = \"{base}{mirror_path}\"\n    \
-             exclude = [\"{own}/*/*\"]\n  }}\n  direct {{\n    include = [\"{own}/*/*\"]\n  }}\n}}\n",
-            base = running.base_url(),
-        ),
-        None => format!(
-            "# Providers: through the network mirror.\n\
-             provider_installation {{\n  network_mirror {{\n    url = \"{base}{mirror_path}\"\n  }}\n}}\n",
-            base = running.base_url(),
-        ),
-    };
+    let installation = registry::cli_config::provider_installation(
+        running.app.config().hostname.as_deref(),
+        &format!("{}{mirror_path}", running.base_url()),
+    );
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\

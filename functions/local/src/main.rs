@@ -70,10 +70,17 @@ struct Target {
 }
 
 impl Target {
-    fn target(self) -> TokenTarget {
-        match self.bucket {
-            Some(bucket) => TokenTarget::Bucket(bucket),
-            None => TokenTarget::DataDir(self.data_dir.unwrap_or_else(|| PathBuf::from(".data"))),
+    /// An empty `--bucket` (`BUCKET=$(terraform output -raw bucket_name)` where there is no
+    /// state) is refused: falling back to the local store would report a token that the
+    /// deployed registry never sees.
+    fn target(self) -> Result<TokenTarget, String> {
+        match self.bucket.map(|b| b.trim().to_string()) {
+            Some(bucket) if bucket.is_empty() => Err("--bucket is empty: BUCKET= was given no name, or the deployed \
+                 root's `terraform output -raw bucket_name` printed none (run it where the registry was applied, \
+                 e.g. make ... DEPLOYED=infra/examples/minimal after make deploy)"
+                .into()),
+            Some(bucket) => Ok(TokenTarget::Bucket(bucket)),
+            None => Ok(TokenTarget::DataDir(self.data_dir.unwrap_or_else(|| PathBuf::from(".data")))),
         }
     }
 }
@@ -130,7 +137,10 @@ async fn main() -> ExitCode {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Reindex { data_dir }) => run_reindex(&data_dir).await,
-        Some(Command::Audit(target)) => run_audit(target.target()).await,
+        Some(Command::Audit(target)) => match target.target() {
+            Ok(target) => run_audit(target).await,
+            Err(e) => Err(e),
+        },
         Some(Command::Token(token)) => run_token(token).await,
     };
     match done {
@@ -199,7 +209,7 @@ async fn run_token(token: Token) -> Result<(), String> {
         Token::List(target) => (TokenAction::List, target),
         Token::Revoke { name, target } => (TokenAction::Revoke { name }, target),
     };
-    print!("{}", token_command(action, target.target()).await.map_err(|e| e.to_string())?);
+    print!("{}", token_command(action, target.target()?).await.map_err(|e| e.to_string())?);
     Ok(())
 }
 
@@ -269,14 +279,14 @@ async fn serve(args: Serve) -> Result<(), String> {
          Use it from terraform (terraform.rc holds the local-dev token; `make token-create` makes scoped ones):\n\
          \x20 export TF_CLI_CONFIG_FILE={dir}/terraform.rc SSL_CERT_FILE={dir}/ca.pem\n\
          Publish (archives are indexed as soon as the upload finishes):\n\
-         \x20 source {dir}/local.env\n\
+         \x20 source {dir}/local.env    # in a shell of its own: make deploy refuses to run where it was sourced\n\
          \x20 aws s3 cp vpc.tar.gz s3://{bucket}/modules/acme/vpc/aws/1.0.0.tar.gz\n\
          \x20 aws s3 sync ./mirror s3://{bucket}/providers/    # a `terraform providers mirror` directory\n\
          Private providers (providers.v1 at {base}{providers}, source = \"{own}/NAMESPACE/TYPE\"):\n\
          \x20 AWS_ACCESS_KEY_ID=$KEY_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$KEY_ADMIN_SECRET_ACCESS_KEY \\\n\
          \x20   aws s3 cp acme.asc s3://{bucket}/signing-keys/{own}/acme/release.asc    # key admins only\n\
          \x20 aws s3 cp dist/ s3://{bucket}/providers/{own}/acme/widget/ --recursive   # zips, _SHA256SUMS, .sig, _manifest.json\n\
-         \x20 (served once the signature verifies; rejections/ in the bucket says why not: README, Publishing)\n\
+         \x20 (served once the signature verifies; rejections/ in the bucket says why not: docs/PUBLISHING.md)\n\
          {pull}\n\
          Ctrl-C stops it.",
         base = running.base_url(),
@@ -288,7 +298,7 @@ async fn serve(args: Serve) -> Result<(), String> {
         bucket = registry_local::BUCKET,
         pull = match running.app.config().upstream.hosts.as_slice() {
             [] => "Pull-through mirror: off (make dev UPSTREAM=https://HOST, or UPSTREAM=NAME=https://HOST:PORT \
-                 UPSTREAM_CA=ca.pem, turns it on: README, Use it as a pull-through mirror)\n"
+                 UPSTREAM_CA=ca.pem, turns it on: docs/MIRROR.md)\n"
                 .to_string(),
             hosts => format!(
                 "Pull-through mirror: providers of {} not in the bucket are fetched, verified and copied on first request\n",

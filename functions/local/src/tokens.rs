@@ -28,16 +28,33 @@ pub enum TokenAction {
 
 /// Run a token command; answers what to print. `create` is the only time a token is shown.
 pub async fn token_command(action: TokenAction, target: TokenTarget) -> Result<String, LocalError> {
-    match target {
+    let answer = match &target {
         TokenTarget::Bucket(bucket) => {
-            let storage = S3Storage::from_env(&bucket, false).await;
+            let storage = S3Storage::from_env(bucket, false).await;
             token_action(&storage, action).await
         }
         TokenTarget::DataDir(data_dir) => {
-            let running = crate::start(LocalOptions::ephemeral(data_dir)).await?;
+            let running = crate::start(LocalOptions::ephemeral(data_dir.clone())).await?;
             let result = token_action(&running.storage, action).await;
             running.stop().await;
             result
+        }
+    }?;
+    Ok(format!("{}\n{answer}", target.describe()))
+}
+
+impl TokenTarget {
+    /// Which token store a command acted on, as its first line says.
+    pub fn describe(&self) -> String {
+        match self {
+            TokenTarget::Bucket(bucket) => format!(
+                "token store: s3://{bucket}/{} (a deployed registry; AWS credentials and region from the environment)",
+                registry::layout::TOKENS
+            ),
+            TokenTarget::DataDir(dir) => format!(
+                "token store: the local registry's, in {} (make dev); BUCKET=name or DEPLOYED=DIR acts on a deployed one",
+                dir.display()
+            ),
         }
     }
 }

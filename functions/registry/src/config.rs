@@ -249,7 +249,16 @@ fn limits(env: &Env<'_>) -> Result<Limits, ConfigError> {
         module_archive_bytes: env.bytes("REGISTRY_MAX_MODULE_ARCHIVE_BYTES", defaults.module_archive_bytes)?,
         provider_zip_bytes: env.bytes("REGISTRY_MAX_PROVIDER_ZIP_BYTES", defaults.provider_zip_bytes)?,
         unpacked_bytes: env.bytes("REGISTRY_MAX_UNPACKED_BYTES", defaults.unpacked_bytes)?,
-        archive_entries: env.bounded("REGISTRY_MAX_ARCHIVE_ENTRIES", defaults.archive_entries, 1_000_000, "entries")?,
+        // 0 would refuse every archive: a mistake, not a setting.
+        archive_entries: match env.bounded(
+            "REGISTRY_MAX_ARCHIVE_ENTRIES",
+            defaults.archive_entries,
+            1_000_000,
+            "entries",
+        )? {
+            0 => return Err(ConfigError("REGISTRY_MAX_ARCHIVE_ENTRIES must be 1 to 1000000, got 0".into())),
+            n => n,
+        },
         overwrite_published: env.flag("REGISTRY_ALLOW_OVERWRITE")?,
         semver: match env.text("REGISTRY_SEMVER_POLICY") {
             None => crate::index::SemverPolicy::default(),
@@ -411,6 +420,7 @@ mod tests {
             ),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_UNPACKED_BYTES", "0")], "REGISTRY_MAX_UNPACKED_BYTES"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_ARCHIVE_ENTRIES", "2000000")], "REGISTRY_MAX_ARCHIVE_ENTRIES"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_ARCHIVE_ENTRIES", "0")], "REGISTRY_MAX_ARCHIVE_ENTRIES"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_S3_FORCE_PATH_STYLE", "yes")], "REGISTRY_S3_FORCE_PATH_STYLE"),
             (
                 &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io,https://x.y")],

@@ -16,6 +16,7 @@ pub mod archive;
 mod archive;
 mod cache;
 pub mod catalog;
+pub mod cli_config;
 pub mod clock;
 pub mod config;
 pub mod context;

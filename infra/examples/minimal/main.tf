@@ -26,10 +26,17 @@ variable "lambda_dir" {
   default     = "../../../target/lambda"
 }
 
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions per function; -1 (the default) reserves none, which a new account with a low concurrency quota needs. Set it (e.g. TF_VAR_reserved_concurrency=50 make deploy) where the account's quota leaves 100 unreserved after every function's share."
+  type        = number
+  default     = -1
+}
+
 module "registry" {
-  source     = "../.."
-  name       = "tf-registry"
-  lambda_dir = var.lambda_dir
+  source               = "../.."
+  name                 = "tf-registry"
+  lambda_dir           = var.lambda_dir
+  reserved_concurrency = var.reserved_concurrency
 }
 
 output "registry_hostname" {
@@ -38,6 +45,11 @@ output "registry_hostname" {
 
 output "mirror_url" {
   value = module.registry.mirror_url
+}
+
+output "region" {
+  description = "Where it is deployed: `make token-create DEPLOYED=infra/examples/minimal` acts there."
+  value       = var.region
 }
 
 output "bucket_name" {

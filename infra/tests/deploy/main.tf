@@ -51,6 +51,10 @@ output "alarm_topic_arn" {
   value = aws_sns_topic.alarms.arn
 }
 
+output "cli_config" {
+  value = module.registry.cli_config
+}
+
 output "registry_hostname" {
   value = module.registry.registry_hostname
 }
