@@ -431,6 +431,15 @@ fn after_main(parts: &[Vec<u8>]) -> Vec<u8> {
     gzip(&[file("main.tf", b"variable \"region\" {}\n"), parts.concat(), vec![0; 1024]].concat())
 }
 
+/// Each (what, entries after main.tf, name) is accepted and, asked for `name` only, keeps it.
+fn each_keeps_only_its_file(accepted: Vec<(&str, Vec<Vec<u8>>, &str)>) {
+    for (what, parts, name) in accepted {
+        let kept = read_module_archive(Cursor::new(after_main(&parts)), "tar.gz", &ANY, &|p| p == name)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(kept.iter().map(|k| k.path.as_str()).collect::<Vec<_>>(), [name], "{what}");
+    }
+}
+
 /// A file Go's reader would find hidden in another entry's data: its header and data, 1024 bytes.
 fn hidden_evil_tf() -> Vec<u8> {
     let hidden = file("evil.tf", b"resource \"terraform_data\" \"pwn\" {}\n");
@@ -536,11 +545,7 @@ fn pax_records_are_read_by_their_length_as_go_reads_them() {
         ),
         ("git archive: a global comment", vec![pax_header(b'g', &[comment]), file("notes.tf", b"# x")], "notes.tf"),
     ];
-    for (what, parts, name) in accepted {
-        let kept = read_module_archive(Cursor::new(after_main(&parts)), "tar.gz", &ANY, &|p| p == name)
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(kept.iter().map(|k| k.path.as_str()).collect::<Vec<_>>(), [name], "{what}");
-    }
+    each_keeps_only_its_file(accepted);
 }
 
 /// Where Go's reader takes a header's name, type or size from other bytes than tar-rs does,
@@ -645,11 +650,7 @@ fn headers_go_reads_otherwise_are_refused() {
             "x.tf",
         ),
     ];
-    for (what, parts, name) in accepted {
-        let kept = read_module_archive(Cursor::new(after_main(&parts)), "tar.gz", &ANY, &|p| p == name)
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(kept.iter().map(|k| k.path.as_str()).collect::<Vec<_>>(), [name], "{what}");
-    }
+    each_keeps_only_its_file(accepted);
 }
 
 /// No module nests 128 directories; past that an entry is refused as it is read (the red
