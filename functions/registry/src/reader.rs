@@ -5,9 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::address::ProviderAddress;
 use crate::cache::ManifestCache;
 use crate::error::Error;
 use crate::layout::{self, Wanted};
+use crate::manifest::ProviderVersion;
 use crate::storage::{Object, Revalidated, Storage};
 
 /// A manifest as a request uses it: the parsed value, and whether it is a cached copy served
@@ -49,6 +51,30 @@ impl<S: Storage> Reader<S> {
     ) -> Result<String, Error> {
         let key = layout::archive_key(key, wanted)?;
         self.storage.presign_get(key, version_id, self.presign_ttl).await
+    }
+
+    /// A provider version's archives as the network mirror's `VERSION.json` lists them: each
+    /// zip presigned (the object version the indexer hashed), with its `zh:` and `h1:` hashes,
+    /// `zh:` first (the cheaper check for the CLI: `ProviderArchive::hashes_for_cli`). The
+    /// mirror and its pull-through both answer with it.
+    pub(crate) async fn mirror_archives(
+        &self,
+        provider: &ProviderAddress,
+        version: &semver::Version,
+        document: &ProviderVersion,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
+        let prefix = layout::provider_prefix(provider);
+        let mut archives = serde_json::Map::new();
+        for (platform, archive) in &document.archives {
+            let wanted = Wanted::ProviderArchive { provider, version, platform };
+            let url = self.presign(&format!("{prefix}{}", archive.url), archive.version_id(), wanted).await?;
+            let mut entry = serde_json::json!({ "url": url });
+            if !archive.hashes.is_empty() {
+                entry["hashes"] = serde_json::json!(archive.hashes_for_cli());
+            }
+            archives.insert(platform.clone(), entry);
+        }
+        Ok(archives)
     }
 
     /// The one storage read of a request: a manifest, parsed. Absent, or empty (the indexer

@@ -3,13 +3,13 @@
 //! through `pull_through` instead.
 
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::address::ProviderAddress;
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply};
-use crate::layout::{self, Wanted};
+use crate::layout;
 use crate::manifest::{ProviderIndex, ProviderVersion};
 use crate::storage::Storage;
 
@@ -44,31 +44,8 @@ pub(super) async fn version<S: Storage>(
     }
     let key = layout::provider_version(provider, version);
     let read = ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), absent, deadline).await?;
-    let archives = mirror_archives(ctx, provider, version, &read.value).await?;
+    let archives = ctx.reader.mirror_archives(provider, version, &read.value).await?;
     Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives }))
         .header("cache-control", "no-store")
         .stale(read.stale))
-}
-
-/// `VERSION.json`'s `archives` for what the bucket holds: each zip presigned (the version
-/// the indexer hashed), with its `zh:` and `h1:` hashes, `zh:` first (the cheaper check
-/// for the CLI: `ProviderArchive::hashes_for_cli`).
-pub(super) async fn mirror_archives<S: Storage>(
-    ctx: &Context<S>,
-    provider: &ProviderAddress,
-    version: &semver::Version,
-    document: &ProviderVersion,
-) -> Result<serde_json::Map<String, Value>, Error> {
-    let prefix = layout::provider_prefix(provider);
-    let mut archives = serde_json::Map::new();
-    for (platform, archive) in &document.archives {
-        let wanted = Wanted::ProviderArchive { provider, version, platform };
-        let url = ctx.reader.presign(&format!("{prefix}{}", archive.url), archive.version_id(), wanted).await?;
-        let mut entry = json!({ "url": url });
-        if !archive.hashes.is_empty() {
-            entry["hashes"] = json!(archive.hashes_for_cli());
-        }
-        archives.insert(platform.clone(), entry);
-    }
-    Ok(archives)
 }

@@ -101,7 +101,7 @@ pub(super) async fn version_through<S: Storage>(
         }
         // In the bucket (all copied, or synced by a publisher): no upstream request.
         (Some(indexed), _) => {
-            let archives = super::mirror::mirror_archives(ctx, provider, version, &indexed.value).await?;
+            let archives = ctx.reader.mirror_archives(provider, version, &indexed.value).await?;
             Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives }))
                 .header("cache-control", "no-store")
                 .stale(indexed.stale))
@@ -208,7 +208,7 @@ async fn copy_under_way<S: Storage>(
     record: &PullRecord,
 ) -> Result<Reply, Error> {
     let mut archives = match &indexed {
-        Some(indexed) => super::mirror::mirror_archives(ctx, provider, version, &indexed.value).await?,
+        Some(indexed) => ctx.reader.mirror_archives(provider, version, &indexed.value).await?,
         None => serde_json::Map::new(),
     };
     let missing: Vec<(&String, Platform)> = record
