@@ -55,7 +55,7 @@ locals {
     "$default" = "discovery"
   }
 
-  # The trust boundary (functions/registry/src/layout.rs; the consistency test compares):
+  # The trust boundary (functions/registry/src/layout/mod.rs; the consistency test compares):
   # publishers write inputs under publisher_prefixes, only the indexer writes indexer_prefixes,
   # and the read functions serve only from what the indexer wrote.
   publisher_prefixes = ["modules/", "providers/"]

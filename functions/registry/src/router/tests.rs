@@ -1,0 +1,209 @@
+
+use super::*;
+
+fn r(method: Method, path: &str) -> Result<Route, u16> {
+    route(&method, path, None, &BasePaths::default()).map_err(|e| e.status().as_u16())
+}
+fn m(ns: &str, n: &str, s: &str) -> ModuleAddress {
+    ModuleAddress::parse(ns, n, s).unwrap()
+}
+fn p(h: &str, ns: &str, t: &str) -> ProviderAddress {
+    ProviderAddress::parse(h, ns, t).unwrap()
+}
+fn v(s: &str) -> semver::Version {
+    semver::Version::parse(s).unwrap()
+}
+
+// A table of paths and their routes (long on purpose): one case per line.
+#[test]
+fn routes_table() {
+    use Method as M;
+    let cases: Vec<(Method, &str, Result<Route, u16>)> = vec![
+        (M::GET, "/.well-known/terraform.json", Ok(Route::Discovery)),
+        (M::HEAD, "/.well-known/terraform.json", Ok(Route::Discovery)),
+        (M::GET, "/v1/modules/acme/vpc/aws/versions", Ok(Route::ModuleVersions(m("acme", "vpc", "aws")))),
+        (
+            M::GET,
+            "/v1/modules/acme/vpc/aws/1.2.3/download",
+            Ok(Route::ModuleDownload(m("acme", "vpc", "aws"), v("1.2.3"))),
+        ),
+        (
+            M::GET,
+            "/v1/modules/acme/vpc/aws/1.2.3-rc.1+b5/download",
+            Ok(Route::ModuleDownload(m("acme", "vpc", "aws"), v("1.2.3-rc.1+b5"))),
+        ),
+        (
+            M::GET,
+            "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+            Ok(Route::MirrorIndex(p("registry.terraform.io", "hashicorp", "null"))),
+        ),
+        (
+            M::GET,
+            "/v1/mirror/example.com:8443/acme/thing/1.0.0.json",
+            Ok(Route::MirrorVersion(p("example.com:8443", "acme", "thing"), v("1.0.0"))),
+        ),
+        // The list, search and details API (the web function).
+        (M::GET, "/v1/modules", Ok(Route::ModuleList(Listing::default()))),
+        (M::GET, "/v1/modules/acme/vpc/aws", Ok(Route::ModuleLatest(m("acme", "vpc", "aws")))),
+        (M::GET, "/v1/modules/acme/vpc/aws/1.2.3", Ok(Route::ModuleDetails(m("acme", "vpc", "aws"), v("1.2.3")))),
+        // A module may be called "versions" (a valid system): its details, not a version list.
+        (M::GET, "/v1/modules/acme/vpc/versions", Ok(Route::ModuleLatest(m("acme", "vpc", "versions")))),
+        (M::GET, "/v1/modules/search", Err(400)),
+        (M::GET, "/v1/modules/", Err(400)),
+        (M::GET, "/v1/modules/acme", Err(400)),
+        (M::GET, "/v1/modules/acme/vpc", Err(400)),
+        (M::GET, "/v1/modules/acme/vpc/aws/1.0", Err(400)),
+        (M::POST, "/v1/modules", Err(405)),
+        // Grammar breaks: 400.
+        (M::GET, "/v1/modules/acme/vpc/aws/versions/", Err(400)),
+        (M::GET, "/v1/modules/acme//aws/versions", Err(400)),
+        (M::GET, "/v1/modules/../vpc/aws/versions", Err(400)),
+        (M::GET, "/v1/modules/%2e%2e/vpc/aws/versions", Err(400)),
+        (M::GET, "/v1/modules/acme%2fvpc/x/aws/versions", Err(400)),
+        (M::GET, "/v1/modules/acme/vpc/aws/1.0/download", Err(400)),
+        (M::GET, "/v1/modules/acme/vpc/aws/v1.0.0/download", Err(400)),
+        (M::GET, "/v1/modules/acme/vpc/aws/1.0.0/downloads", Err(400)),
+        (M::GET, "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.zip", Err(400)),
+        (M::GET, "/v1/mirror/registry.terraform.io/hashicorp/null/latest.json", Err(400)),
+        (M::GET, "/v1/mirror/registry.terraform.io/hashicorp/index.json", Err(400)),
+        (M::GET, "/v1/mirror/..%2f..%2fetc/hashicorp/null/index.json", Err(400)),
+        (
+            M::GET,
+            "/v1/mirror/registry.terraform.io/hashicorp/null/terraform-provider-null_1.0.0_linux_amd64.zip",
+            Err(400),
+        ),
+        (
+            M::GET,
+            "/v1/providers/acme/widget/versions",
+            Ok(Route::ProviderVersions(ProviderName::parse("acme", "widget").unwrap())),
+        ),
+        (
+            M::GET,
+            "/v1/providers/acme/widget/1.0.0-rc.1/download/linux/amd64",
+            Ok(Route::ProviderDownload(
+                ProviderName::parse("acme", "widget").unwrap(),
+                v("1.0.0-rc.1"),
+                Platform { os: "linux".into(), arch: "amd64".into() },
+            )),
+        ),
+        (M::GET, "/v1/providers/acme/widget", Err(400)),
+        (M::GET, "/v1/providers/acme/wid_get/versions", Err(400)),
+        (M::GET, "/v1/providers/example.com/acme/widget/versions", Err(400)),
+        (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux", Err(400)),
+        (M::GET, "/v1/providers/acme/widget/1.0.0/download/Linux/amd64", Err(400)),
+        (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux/amd64/", Err(400)),
+        (M::GET, "/v1/providers/acme/widget/v1.0.0/download/linux/amd64", Err(400)),
+        (M::GET, "/v1/providers/acme/widget/1.0.0/download/linux_x/amd64", Err(400)),
+        (M::GET, "/v1/providers/%2e%2e/widget/versions", Err(400)),
+        (M::POST, "/v1/providers/acme/widget/versions", Err(405)),
+        // The web pages.
+        (M::GET, "/", Ok(Route::Page(Page::Catalog(Listing::default())))),
+        (M::POST, "/", Err(405)),
+        (M::GET, "/ui/modules/acme/vpc/aws", Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), None)))),
+        (
+            M::GET,
+            "/ui/modules/acme/vpc/aws/1.2.3",
+            Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), Some(v("1.2.3"))))),
+        ),
+        (
+            M::GET,
+            "/ui/modules/acme/vpc/aws/2.0.0/from/1.2.3",
+            Ok(Route::Page(Page::Upgrade(m("acme", "vpc", "aws"), v("2.0.0"), v("1.2.3")))),
+        ),
+        (
+            M::GET,
+            "/ui/providers/example.com:8443/acme/thing",
+            Ok(Route::Page(Page::Provider(p("example.com:8443", "acme", "thing"), None))),
+        ),
+        (M::GET, "/ui/sign-in", Ok(Route::Page(Page::SignIn))),
+        (M::POST, "/ui/sign-in", Ok(Route::Page(Page::SignInSubmit))),
+        (M::PUT, "/ui/sign-in", Err(405)),
+        (M::POST, "/ui/sign-out", Ok(Route::Page(Page::SignOut))),
+        (M::GET, "/ui/sign-out", Err(405)),
+        (M::GET, "/ui/assets/style.css", Ok(Route::Page(Page::Asset(Asset::Style)))),
+        (M::GET, "/ui/assets/../../etc/passwd", Err(404)),
+        (M::GET, "/ui/assets/other.js", Err(404)),
+        (M::GET, "/ui/modules/acme/vpc", Err(404)),
+        (M::GET, "/ui/modules/acme/vpc/aws/x", Err(400)),
+        (M::GET, "/ui/modules/%2e%2e/vpc/aws", Err(400)),
+        (M::GET, "/ui/", Err(400)),
+        // Not ours: 404.
+        (M::GET, "/index.html", Err(404)),
+        (M::GET, "/v2/providers/hashicorp/null/versions", Err(404)),
+        (M::GET, "/.well-known/terraform.json/", Err(404)),
+        (M::GET, "/V1/modules/acme/vpc/aws/versions", Err(404)),
+        // Wrong method on a real route: 405.
+        (M::POST, "/v1/modules/acme/vpc/aws/versions", Err(405)),
+        (M::PUT, "/v1/mirror/registry.terraform.io/hashicorp/null/index.json", Err(405)),
+        (M::DELETE, "/.well-known/terraform.json", Err(405)),
+    ];
+    // In AWS each route reaches its function only through a route key that matches its path
+    // (a `{x}` one segment, `{proxy+}` the rest); anything else goes to `$default`.
+    let templates = route_templates(&BasePaths::default());
+    for (method, path, want) in cases {
+        assert_eq!(r(method.clone(), path), want, "{method} {path}");
+        if let Ok(route) = want {
+            let path = path.split('?').next().unwrap_or_default();
+            let keyed =
+                templates.iter().filter(|(_, t)| t != DEFAULT_ROUTE_KEY).find(|(_, t)| route_key_matches(t, path));
+            assert_eq!(keyed.map(|(s, _)| *s), Some(route.service()), "{path}: no route key of its function");
+        }
+    }
+    let long = format!("/v1/modules/{}", "a/".repeat(600));
+    assert_eq!(r(Method::GET, &long), Err(400));
+}
+
+#[test]
+fn route_keys_match_as_api_gateway_matches_them() {
+    let key = "ANY /ui/modules/{namespace}/{name}/{system}/{version}";
+    assert!(route_key_matches(key, "/ui/modules/a/b/c/1.0.0"));
+    assert!(route_key_matches(key, "/ui/modules/a/b/c/1.0.0/"));
+    assert!(!route_key_matches(key, "/ui/modules/a/b/c/1.0.0/from/0.9.0"), "one segment per {{x}}");
+    assert!(!route_key_matches(key, "/ui/modules/a/b/c"));
+    assert!(route_key_matches("ANY /v2/{proxy+}", "/v2/providers/h/n/t/tags/list"));
+    assert!(route_key_matches("ANY /v2", "/v2/"));
+    assert!(!route_key_matches("ANY /v2/{proxy+}", "/v2"));
+    assert!(route_key_matches("ANY /", "/") && !route_key_matches("ANY /", "/x"));
+    assert!(!route_key_matches(DEFAULT_ROUTE_KEY, "/anything"));
+}
+
+/// Only the list and search routes read a query string, and only their parameters.
+#[test]
+fn query_strings_only_where_read() {
+    let q = |path: &str, query: &str| {
+        route(&Method::GET, path, Some(query), &BasePaths::default()).map_err(|e| e.status().as_u16())
+    };
+    let listing = Listing { offset: 15, limit: 5, ..Listing::default() };
+    assert_eq!(q("/v1/modules", "offset=15&limit=5"), Ok(Route::ModuleList(listing)));
+    let search = Listing { q: Some("vpc".into()), ..Listing::default() };
+    assert_eq!(q("/v1/modules/search", "q=vpc"), Ok(Route::ModuleSearch(search)));
+    assert_eq!(q("/v1/modules", "q=vpc"), Err(400));
+    assert_eq!(q("/v1/modules/acme/vpc/aws", ""), Ok(Route::ModuleLatest(m("acme", "vpc", "aws"))));
+    for path in [
+        "/.well-known/terraform.json",
+        "/v1/modules/acme/vpc/aws/versions",
+        "/v1/modules/acme/vpc/aws",
+        "/v1/modules/acme/vpc/aws/1.0.0",
+        "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
+        "/v1/providers/acme/widget/versions",
+    ] {
+        assert_eq!(q(path, "offset=1"), Err(400), "{path}");
+    }
+    assert_eq!(q("/elsewhere", "a=1"), Err(404), "not ours stays 404");
+}
+
+#[test]
+fn custom_base_paths() {
+    let paths = BasePaths { modules: "/m/".into(), mirror: "/providers/".into(), providers: "/p/".into() };
+    assert_eq!(route(&Method::GET, "/m/a/b/c/versions", None, &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
+    assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
+    let templates = route_templates(&paths);
+    assert_eq!(templates.len(), 22);
+    assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
+    assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
+    assert!(
+        templates
+            .iter()
+            .any(|(s, t)| *s == Service::Mirror && t == "ANY /providers/{hostname}/{namespace}/{type}/{file}")
+    );
+}
