@@ -1,4 +1,3 @@
-
 use serde_json::{Value, json};
 use sha2::Digest;
 use std::collections::BTreeMap;

@@ -1,4 +1,3 @@
-
 use super::fixtures::*;
 use super::*;
 use crate::manifest::ProviderIndex;

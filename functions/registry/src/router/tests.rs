@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn r(method: Method, path: &str) -> Result<Route, u16> {

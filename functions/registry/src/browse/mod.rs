@@ -1,0 +1,225 @@
+//! The module list, search and details API, in the public registry's v1 shape so that tools
+//! written for it work here: `GET /v1/modules`, `GET /v1/modules/search?q=…`,
+//! `GET /v1/modules/:namespace/:name/:system[/:version]`. The web function serves it.
+//!
+//! List and search are one read (the catalog), filtered by what the caller may read, so a
+//! token never learns of a module outside its scopes. Details are the module's manifest and
+//! the version's docs, shown only when the docs were read from the archive the manifest
+//! serves. Fields the registry does not keep are present with empty values (`owner`,
+//! `source`, `downloads`, `verified`: docs/API.md says why), so decoders of the public
+//! registry's answers still find them.
+
+use serde_json::{Value, json};
+
+use crate::address::ModuleAddress;
+
+use crate::catalog::{Catalog, ModuleEntry};
+use crate::manifest::{ModuleManifest, ModuleVersion};
+use crate::module_docs::compare::Comparison;
+use crate::module_docs::{ModuleDir, ModuleDocs};
+use crate::query::Listing;
+
+/// Search words read from `q`; more are ignored.
+const SEARCH_TERMS_MAX: usize = 8;
+
+/// One page of a list or search answer: `meta` (`limit`, `current_offset`, and `next_offset`
+/// / `next_url`, `prev_offset` / `prev_url` where there is such a page) and `modules`. Modules
+/// in address order, or for a search by relevance; only those `visible` says may be read.
+pub fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddress) -> bool, path: &str) -> Value {
+    let (total, found) = select(catalog, listing, visible);
+    let modules: Vec<Value> = found.iter().skip(listing.offset).take(listing.limit).map(|e| summary(e)).collect();
+    let mut meta = json!({"limit": listing.limit, "current_offset": listing.offset});
+    let next = listing.offset + listing.limit;
+    if next < total {
+        meta["next_offset"] = json!(next);
+        meta["next_url"] = json!(format!("{path}?{}", listing.query_at(next)));
+    }
+    if listing.offset > 0 {
+        let prev = listing.offset.saturating_sub(listing.limit);
+        meta["prev_offset"] = json!(prev);
+        meta["prev_url"] = json!(format!("{path}?{}", listing.query_at(prev)));
+    }
+    json!({"meta": meta, "modules": modules})
+}
+
+/// Every module of `listing` (its filters and search words, not its page) that `visible` says
+/// may be read: in address order, or for a search by relevance. Also the count.
+pub fn select<'a>(
+    catalog: &'a Catalog,
+    listing: &Listing,
+    visible: impl Fn(&ModuleAddress) -> bool,
+) -> (usize, Vec<&'a ModuleEntry>) {
+    let terms: Vec<String> = listing
+        .q
+        .as_deref()
+        .map(|q| q.split_whitespace().take(SEARCH_TERMS_MAX).map(str::to_lowercase).collect())
+        .unwrap_or_default();
+    let mut found: Vec<(u32, &ModuleEntry)> = catalog
+        .modules
+        .values()
+        .filter(|e| listing.namespace.as_deref().is_none_or(|n| n == e.namespace))
+        .filter(|e| listing.provider.as_deref().is_none_or(|s| s == e.system))
+        .filter(|e| ModuleAddress::parse(&e.namespace, &e.name, &e.system).is_ok_and(|m| visible(&m)))
+        .filter_map(|e| if terms.is_empty() { Some((0, e)) } else { relevance(e, &terms).map(|r| (r, e)) })
+        .collect();
+    // Stable: equal relevance keeps address order.
+    found.sort_by_key(|(relevance, _)| std::cmp::Reverse(*relevance));
+    (found.len(), found.into_iter().map(|(_, e)| e).collect())
+}
+
+/// How well a module matches every search word (case-insensitive); `None`: a word is missing.
+/// A word that is the name scores most, then one in the name, then in the namespace or system,
+/// then in the description.
+fn relevance(entry: &ModuleEntry, terms: &[String]) -> Option<u32> {
+    let name = entry.name.to_lowercase();
+    let place = format!("{} {}", entry.namespace, entry.system).to_lowercase();
+    let description = entry.description.as_deref().unwrap_or_default().to_lowercase();
+    let mut score = 0;
+    for term in terms {
+        score += if name == *term {
+            8
+        } else if name.contains(term.as_str()) {
+            4
+        } else if place.contains(term.as_str()) {
+            2
+        } else if description.contains(term.as_str()) {
+            1
+        } else {
+            return None;
+        };
+    }
+    Some(score)
+}
+
+/// A module as the public registry lists it.
+fn summary(entry: &ModuleEntry) -> Value {
+    module_object(
+        &entry.namespace,
+        &entry.name,
+        &entry.system,
+        &entry.latest,
+        entry.description.as_deref(),
+        entry.published_at.as_deref().or(entry.updated.as_deref()),
+    )
+}
+
+fn module_object(
+    namespace: &str,
+    name: &str,
+    system: &str,
+    version: &str,
+    description: Option<&str>,
+    published_at: Option<&str>,
+) -> Value {
+    json!({
+        "id": format!("{namespace}/{name}/{system}/{version}"),
+        "owner": "",
+        "namespace": namespace,
+        "name": name,
+        "version": version,
+        "provider": system,
+        "description": description.unwrap_or_default(),
+        "source": "",
+        "published_at": published_at.unwrap_or_default(),
+        "downloads": 0,
+        "verified": false,
+    })
+}
+
+/// A version's details: the module object, `root`, `submodules`, `examples`, `providers`,
+/// `versions` (newest first) and the docs' `warnings`.
+pub fn details(
+    module: &ModuleAddress,
+    entry: &ModuleVersion,
+    manifest: &ModuleManifest,
+    docs: Option<&ModuleDocs>,
+) -> Value {
+    let description = docs.and_then(|d| d.root.readme.as_deref()).and_then(crate::module_docs::summary);
+    let mut body = module_object(
+        &module.namespace,
+        &module.name,
+        &module.system,
+        &entry.version,
+        description.as_deref(),
+        entry.published_at.as_deref(),
+    );
+    let empty = ModuleDir::default();
+    let root = docs.map_or(&empty, |d| &d.root);
+    let mut providers: Vec<&str> = root.provider_dependencies.iter().map(|p| p.name.as_str()).collect();
+    providers.sort_unstable();
+    providers.dedup();
+    if providers.is_empty() {
+        providers.push(&module.system);
+    }
+    let mut warnings: Vec<String> = docs.map(|d| d.warnings.clone()).unwrap_or_default();
+    if docs.is_none() {
+        warnings
+            .push("the documentation of this version has not been read yet (the next indexing pass reads it)".into());
+    }
+    body["root"] = directory(root, &module.name);
+    body["submodules"] = docs.map_or_else(Vec::new, |d| d.submodules.iter().map(|s| directory(s, "")).collect()).into();
+    body["examples"] = docs.map_or_else(Vec::new, |d| d.examples.iter().map(|s| directory(s, "")).collect()).into();
+    body["providers"] = json!(providers);
+    body["versions"] = json!(manifest.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>());
+    body["warnings"] = json!(warnings);
+    body
+}
+
+/// The registry's additions to a version's details: its deprecation, how it was judged at
+/// publish (`index::judgment`), and the changes since the version before it, as compared at
+/// publish (`changes`: `since` and the list, each change with `breaking` saying why when it
+/// is; past `CHANGES_KEPT`, `more` and `more_breaking` count those not kept).
+pub fn add_changes(body: &mut Value, entry: &ModuleVersion, changes: Option<&Comparison>) {
+    body["deprecation"] = match &entry.deprecation {
+        Some(d) => json!({"reason": d.reason, "replacement": d.replacement}),
+        None => Value::Null,
+    };
+    body["judged"] = json!(entry.judged);
+    body["changes"] = match changes {
+        Some(c) if c.more > 0 => json!({
+            "since": c.from, "changes": c.changes, "more": c.more, "more_breaking": c.more_breaking
+        }),
+        Some(c) => json!({"since": c.from, "changes": c.changes}),
+        None => Value::Null,
+    };
+}
+
+/// One directory (root, submodule, example) in the public registry's shape, with the
+/// registry's additions (`type`, `required`, `sensitive`, `required_version`).
+fn directory(dir: &ModuleDir, root_name: &str) -> Value {
+    let name = if dir.path.is_empty() { root_name } else { dir.path.rsplit('/').next().unwrap_or_default() };
+    let inputs: Vec<Value> = dir
+        .inputs
+        .iter()
+        .map(|i| {
+            json!({
+                "name": i.name,
+                "type": i.r#type.as_deref().unwrap_or_default(),
+                "description": i.description.as_deref().unwrap_or_default(),
+                "default": i.default.as_deref().unwrap_or_default(),
+                "required": i.required,
+                "sensitive": i.sensitive,
+            })
+        })
+        .collect();
+    let outputs: Vec<Value> = dir
+        .outputs
+        .iter()
+        .map(|o| json!({"name": o.name, "description": o.description.as_deref().unwrap_or_default(), "sensitive": o.sensitive}))
+        .collect();
+    json!({
+        "path": dir.path,
+        "name": name,
+        "readme": dir.readme.as_deref().unwrap_or_default(),
+        "empty": dir.inputs.is_empty() && dir.outputs.is_empty() && dir.resources.is_empty(),
+        "inputs": inputs,
+        "outputs": outputs,
+        "dependencies": dir.dependencies,
+        "provider_dependencies": dir.provider_dependencies,
+        "resources": dir.resources,
+        "required_version": dir.required_version.as_deref().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
