@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::app::{App, Request};
 use crate::config::Config;

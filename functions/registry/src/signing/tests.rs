@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::testing::signing::TestKey;
 
