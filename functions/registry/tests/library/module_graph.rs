@@ -261,3 +261,33 @@ fn files_within_a_folder_depend_on_each_other_one_way() {
         }
     }
 }
+
+/// Where a module's unit tests live (docs/CODE_MAP.md, "Tests"): at the end of its file
+/// while short, else in a `tests.rs` of their own beside it, so that a file reads as its code.
+#[test]
+fn long_unit_tests_live_in_a_tests_file_of_their_own() {
+    const MOST_INLINE_LINES: usize = 150;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut folders = vec![src];
+    let mut long = vec![];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if let Some(at) = text.find("\n#[cfg(test)]\nmod tests {") {
+                let lines = text[at..].lines().count();
+                if lines > MOST_INLINE_LINES {
+                    long.push(format!("{} ({lines} lines)", path.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "inline tests over {MOST_INLINE_LINES} lines: move them to tests.rs beside the file: {long:?}"
+    );
+}

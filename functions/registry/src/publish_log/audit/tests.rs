@@ -1,0 +1,150 @@
+use super::*;
+use crate::index::{Indexer, Limits};
+use crate::publish_log::{Change, append};
+use crate::storage::MemoryStorage;
+use crate::testing::tar_gz;
+
+fn change(key: &str) -> Change {
+    Change {
+        action: Action::Reject,
+        key: key.into(),
+        sha256: None,
+        size: Some(1),
+        etag: None,
+        version_id: None,
+        principal: None,
+        reason: Some("test".into()),
+    }
+}
+
+/// Many indexers appending at once, each with nothing but the bucket (as Lambda
+/// containers are): every entry lands exactly once, in one unbroken chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_lose_nothing_and_never_fork() {
+    let s = std::sync::Arc::new(MemoryStorage::new());
+    let mut tasks = Vec::new();
+    for writer in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..40 {
+                append(&*s, vec![change(&format!("w{writer}/{i}"))]).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let report = audit(&*s).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.entries, 320);
+    let mut keys = Vec::new();
+    for seq in 1..=320 {
+        let entry: Entry = serde_json::from_slice(&s.peek(&layout::publish_log_entry(seq)).unwrap()).unwrap();
+        keys.push(entry.change.key);
+    }
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 320, "each change once");
+    let head: Head = serde_json::from_slice(&s.peek(layout::PUBLISH_LOG_HEAD).unwrap()).unwrap();
+    assert_eq!(head, report.head.unwrap(), "the head names the last entry");
+}
+
+/// A bucket with a few publishes, a rejection and a yank on its log, all explained.
+async fn published() -> MemoryStorage {
+    let s = MemoryStorage::versioned();
+    let indexer = Indexer::new(&s, Limits::default());
+    for (i, key) in
+        ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/1.1.0.tar.gz", "modules/acme/db/aws/2.0.0.tar.gz"]
+            .iter()
+            .enumerate()
+    {
+        indexer.record_principal(key, "AWS:AIDAPUBLISHER");
+        s.insert(key, tar_gz(&[("main.tf", format!("# {i}").as_bytes())]));
+        indexer.on_object_changed(key).await.unwrap();
+    }
+    s.insert("modules/acme/vpc/aws/1.2.0.tar.gz", b"garbage".to_vec());
+    indexer.on_object_changed("modules/acme/vpc/aws/1.2.0.tar.gz").await.unwrap();
+    s.insert("modules/acme/vpc/aws/0.9.0.tar.gz", tar_gz(&[("main.tf", b"old")]));
+    indexer.on_object_changed("modules/acme/vpc/aws/0.9.0.tar.gz").await.unwrap();
+    s.remove("modules/acme/vpc/aws/0.9.0.tar.gz");
+    indexer.on_object_changed("modules/acme/vpc/aws/0.9.0.tar.gz").await.unwrap();
+    s
+}
+
+fn entry(s: &MemoryStorage, seq: u64) -> Entry {
+    serde_json::from_slice(&s.peek(&layout::publish_log_entry(seq)).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_clean_log_explains_every_served_archive() {
+    let s = published().await;
+    let report = audit(&s).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.entries, 6, "three publishes, a rejection, a publish and its yank");
+    let first = entry(&s, 1);
+    assert_eq!(first.prev, GENESIS);
+    assert_eq!(first.change.action, Action::Publish);
+    assert_eq!(first.change.principal.as_deref(), Some("AWS:AIDAPUBLISHER"));
+    assert!(first.change.version_id.is_some() && first.change.sha256.as_ref().is_some_and(|h| h.len() == 64));
+    assert_eq!(entry(&s, 4).change.action, Action::Reject);
+    assert_eq!(entry(&s, 6).change.action, Action::Yank);
+}
+
+#[tokio::test]
+async fn each_kind_of_tampering_is_named() {
+    // An entry edited (the sha256 of a publish swapped for another).
+    let s = published().await;
+    let key = layout::publish_log_entry(2);
+    let edited = String::from_utf8(s.peek(&key).unwrap().to_vec()).unwrap().replace("\"publish\"", "\"yank\"");
+    s.insert(&key, edited);
+    let report = audit(&s).await.unwrap();
+    assert!(report.chain[0].starts_with("entry 2 was altered"), "{report:?}");
+
+    // The last entry edited: the head records its hash.
+    let s = published().await;
+    let key = layout::publish_log_entry(6);
+    let edited = String::from_utf8(s.peek(&key).unwrap().to_vec()).unwrap().replace("\"yank\"", "\"reject\"");
+    s.insert(&key, edited);
+    let report = audit(&s).await.unwrap();
+    assert!(report.chain[0].starts_with("entry 6 was altered"), "{report:?}");
+
+    // An entry deleted from the middle, and the last one.
+    let s = published().await;
+    s.remove(&layout::publish_log_entry(3));
+    let report = audit(&s).await.unwrap();
+    assert!(report.chain[0].starts_with("entry 3 is missing"), "{report:?}");
+    let s = published().await;
+    s.remove(&layout::publish_log_entry(6));
+    let report = audit(&s).await.unwrap();
+    assert!(report.chain[0].starts_with("entries 6 to 6 are missing"), "{report:?}");
+
+    // Two entries swapped.
+    let s = published().await;
+    let (a, b) = (s.peek(&layout::publish_log_entry(4)).unwrap(), s.peek(&layout::publish_log_entry(5)).unwrap());
+    s.insert(&layout::publish_log_entry(4), b);
+    s.insert(&layout::publish_log_entry(5), a);
+    let report = audit(&s).await.unwrap();
+    assert!(report.chain[0].starts_with("entry 4 holds entry 5: entries were reordered"), "{report:?}");
+
+    // A manifest version the log cannot explain: other bytes written into the manifest.
+    let s = published().await;
+    let manifest_key = "indexed/modules/acme/vpc/aws/manifest.json";
+    let mut manifest = ModuleManifest::parse(&s.peek(manifest_key).unwrap()).unwrap();
+    manifest.versions[0].sha256 = "f".repeat(64);
+    s.insert(manifest_key, serde_json::to_vec(&manifest).unwrap());
+    let report = audit(&s).await.unwrap();
+    assert!(report.chain.is_empty(), "{report:?}");
+    assert_eq!(report.unexplained.len(), 1, "{report:?}");
+    assert!(report.unexplained[0].starts_with("module acme/vpc/aws 1.1.0 serves"), "{report:?}");
+
+    // And a version added to a manifest by hand.
+    let s = published().await;
+    let mut manifest = ModuleManifest::parse(&s.peek(manifest_key).unwrap()).unwrap();
+    let mut extra = manifest.versions[0].clone();
+    extra.version = "9.9.9".into();
+    extra.archive = "modules/acme/vpc/aws/9.9.9.tar.gz".into();
+    manifest.versions.push(extra);
+    s.insert(manifest_key, serde_json::to_vec(&manifest).unwrap());
+    let report = audit(&s).await.unwrap();
+    assert!(report.unexplained.iter().any(|u| u.contains("9.9.9")), "{report:?}");
+}
