@@ -214,18 +214,9 @@ mod tests {
 
     fn mv(v: &str, at: Option<&str>) -> ModuleVersion {
         ModuleVersion {
-            version: v.into(),
-            archive: format!("modules/acme/vpc/aws/{v}.tar.gz"),
-            size: 1,
             sha256: format!("sha-{v}"),
-            etag: "\"e\"".into(),
-            version_id: None,
-            docs: true,
-            compared: true,
             published_at: at.map(str::to_string),
-            oci: None,
-            judged: None,
-            deprecation: None,
+            ..ModuleVersion::example(v, &format!("modules/acme/vpc/aws/{v}.tar.gz"))
         }
     }
 

@@ -336,22 +336,15 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
     let docs = crate::module_docs::ModuleDocs { root, warnings: vec![text.into()], ..Default::default() };
     let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").map_err(|e| e.to_string())?;
     let entry = crate::manifest::ModuleVersion {
-        oci: None,
         judged: Some(crate::manifest::Judgment { note: Some(text.into()), ..Default::default() }),
         deprecation: Some(crate::manifest::Deprecation {
             reason: text.into(),
             replacement: Some(text.into()),
             etag: String::new(),
         }),
-        version: "1.0.0".into(),
-        archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
-        size: 1,
         sha256: String::new(),
         etag: String::new(),
-        version_id: None,
-        docs: true,
-        compared: true,
-        published_at: None,
+        ..crate::manifest::ModuleVersion::example("1.0.0", "modules/acme/vpc/aws/1.0.0.tar.gz")
     };
     let manifest = crate::manifest::ModuleManifest::new(vec![entry.clone()]);
     let place = crate::web::pages::Place {

@@ -86,6 +86,28 @@ pub struct ModuleVersion {
     pub deprecation: Option<Deprecation>,
 }
 
+#[cfg(any(test, feature = "test-support"))]
+impl ModuleVersion {
+    /// A published version for tests: `archive`, one byte, docs read and compared, nothing
+    /// more; a test sets what it is about with `..ModuleVersion::example(…)`.
+    pub fn example(version: &str, archive: &str) -> Self {
+        ModuleVersion {
+            version: version.into(),
+            archive: archive.into(),
+            size: 1,
+            sha256: "00".into(),
+            etag: "\"e\"".into(),
+            version_id: None,
+            docs: true,
+            compared: true,
+            published_at: None,
+            oci: None,
+            judged: None,
+            deprecation: None,
+        }
+    }
+}
+
 /// A version's interface judged against the one before it in its major line.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Judgment {
@@ -562,20 +584,7 @@ mod tests {
     }
 
     fn mv(v: &str) -> ModuleVersion {
-        ModuleVersion {
-            version: v.into(),
-            archive: format!("modules/a/b/c/{v}.tar.gz"),
-            size: 1,
-            sha256: "00".into(),
-            etag: "\"e\"".into(),
-            version_id: None,
-            docs: true,
-            compared: true,
-            published_at: None,
-            oci: None,
-            judged: None,
-            deprecation: None,
-        }
+        ModuleVersion::example(v, &format!("modules/a/b/c/{v}.tar.gz"))
     }
 
     #[test]

@@ -27,18 +27,10 @@ fn fixture() -> MemoryStorage {
     storage.insert(
         "indexed/modules/acme/vpc/aws/manifest.json",
         serde_json::to_vec(&ModuleManifest::new(vec![crate::manifest::ModuleVersion {
-            version: "1.0.0".into(),
-            archive: "modules/acme/vpc/aws/1.0.0.tar.gz".into(),
             size: 3,
             sha256: "ab".repeat(32),
             etag: "\"x\"".into(),
-            version_id: None,
-            docs: true,
-            compared: true,
-            published_at: None,
-            oci: None,
-            judged: None,
-            deprecation: None,
+            ..crate::manifest::ModuleVersion::example("1.0.0", "modules/acme/vpc/aws/1.0.0.tar.gz")
         }]))
         .unwrap(),
     );
@@ -103,18 +95,8 @@ async fn every_route_reads_storage_at_most_once() {
 async fn downloads_presign_only_the_requested_archive() {
     let app = app();
     let planted = ModuleManifest::new(vec![crate::manifest::ModuleVersion {
-        version: "6.6.6".into(),
-        archive: "access/tokens.json".into(),
-        size: 1,
-        sha256: "00".into(),
         etag: "\"x\"".into(),
-        version_id: None,
-        docs: true,
-        compared: true,
-        published_at: None,
-        oci: None,
-        judged: None,
-        deprecation: None,
+        ..crate::manifest::ModuleVersion::example("6.6.6", "access/tokens.json")
     }]);
     // Planted by a publisher of `acme` beside its archives: not where manifests live.
     app.storage().insert("modules/acme/planted/aws/manifest.json", serde_json::to_vec(&planted).unwrap());
