@@ -23,19 +23,14 @@ use registry::storage::{MemoryStorage, Object, ObjectInfo, Precondition, Revalid
 
 fn module_manifest(versions: usize) -> Vec<u8> {
     let versions = (0..versions)
-        .map(|i| ModuleVersion {
-            version: format!("{}.{}.{}", i / 100, (i / 10) % 10, i % 10),
-            archive: format!("modules/acme/vpc/aws/{}.{}.{}.tar.gz", i / 100, (i / 10) % 10, i % 10),
-            size: 12_345,
-            sha256: "0".repeat(64),
-            etag: "\"0123456789abcdef0123456789abcdef\"".into(),
-            version_id: None,
-            docs: true,
-            compared: true,
-            published_at: None,
-            oci: None,
-            judged: None,
-            deprecation: None,
+        .map(|i| {
+            let version = format!("{}.{}.{}", i / 100, (i / 10) % 10, i % 10);
+            ModuleVersion {
+                size: 12_345,
+                sha256: "0".repeat(64),
+                etag: "\"0123456789abcdef0123456789abcdef\"".into(),
+                ..ModuleVersion::example(&version, &format!("modules/acme/vpc/aws/{version}.tar.gz"))
+            }
         })
         .collect();
     serde_json::to_vec(&ModuleManifest::new(versions)).unwrap()

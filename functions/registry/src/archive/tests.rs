@@ -431,6 +431,18 @@ fn after_main(parts: &[Vec<u8>]) -> Vec<u8> {
     gzip(&[file("main.tf", b"variable \"region\" {}\n"), parts.concat(), vec![0; 1024]].concat())
 }
 
+/// Each (what, entries after main.tf, words of the refusal) is refused, as an upload and
+/// when repacked for OCI, with those words.
+fn each_is_refused(cases: Vec<(&str, Vec<Vec<u8>>, &str)>) {
+    for (what, parts, needle) in cases {
+        let bytes = after_main(&parts);
+        let err = module(bytes.clone(), "tar.gz").unwrap_err();
+        assert!(err.contains(needle), "{what}: {err}");
+        let err = repack(&bytes, &ANY).unwrap_err();
+        assert!(err.contains(needle), "{what}: repacked: {err}");
+    }
+}
+
 /// Each (what, entries after main.tf, name) is accepted and, asked for `name` only, keeps it.
 fn each_keeps_only_its_file(accepted: Vec<(&str, Vec<Vec<u8>>, &str)>) {
     for (what, parts, name) in accepted {
@@ -507,13 +519,7 @@ fn pax_records_are_read_by_their_length_as_go_reads_them() {
             "comes before a global pax header",
         ),
     ];
-    for (what, parts, needle) in cases {
-        let bytes = after_main(&parts);
-        let err = module(bytes.clone(), "tar.gz").unwrap_err();
-        assert!(err.contains(needle), "{what}: {err}");
-        let err = repack(&bytes, &ANY).unwrap_err();
-        assert!(err.contains(needle), "{what}: repacked: {err}");
-    }
+    each_is_refused(cases);
 
     let long = format!("{}/main.tf", "d".repeat(150));
     let accepted: Vec<(&str, Vec<Vec<u8>>, &str)> = vec![
@@ -619,13 +625,7 @@ fn headers_go_reads_otherwise_are_refused() {
             "has a size field",
         ),
     ];
-    for (what, parts, needle) in cases {
-        let bytes = after_main(&parts);
-        let err = module(bytes.clone(), "tar.gz").unwrap_err();
-        assert!(err.contains(needle), "{what}: {err}");
-        let err = repack(&bytes, &ANY).unwrap_err();
-        assert!(err.contains(needle), "{what}: repacked: {err}");
-    }
+    each_is_refused(cases);
 
     let long = format!("{}/main.tf", "d".repeat(150));
     let mut prefixed = ::tar::Header::new_ustar();
