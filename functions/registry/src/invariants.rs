@@ -7,7 +7,7 @@ use http::Method;
 use crate::layout::{self, ObjectKind};
 use crate::oci::name::{OciRoute, Reference, Repository};
 use crate::router::BasePaths;
-use crate::router::{self, Page, Route};
+use crate::router::{self, Methods, Query, Route};
 
 /// A fuzz input cut into `N` parts, each led by its length (u16, little-endian; cut short at
 /// the end of the input), and what follows them: how the fuzz targets that read several
@@ -60,7 +60,7 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
     };
     for method in [Method::GET, Method::HEAD, Method::POST] {
         let Ok(route) = router::route(&method, raw_path, query, &paths) else { continue };
-        let form = matches!(route, Route::Page(Page::SignInSubmit | Page::SignOut));
+        let form = route.def().methods == Methods::Post;
         if (method == Method::POST) != form {
             return Err(format!("{raw_path:?}: {method} accepted as {}", route.name()));
         }
@@ -70,37 +70,37 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
         if raw_path.split('/').any(|s| s == ".." || s == ".") {
             return Err(format!("{raw_path:?}: accepted with a dot segment"));
         }
-        let reads_query = matches!(
-            route,
-            Route::ModuleList(_)
-                | Route::ModuleSearch(_)
-                | Route::Page(Page::Catalog(_))
-                | Route::Oci(OciRoute::Tags { .. } | OciRoute::Token)
-        );
+        let reads_query = match &route {
+            Route::Oci { oci } => matches!(oci, OciRoute::Tags { .. } | OciRoute::Token),
+            _ => route.def().query != Query::None,
+        };
         if query.is_some_and(|q| !q.is_empty()) && !reads_query {
             return Err(format!("{target:?}: a query string accepted by {}", route.name()));
         }
         let (key, expected) = match &route {
-            Route::Discovery | Route::Page(Page::SignIn | Page::SignInSubmit | Page::SignOut | Page::Asset(_)) => {
+            Route::Discovery {}
+            | Route::SignIn {}
+            | Route::SignInSubmit {}
+            | Route::SignOut {}
+            | Route::PageAsset { .. } => {
                 continue;
             }
-            Route::Page(Page::Catalog(listing)) => {
+            Route::CatalogPage { listing } => {
                 let next = crate::query::Listing::parse_page(Some(&listing.query_at(listing.offset)));
                 if next.as_ref() != Ok(listing) {
                     return Err(format!("{target:?}: {listing:?} reads back from its own query as {next:?}"));
                 }
                 continue;
             }
-            Route::Page(Page::Module(m, v)) => {
-                if let Some(v) = v {
-                    let docs = layout::module_docs(m, v);
-                    if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
-                        return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
-                    }
+            Route::ModulePage { module: m } => (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone())),
+            Route::ModuleVersionPage { module: m, version: v } => {
+                let docs = layout::module_docs(m, v);
+                if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
+                    return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
                 }
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
-            Route::Page(Page::Upgrade(m, v, from)) => {
+            Route::UpgradePage { module: m, version: v, from } => {
                 for docs in [layout::module_docs(m, v), layout::module_docs(m, from)] {
                     if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
                         return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
@@ -108,58 +108,63 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 }
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
-            Route::Page(Page::Provider(p, _)) => (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone())),
-            Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
-                let search = matches!(route, Route::ModuleSearch(_));
+            Route::ProviderPage { provider: p } | Route::ProviderVersionPage { provider: p, .. } => {
+                (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone()))
+            }
+            Route::ModuleList { listing } | Route::ModuleSearch { listing } => {
+                let search = matches!(route, Route::ModuleSearch { .. });
                 let next = crate::query::Listing::parse(Some(&listing.query_at(listing.offset)), search);
                 if next.as_ref() != Ok(listing) {
                     return Err(format!("{target:?}: {listing:?} reads back from its own query as {next:?}"));
                 }
                 continue;
             }
-            Route::ModuleLatest(m) => (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone())),
-            Route::ModuleDetails(m, v) => {
+            Route::ModuleLatest { module: m } => (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone())),
+            Route::ModuleDetails { module: m, version: v } => {
                 let docs = layout::module_docs(m, v);
                 if !key_is_clean(&docs) || layout::classify(&docs).is_some() {
                     return Err(format!("{target:?} -> docs key {docs:?} unclean or taken for another object"));
                 }
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
-            Route::ModuleVersions(m) | Route::ModuleDownload(m, _) => {
+            Route::ModuleVersions { module: m } | Route::ModuleDownload { module: m, .. } => {
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
-            Route::MirrorIndex(p) => (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone())),
-            Route::MirrorVersion(p, v) => (
+            Route::MirrorIndex { provider: p } => (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone())),
+            Route::MirrorVersion { provider: p, version: v } => (
                 layout::provider_version(p, v),
                 ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
             ),
-            Route::Oci(OciRoute::Base | OciRoute::Token) => continue,
-            Route::Oci(
-                OciRoute::Tags { repository, .. }
-                | OciRoute::Manifest { repository, .. }
-                | OciRoute::Blob { repository, .. },
-            ) if !challenge_safe(raw_path, repository) => {
+            Route::Oci { oci: OciRoute::Base | OciRoute::Token } => continue,
+            Route::Oci {
+                oci:
+                    OciRoute::Tags { repository, .. }
+                    | OciRoute::Manifest { repository, .. }
+                    | OciRoute::Blob { repository, .. },
+            } if !challenge_safe(raw_path, repository) => {
                 return Err(format!("{raw_path:?}: the challenge's scope would not name {repository:?} plainly"));
             }
-            Route::Oci(OciRoute::Tags { repository: Repository::Module(m), .. }) => {
+            Route::Oci { oci: OciRoute::Tags { repository: Repository::Module(m), .. } } => {
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
             // A module's tags and digests: keys under `indexed/oci/`, clean, never another object's.
-            Route::Oci(
-                OciRoute::Manifest { repository: Repository::Module(m), .. }
-                | OciRoute::Blob { repository: Repository::Module(m), .. },
-            ) => {
+            Route::Oci {
+                oci:
+                    OciRoute::Manifest { repository: Repository::Module(m), .. }
+                    | OciRoute::Blob { repository: Repository::Module(m), .. },
+            } => {
                 // The keys the route reads: a tag's object, or a digest's manifest and blob pointer.
                 let keys = match &route {
-                    Route::Oci(OciRoute::Manifest { reference: Reference::Tag(v), .. }) => {
+                    Route::Oci { oci: OciRoute::Manifest { reference: Reference::Tag(v), .. } } => {
                         vec![layout::oci_module_tag(m, &crate::oci::name::tag(v))]
                     }
-                    Route::Oci(OciRoute::Manifest { reference: Reference::Latest, .. }) => {
+                    Route::Oci { oci: OciRoute::Manifest { reference: Reference::Latest, .. } } => {
                         vec![layout::oci_module_tag(m, crate::oci::name::LATEST)]
                     }
-                    Route::Oci(
-                        OciRoute::Manifest { reference: Reference::Digest(d), .. } | OciRoute::Blob { digest: d, .. },
-                    ) => vec![layout::oci_module_manifest(m, d), layout::oci_module_blob(m, d)],
+                    Route::Oci {
+                        oci:
+                            OciRoute::Manifest { reference: Reference::Digest(d), .. } | OciRoute::Blob { digest: d, .. },
+                    } => vec![layout::oci_module_manifest(m, d), layout::oci_module_blob(m, d)],
                     _ => continue,
                 };
                 for key in keys {
@@ -169,22 +174,27 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 }
                 continue;
             }
-            Route::Oci(OciRoute::Tags { repository: Repository::Provider(p), .. }) => {
+            Route::Oci { oci: OciRoute::Tags { repository: Repository::Provider(p), .. } } => {
                 (layout::provider_index(p), ObjectKind::ProviderIndex(p.clone()))
             }
             // A provider has no `latest`: answered absent without a read.
-            Route::Oci(OciRoute::Manifest { repository: Repository::Provider(_), reference: Reference::Latest }) => {
+            Route::Oci {
+                oci: OciRoute::Manifest { repository: Repository::Provider(_), reference: Reference::Latest },
+            } => {
                 continue;
             }
-            Route::Oci(OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Tag(v) }) => (
+            Route::Oci {
+                oci: OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Tag(v) },
+            } => (
                 layout::provider_version(p, v),
                 ObjectKind::ProviderVersion { provider: p.clone(), version: v.clone() },
             ),
             // Content-addressed keys under `indexed/oci/`: clean, and never another object's.
-            Route::Oci(
-                OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Digest(d) }
-                | OciRoute::Blob { repository: Repository::Provider(p), digest: d },
-            ) => {
+            Route::Oci {
+                oci:
+                    OciRoute::Manifest { repository: Repository::Provider(p), reference: Reference::Digest(d) }
+                    | OciRoute::Blob { repository: Repository::Provider(p), digest: d },
+            } => {
                 for key in [layout::oci_manifest(p, d), layout::oci_blob(p, d)] {
                     if !key_is_clean(&key) || layout::classify(&key).is_some() || !key.starts_with(layout::OCI_PREFIX) {
                         return Err(format!("{target:?} -> OCI key {key:?} unclean or taken for another object"));
@@ -193,11 +203,11 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 continue;
             }
             // providers.v1 names providers of the registry's own host (any valid one).
-            Route::ProviderVersions(n) => {
+            Route::ProviderVersions { name: n } => {
                 let p = n.at("registry.example.com");
                 (layout::provider_index(&p), ObjectKind::ProviderIndex(p))
             }
-            Route::ProviderDownload(n, v, _) => {
+            Route::ProviderDownload { name: n, version: v, .. } => {
                 let p = n.at("registry.example.com:8443");
                 (
                     layout::provider_version(&p, v),

@@ -342,6 +342,13 @@ impl Platform {
     }
 }
 
+/// `linux_amd64`, as `key` spells it (in not-found messages).
+impl std::fmt::Display for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}_{}", self.os, self.arch)
+    }
+}
+
 /// A signed release's files besides its zips.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ReleaseFile {

@@ -153,6 +153,19 @@ pub enum OciRoute {
     },
 }
 
+impl OciRoute {
+    /// Its name in logs and metrics.
+    pub fn log_name(&self) -> &'static str {
+        match self {
+            OciRoute::Base => "oci_base",
+            OciRoute::Token => "oci_token",
+            OciRoute::Tags { .. } => "oci_tags",
+            OciRoute::Manifest { .. } => "oci_manifest",
+            OciRoute::Blob { .. } => "oci_blob",
+        }
+    }
+}
+
 /// Which kind of route a path under `/v2/` is, by its tail alone: what an error answer
 /// names (`MANIFEST_UNKNOWN` or `BLOB_UNKNOWN`, …) even when the rest does not parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

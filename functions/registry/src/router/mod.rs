@@ -5,11 +5,14 @@
 
 use http::Method;
 
-use crate::address::{ModuleAddress, ProviderAddress, ProviderName, parse_version, printable};
+use crate::address::printable;
 use crate::error::Error;
-use crate::layout::Platform;
-use crate::oci::name::OciRoute;
-use crate::query::Listing;
+
+mod capture;
+mod table;
+
+pub use capture::{Capture, Captures};
+pub use table::{ROUTES, Reads, Route, RouteDef, RouteKind};
 
 /// Where the CLI looks for the services a host offers.
 pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
@@ -49,59 +52,6 @@ pub const UI_PATH: &str = "/ui/";
 
 /// Longer than any valid route (base path + hostname + 2 segments + version + file name).
 pub const PATH_MAX_LEN: usize = 1024;
-
-/// What a request asks for, with its addresses validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
-    /// `GET /.well-known/terraform.json`
-    Discovery,
-    /// `GET …/NAMESPACE/NAME/SYSTEM/versions`
-    ModuleVersions(ModuleAddress),
-    /// `GET …/NAMESPACE/NAME/SYSTEM/VERSION/download`
-    ModuleDownload(ModuleAddress, semver::Version),
-    /// `GET …/HOSTNAME/NAMESPACE/TYPE/index.json`
-    MirrorIndex(ProviderAddress),
-    /// `GET …/HOSTNAME/NAMESPACE/TYPE/VERSION.json`
-    MirrorVersion(ProviderAddress, semver::Version),
-    /// `GET …/NAMESPACE/TYPE/versions` (providers.v1)
-    ProviderVersions(ProviderName),
-    /// `GET …/NAMESPACE/TYPE/VERSION/download/OS/ARCH` (providers.v1)
-    ProviderDownload(ProviderName, semver::Version, Platform),
-    /// `GET /v1/modules?offset=&limit=…`: the catalog's modules, a page at a time.
-    ModuleList(Listing),
-    /// `GET /v1/modules/search?q=…`
-    ModuleSearch(Listing),
-    /// `GET …/NAMESPACE/NAME/SYSTEM`: the latest version's details (docs, versions).
-    ModuleLatest(ModuleAddress),
-    /// `GET …/NAMESPACE/NAME/SYSTEM/VERSION`: one version's details.
-    ModuleDetails(ModuleAddress, semver::Version),
-    /// A web page, for people in a browser.
-    Page(Page),
-    /// `GET|HEAD /v2/…`: OCI Distribution (OpenTofu's `oci_mirror`).
-    Oci(OciRoute),
-}
-
-/// The web pages (`web`): HTML, with the viewer from the `Authorization` header or the
-/// sign-in cookie.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Page {
-    /// `GET /?q=&offset=…`: the catalog, or a search of it.
-    Catalog(Listing),
-    /// `GET /ui/modules/NAMESPACE/NAME/SYSTEM[/VERSION]`
-    Module(ModuleAddress, Option<semver::Version>),
-    /// `GET /ui/modules/NAMESPACE/NAME/SYSTEM/VERSION/from/FROM`: upgrading from FROM to VERSION.
-    Upgrade(ModuleAddress, semver::Version, semver::Version),
-    /// `GET /ui/providers/HOSTNAME/NAMESPACE/TYPE[/VERSION]`
-    Provider(ProviderAddress, Option<semver::Version>),
-    /// `GET /ui/sign-in`: the form.
-    SignIn,
-    /// `POST /ui/sign-in`: a token pasted into the form.
-    SignInSubmit,
-    /// `POST /ui/sign-out`
-    SignOut,
-    /// `GET /ui/assets/FILE`: the stylesheet and the script, compiled in.
-    Asset(Asset),
-}
 
 /// The files the pages load (the CSP allows no inline style or script).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,51 +109,143 @@ impl Service {
 }
 
 impl Route {
+    /// Its row of the route table.
+    pub fn def(&self) -> &'static RouteDef {
+        &ROUTES[self.kind() as usize]
+    }
+
     /// The service (so the Lambda function) that answers it.
     pub fn service(&self) -> Service {
+        self.def().service
+    }
+
+    /// A short name for logs and metrics (an OCI route's says which of OCI's it is).
+    pub fn name(&self) -> &'static str {
         match self {
-            Route::Discovery => Service::Discovery,
-            Route::ModuleVersions(_) | Route::ModuleDownload(..) => Service::Modules,
-            Route::MirrorIndex(_) | Route::MirrorVersion(..) => Service::Mirror,
-            Route::ProviderVersions(_) | Route::ProviderDownload(..) => Service::Providers,
-            Route::ModuleList(_)
-            | Route::ModuleSearch(_)
-            | Route::ModuleLatest(_)
-            | Route::ModuleDetails(..)
-            | Route::Page(_) => Service::Web,
-            Route::Oci(_) => Service::Oci,
+            Route::Oci { oci } => oci.log_name(),
+            _ => self.def().name,
+        }
+    }
+}
+
+/// Where a route's path starts: the paths a deployment configures, the pages' and OCI's fixed
+/// prefixes, and the root for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// `/`: discovery and the catalog page.
+    Root,
+    /// `REGISTRY_MODULES_BASE_PATH`
+    Modules,
+    /// `REGISTRY_MIRROR_BASE_PATH`
+    Mirror,
+    /// `REGISTRY_PROVIDERS_BASE_PATH`
+    Providers,
+    /// `UI_PATH`
+    Ui,
+    /// `/v2/`
+    Oci,
+}
+
+impl Base {
+    /// The bases a path is tried against, in order (the root takes what none of them does).
+    const PREFIXED: [Base; 5] = [Base::Oci, Base::Ui, Base::Modules, Base::Mirror, Base::Providers];
+
+    /// Its prefix, ending in `/`.
+    pub fn prefix(self, paths: &BasePaths) -> &str {
+        match self {
+            Base::Root => "/",
+            Base::Modules => &paths.modules,
+            Base::Mirror => &paths.mirror,
+            Base::Providers => &paths.providers,
+            Base::Ui => UI_PATH,
+            Base::Oci => crate::oci::BASE_PATH,
         }
     }
 
-    /// A short name for logs and metrics.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Route::Discovery => "discovery",
-            Route::ModuleVersions(_) => "module_versions",
-            Route::ModuleDownload(..) => "module_download",
-            Route::MirrorIndex(_) => "mirror_index",
-            Route::MirrorVersion(..) => "mirror_version",
-            Route::ProviderVersions(_) => "provider_versions",
-            Route::ProviderDownload(..) => "provider_download",
-            Route::ModuleList(_) => "module_list",
-            Route::ModuleSearch(_) => "module_search",
-            Route::ModuleLatest(_) => "module_latest",
-            Route::ModuleDetails(..) => "module_details",
-            Route::Oci(OciRoute::Base) => "oci_base",
-            Route::Oci(OciRoute::Token) => "oci_token",
-            Route::Oci(OciRoute::Tags { .. }) => "oci_tags",
-            Route::Oci(OciRoute::Manifest { .. }) => "oci_manifest",
-            Route::Oci(OciRoute::Blob { .. }) => "oci_blob",
-            Route::Page(Page::Catalog(_)) => "page_catalog",
-            Route::Page(Page::Module(..)) => "page_module",
-            Route::Page(Page::Upgrade(..)) => "page_upgrade",
-            Route::Page(Page::Provider(..)) => "page_provider",
-            Route::Page(Page::SignIn) => "page_sign_in",
-            Route::Page(Page::SignInSubmit) => "sign_in",
-            Route::Page(Page::SignOut) => "sign_out",
-            Route::Page(Page::Asset(_)) => "asset",
+    /// The base whose routes `path` is one of, and the rest of it: `None` for the base itself
+    /// without its trailing `/` (`/v1/modules`, `/v2`, `/`).
+    fn of<'p>(path: &'p str, paths: &BasePaths) -> (Base, Option<&'p str>) {
+        for base in Base::PREFIXED {
+            let prefix = base.prefix(paths);
+            if path == prefix.trim_end_matches('/') {
+                return (base, None);
+            }
+            if let Some(rest) = path.strip_prefix(prefix) {
+                return (base, Some(rest));
+            }
+        }
+        match path {
+            "/" => (Base::Root, None),
+            _ => (Base::Root, Some(path.strip_prefix('/').unwrap_or(path))),
         }
     }
+
+    /// What a path under this base that fits no row gets: 400 under a protocol's base path,
+    /// naming the routes there; 404 elsewhere.
+    fn miss(self, path: &str, rest: &str) -> Error {
+        let what = match self {
+            Base::Modules => "module",
+            Base::Mirror => "mirror",
+            Base::Providers => "provider",
+            Base::Ui => return Error::NotFound(format!("no page at {UI_PATH}{:?}", printable(rest))),
+            Base::Root | Base::Oci => return Error::NotFound(format!("no endpoint at {:?}", printable(path))),
+        };
+        let shapes: Vec<String> = ROUTES
+            .iter()
+            .filter(|row| row.base == self && !row.path.is_empty())
+            .map(|row| row.path.replace('{', ":").replace('}', ""))
+            .collect();
+        let (last, first) = shapes.split_last().map_or(("", &[][..]), |(l, f)| (l.as_str(), f));
+        let listed = match first.is_empty() {
+            true => last.to_string(),
+            false => format!("{} and {last}", first.join(", ")),
+        };
+        Error::BadRequest(format!("{what} routes are {listed}"))
+    }
+
+    /// Whether a path under it is held to the segment grammar (no empty segment, at most 8):
+    /// a protocol's or the pages'. The root's others are simply not ours (404); OCI's grammar
+    /// is its own (`oci::name`).
+    fn strict(self) -> bool {
+        !matches!(self, Base::Root | Base::Oci)
+    }
+}
+
+/// The methods a route answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Methods {
+    /// `GET` and `HEAD` (answered as `GET` without the body).
+    Read,
+    /// `POST`: a form.
+    Post,
+}
+
+impl Methods {
+    fn allow(self, method: &Method) -> bool {
+        match self {
+            Methods::Read => method == Method::GET || method == Method::HEAD,
+            Methods::Post => method == Method::POST,
+        }
+    }
+}
+
+/// The query string a route reads. Only the list, search and catalog routes (and OCI's) read
+/// one; the others refuse one rather than ignore it: one URL per answer, so a cache in front
+/// can never be keyed by, or poisoned through, parameters we do not read (and the terraform
+/// CLI sends none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Query {
+    /// None: a query string is refused (400).
+    #[default]
+    None,
+    /// The list's `offset`, `limit`, `namespace`, `provider`.
+    List,
+    /// The list's, with `q` required.
+    Search,
+    /// The catalog page's: the list's, with `q` optional.
+    Catalog,
+    /// OCI's own (`oci::name`).
+    Oci,
 }
 
 /// The API Gateway route key that catches every request no other route key matches.
@@ -231,40 +273,40 @@ pub fn route_key_matches(key: &str, path: &str) -> bool {
 }
 
 /// API Gateway's route keys (`ANY /template`, and `$default`) with the service that answers
-/// each; the infra consistency test compares them with infra/main.tf and the deployment check
-/// with what was applied. A route key takes every method, so that the function's `route`
-/// answers HEAD as GET and another method 405, as locally, rather than API Gateway's own 404.
+/// each, derived from the route table; the infra consistency test compares them with
+/// infra/main.tf and the deployment check with what was applied. A route key takes every
+/// method, so that the function's `route` answers HEAD as GET and another method 405, as
+/// locally, rather than API Gateway's own 404. API Gateway matches whole segments, so a
+/// placeholder inside a file name (`{version}.json`) is keyed as `{file}`; a key whose every
+/// path a key of the same service already takes is left out (the mirror's `index.json` is a
+/// `{file}` too), and so is a second row of the same path (`POST /ui/sign-in`).
 pub fn route_templates(paths: &BasePaths) -> Vec<(Service, String)> {
-    let any = |service, path: String| (service, format!("ANY {path}"));
-    vec![
-        any(Service::Discovery, DISCOVERY_PATH.to_string()),
-        any(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/versions", paths.modules)),
-        any(Service::Modules, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}/download", paths.modules)),
-        any(Service::Mirror, format!("{}{{hostname}}/{{namespace}}/{{type}}/{{file}}", paths.mirror)),
-        any(Service::Providers, format!("{}{{namespace}}/{{type}}/versions", paths.providers)),
-        any(
-            Service::Providers,
-            format!("{}{{namespace}}/{{type}}/{{version}}/download/{{os}}/{{arch}}", paths.providers),
-        ),
-        any(Service::Web, paths.modules.trim_end_matches('/').to_string()),
-        any(Service::Web, format!("{}search", paths.modules)),
-        any(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}", paths.modules)),
-        any(Service::Web, format!("{}{{namespace}}/{{name}}/{{system}}/{{version}}", paths.modules)),
-        any(Service::Web, "/".to_string()),
-        any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}")),
-        any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}")),
-        any(Service::Web, format!("{UI_PATH}modules/{{namespace}}/{{name}}/{{system}}/{{version}}/from/{{from}}")),
-        any(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}")),
-        any(Service::Web, format!("{UI_PATH}providers/{{hostname}}/{{namespace}}/{{type}}/{{version}}")),
-        any(Service::Web, format!("{UI_PATH}sign-in")),
-        any(Service::Web, format!("{UI_PATH}sign-out")),
-        any(Service::Web, format!("{UI_PATH}assets/{{file}}")),
-        // OCI: `/v2/` (API Gateway routes it by `ANY /v2`, which takes the trailing slash) and
-        // everything under it.
-        any(Service::Oci, OCI_ROUTE_BASE.to_string()),
-        any(Service::Oci, format!("{OCI_ROUTE_BASE}/{{proxy+}}")),
-        (DEFAULT_ROUTE_SERVICE, DEFAULT_ROUTE_KEY.to_string()),
-    ]
+    let mut keys: Vec<(Service, String)> = Vec::new();
+    for row in ROUTES {
+        let prefix = row.base.prefix(paths);
+        let trimmed = if prefix.len() > 1 { prefix.trim_end_matches('/') } else { prefix };
+        let gateway = |segment: &str| match segment.starts_with('{') && !segment.ends_with('}') {
+            true => "{file}".to_string(),
+            false => segment.to_string(),
+        };
+        let tail: Vec<String> = row.path.split('/').map(gateway).collect();
+        if row.path.is_empty() || row.path == "{proxy+}" {
+            keys.push((row.service, format!("ANY {trimmed}")));
+        }
+        if !row.path.is_empty() {
+            keys.push((row.service, format!("ANY {prefix}{}", tail.join("/"))));
+        }
+    }
+    let mut kept: Vec<(Service, String)> = Vec::new();
+    for (service, key) in &keys {
+        let path = key.trim_start_matches("ANY ");
+        let taken = keys.iter().any(|(s, k)| s == service && k != key && route_key_matches(k, path));
+        if !taken && !kept.iter().any(|(_, k)| k == key) {
+            kept.push((*service, key.clone()));
+        }
+    }
+    kept.push((DEFAULT_ROUTE_SERVICE, DEFAULT_ROUTE_KEY.to_string()));
+    kept
 }
 
 /// The OCI routes' prefix, as an API Gateway route key spells it (no trailing slash).
@@ -282,23 +324,41 @@ pub fn is_page_path(raw_path: &str) -> bool {
 
 /// Route a request by its method, raw path and raw query: 404 for a path that is not ours, 400
 /// for one that breaks the grammar under a base path or a query string where the route takes
-/// none (or not that one, `query`), 405 for another method than GET or HEAD.
+/// none (or not that one, `Query`), 405 for a method the route does not answer. The first row
+/// of the route table whose path fits is the route (for a form, the row of that path that
+/// takes the method).
 pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
-    let read = method == Method::GET || method == Method::HEAD;
-    // A push (POST to blobs/uploads/, PUT of a manifest, DELETE) is refused as such, 405
-    // `UNSUPPORTED`, before its path is judged: the OCI routes are read-only.
-    if is_oci_path(raw_path) && !read {
+    check_path_len(raw_path)?;
+    let (base, rest) = Base::of(raw_path, paths);
+    let segments = match rest {
+        None => Vec::new(),
+        Some(rest) if base.strict() => segments(rest)?,
+        Some(rest) => rest.split('/').collect(),
+    };
+    let mut fitting = ROUTES
+        .iter()
+        .filter(|row| row.base == base)
+        .filter_map(|row| fit(row.path, rest.is_none(), &segments).map(|captured| (row, captured)));
+    let Some((first, captured)) = fitting.next() else {
+        return Err(base.miss(raw_path, rest.unwrap_or_default()));
+    };
+    let query = query.filter(|q| !q.is_empty());
+    // A catch-all's grammar is its protocol's: a push to OCI (POST to blobs/uploads/, PUT of a
+    // manifest, DELETE) is refused as such, 405 `UNSUPPORTED`, before its path is judged.
+    if first.path.ends_with("+}") && !first.methods.allow(method) {
         return Err(Error::MethodNotAllowed);
     }
-    let route = match_path(raw_path, query, paths)?;
-    match route {
-        // The forms: sign-in is a page to GET and a form to POST; sign-out only a POST, so a
-        // link or an image elsewhere cannot sign anyone out.
-        Route::Page(Page::SignIn) if method == Method::POST => Ok(Route::Page(Page::SignInSubmit)),
-        Route::Page(Page::SignOut) if method == Method::POST => Ok(route),
-        Route::Page(Page::SignOut) => Err(Error::MethodNotAllowed),
-        _ if read => Ok(route),
-        _ => Err(Error::MethodNotAllowed),
+    let captures = |segments| Captures { segments, rest: rest.unwrap_or_default(), query, query_use: first.query };
+    let route = (first.build)(&captures(captured))?;
+    if first.query == Query::None && query.is_some() {
+        return Err(Error::BadRequest("query strings are not part of this API".into()));
+    }
+    if first.methods.allow(method) {
+        return Ok(route);
+    }
+    match fitting.find(|(row, _)| row.methods.allow(method)) {
+        Some((row, captured)) => (row.build)(&Captures { query_use: row.query, ..captures(captured) }),
+        None => Err(Error::MethodNotAllowed),
     }
 }
 
@@ -310,113 +370,30 @@ pub fn check_path_len(path: &str) -> Result<(), Error> {
     }
 }
 
-fn match_path(path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
-    check_path_len(path)?;
-    if is_oci_path(path) {
-        let rest = path.strip_prefix(crate::oci::BASE_PATH).unwrap_or_default();
-        return crate::oci::name::parse(rest, query).map(Route::Oci);
+/// The placeholders a row's path fills from a request's segments, if it fits: a literal equal,
+/// a `{x}` any segment, a `{x}.json` a segment of that suffix, a `{proxy+}` whatever is left.
+/// `""` fits only the base itself (`exact`).
+fn fit<'a>(template: &'static str, exact: bool, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
+    if template.ends_with("+}") {
+        return Some(Vec::new());
     }
-    // Only the list and search routes read a query string. The others refuse one rather than
-    // ignore it: one URL per answer, so a cache in front can never be keyed by, or poisoned
-    // through, parameters we do not read (and the terraform CLI sends none).
-    if path == paths.modules.trim_end_matches('/') {
-        return Ok(Route::ModuleList(Listing::parse(query, false)?));
+    if template.is_empty() || exact {
+        return (template.is_empty() && exact).then(Vec::new);
     }
-    if path.strip_prefix(paths.modules.as_str()) == Some("search") {
-        return Ok(Route::ModuleSearch(Listing::parse(query, true)?));
+    let parts: Vec<&'static str> = template.split('/').collect();
+    if parts.len() != segments.len() {
+        return None;
     }
-    if path == "/" {
-        return Ok(Route::Page(Page::Catalog(Listing::parse_page(query)?)));
-    }
-    if query.is_some_and(|q| !q.is_empty()) {
-        // Still 404 for a path that is not ours.
-        match_path(path, None, paths)?;
-        return Err(Error::BadRequest("query strings are not part of this API".into()));
-    }
-    if path == DISCOVERY_PATH {
-        return Ok(Route::Discovery);
-    }
-    if let Some(rest) = path.strip_prefix(UI_PATH) {
-        return page(rest).map(Route::Page);
-    }
-    if let Some(rest) = path.strip_prefix(paths.modules.as_str()) {
-        return match segments(rest)?.as_slice() {
-            [namespace, name, system] => Ok(Route::ModuleLatest(ModuleAddress::parse(namespace, name, system)?)),
-            [namespace, name, system, "versions"] => {
-                Ok(Route::ModuleVersions(ModuleAddress::parse(namespace, name, system)?))
-            }
-            [namespace, name, system, version, "download"] => {
-                Ok(Route::ModuleDownload(ModuleAddress::parse(namespace, name, system)?, parse_version(version)?))
-            }
-            [namespace, name, system, version] => {
-                Ok(Route::ModuleDetails(ModuleAddress::parse(namespace, name, system)?, parse_version(version)?))
-            }
-            _ => Err(Error::BadRequest(
-                "module routes are :namespace/:name/:system/versions, :namespace/:name/:system/:version/download, \
-                 :namespace/:name/:system[/:version] and search"
-                    .into(),
-            )),
-        };
-    }
-    if let Some(rest) = path.strip_prefix(paths.mirror.as_str()) {
-        return match segments(rest)?.as_slice() {
-            [hostname, namespace, r#type, "index.json"] => {
-                Ok(Route::MirrorIndex(ProviderAddress::parse(hostname, namespace, r#type)?))
-            }
-            [hostname, namespace, r#type, file] => {
-                let Some(version) = file.strip_suffix(".json") else {
-                    return Err(Error::BadRequest(format!(
-                        "mirror routes end in index.json or :version.json, not {:?}",
-                        printable(file)
-                    )));
-                };
-                Ok(Route::MirrorVersion(ProviderAddress::parse(hostname, namespace, r#type)?, parse_version(version)?))
-            }
-            _ => Err(Error::BadRequest(
-                "mirror routes are :hostname/:namespace/:type/index.json and :hostname/:namespace/:type/:version.json"
-                    .into(),
-            )),
-        };
-    }
-    if let Some(rest) = path.strip_prefix(paths.providers.as_str()) {
-        return match segments(rest)?.as_slice() {
-            [namespace, r#type, "versions"] => Ok(Route::ProviderVersions(ProviderName::parse(namespace, r#type)?)),
-            [namespace, r#type, version, "download", os, arch] => Ok(Route::ProviderDownload(
-                ProviderName::parse(namespace, r#type)?,
-                parse_version(version)?,
-                Platform::parse(os, arch)?,
-            )),
-            _ => Err(Error::BadRequest(
-                "provider routes are :namespace/:type/versions and :namespace/:type/:version/download/:os/:arch".into(),
-            )),
-        };
-    }
-    Err(Error::NotFound(format!("no endpoint at {:?}", printable(path))))
-}
-
-/// A web page's path under `UI_PATH`, by the same address grammar as the protocol routes.
-fn page(rest: &str) -> Result<Page, Error> {
-    let version = |v: &str| parse_version(v);
-    match segments(rest)?.as_slice() {
-        ["modules", namespace, name, system] => Ok(Page::Module(ModuleAddress::parse(namespace, name, system)?, None)),
-        ["modules", namespace, name, system, v] => {
-            Ok(Page::Module(ModuleAddress::parse(namespace, name, system)?, Some(version(v)?)))
+    let mut captured = Vec::with_capacity(parts.len());
+    for (part, segment) in parts.iter().zip(segments) {
+        match part.strip_prefix('{').and_then(|p| p.split_once('}')) {
+            Some((name, "")) => captured.push((name, *segment)),
+            Some((name, suffix)) => captured.push((name, segment.strip_suffix(suffix)?)),
+            None if part == segment => {}
+            None => return None,
         }
-        ["modules", namespace, name, system, v, "from", from] => {
-            Ok(Page::Upgrade(ModuleAddress::parse(namespace, name, system)?, version(v)?, version(from)?))
-        }
-        ["providers", hostname, namespace, r#type] => {
-            Ok(Page::Provider(ProviderAddress::parse(hostname, namespace, r#type)?, None))
-        }
-        ["providers", hostname, namespace, r#type, v] => {
-            Ok(Page::Provider(ProviderAddress::parse(hostname, namespace, r#type)?, Some(version(v)?)))
-        }
-        ["sign-in"] => Ok(Page::SignIn),
-        ["sign-out"] => Ok(Page::SignOut),
-        ["assets", "style.css"] => Ok(Page::Asset(Asset::Style)),
-        ["assets", "copy.js"] => Ok(Page::Asset(Asset::Script)),
-        _ => Err(Error::NotFound(format!("no page at {UI_PATH}{:?}", printable(rest)))),
     }
+    Some(captured)
 }
 
 /// Split a route's tail into segments; empty segments (`//`, a trailing `/`) break the grammar.

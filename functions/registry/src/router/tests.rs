@@ -1,4 +1,7 @@
 use super::*;
+use crate::address::{ModuleAddress, ProviderAddress, ProviderName};
+use crate::layout::Platform;
+use crate::query::Listing;
 
 fn r(method: Method, path: &str) -> Result<Route, u16> {
     route(&method, path, None, &BasePaths::default()).map_err(|e| e.status().as_u16())
@@ -18,35 +21,39 @@ fn v(s: &str) -> semver::Version {
 fn routes_table() {
     use Method as M;
     let cases: Vec<(Method, &str, Result<Route, u16>)> = vec![
-        (M::GET, "/.well-known/terraform.json", Ok(Route::Discovery)),
-        (M::HEAD, "/.well-known/terraform.json", Ok(Route::Discovery)),
-        (M::GET, "/v1/modules/acme/vpc/aws/versions", Ok(Route::ModuleVersions(m("acme", "vpc", "aws")))),
+        (M::GET, "/.well-known/terraform.json", Ok(Route::Discovery {})),
+        (M::HEAD, "/.well-known/terraform.json", Ok(Route::Discovery {})),
+        (M::GET, "/v1/modules/acme/vpc/aws/versions", Ok(Route::ModuleVersions { module: m("acme", "vpc", "aws") })),
         (
             M::GET,
             "/v1/modules/acme/vpc/aws/1.2.3/download",
-            Ok(Route::ModuleDownload(m("acme", "vpc", "aws"), v("1.2.3"))),
+            Ok(Route::ModuleDownload { module: m("acme", "vpc", "aws"), version: v("1.2.3") }),
         ),
         (
             M::GET,
             "/v1/modules/acme/vpc/aws/1.2.3-rc.1+b5/download",
-            Ok(Route::ModuleDownload(m("acme", "vpc", "aws"), v("1.2.3-rc.1+b5"))),
+            Ok(Route::ModuleDownload { module: m("acme", "vpc", "aws"), version: v("1.2.3-rc.1+b5") }),
         ),
         (
             M::GET,
             "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
-            Ok(Route::MirrorIndex(p("registry.terraform.io", "hashicorp", "null"))),
+            Ok(Route::MirrorIndex { provider: p("registry.terraform.io", "hashicorp", "null") }),
         ),
         (
             M::GET,
             "/v1/mirror/example.com:8443/acme/thing/1.0.0.json",
-            Ok(Route::MirrorVersion(p("example.com:8443", "acme", "thing"), v("1.0.0"))),
+            Ok(Route::MirrorVersion { provider: p("example.com:8443", "acme", "thing"), version: v("1.0.0") }),
         ),
         // The list, search and details API (the web function).
-        (M::GET, "/v1/modules", Ok(Route::ModuleList(Listing::default()))),
-        (M::GET, "/v1/modules/acme/vpc/aws", Ok(Route::ModuleLatest(m("acme", "vpc", "aws")))),
-        (M::GET, "/v1/modules/acme/vpc/aws/1.2.3", Ok(Route::ModuleDetails(m("acme", "vpc", "aws"), v("1.2.3")))),
+        (M::GET, "/v1/modules", Ok(Route::ModuleList { listing: Listing::default() })),
+        (M::GET, "/v1/modules/acme/vpc/aws", Ok(Route::ModuleLatest { module: m("acme", "vpc", "aws") })),
+        (
+            M::GET,
+            "/v1/modules/acme/vpc/aws/1.2.3",
+            Ok(Route::ModuleDetails { module: m("acme", "vpc", "aws"), version: v("1.2.3") }),
+        ),
         // A module may be called "versions" (a valid system): its details, not a version list.
-        (M::GET, "/v1/modules/acme/vpc/versions", Ok(Route::ModuleLatest(m("acme", "vpc", "versions")))),
+        (M::GET, "/v1/modules/acme/vpc/versions", Ok(Route::ModuleLatest { module: m("acme", "vpc", "versions") })),
         (M::GET, "/v1/modules/search", Err(400)),
         (M::GET, "/v1/modules/", Err(400)),
         (M::GET, "/v1/modules/acme", Err(400)),
@@ -74,16 +81,16 @@ fn routes_table() {
         (
             M::GET,
             "/v1/providers/acme/widget/versions",
-            Ok(Route::ProviderVersions(ProviderName::parse("acme", "widget").unwrap())),
+            Ok(Route::ProviderVersions { name: ProviderName::parse("acme", "widget").unwrap() }),
         ),
         (
             M::GET,
             "/v1/providers/acme/widget/1.0.0-rc.1/download/linux/amd64",
-            Ok(Route::ProviderDownload(
-                ProviderName::parse("acme", "widget").unwrap(),
-                v("1.0.0-rc.1"),
-                Platform { os: "linux".into(), arch: "amd64".into() },
-            )),
+            Ok(Route::ProviderDownload {
+                name: ProviderName::parse("acme", "widget").unwrap(),
+                version: v("1.0.0-rc.1"),
+                platform: Platform { os: "linux".into(), arch: "amd64".into() },
+            }),
         ),
         (M::GET, "/v1/providers/acme/widget", Err(400)),
         (M::GET, "/v1/providers/acme/wid_get/versions", Err(400)),
@@ -96,30 +103,30 @@ fn routes_table() {
         (M::GET, "/v1/providers/%2e%2e/widget/versions", Err(400)),
         (M::POST, "/v1/providers/acme/widget/versions", Err(405)),
         // The web pages.
-        (M::GET, "/", Ok(Route::Page(Page::Catalog(Listing::default())))),
+        (M::GET, "/", Ok(Route::CatalogPage { listing: Listing::default() })),
         (M::POST, "/", Err(405)),
-        (M::GET, "/ui/modules/acme/vpc/aws", Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), None)))),
+        (M::GET, "/ui/modules/acme/vpc/aws", Ok(Route::ModulePage { module: m("acme", "vpc", "aws") })),
         (
             M::GET,
             "/ui/modules/acme/vpc/aws/1.2.3",
-            Ok(Route::Page(Page::Module(m("acme", "vpc", "aws"), Some(v("1.2.3"))))),
+            Ok(Route::ModuleVersionPage { module: m("acme", "vpc", "aws"), version: v("1.2.3") }),
         ),
         (
             M::GET,
             "/ui/modules/acme/vpc/aws/2.0.0/from/1.2.3",
-            Ok(Route::Page(Page::Upgrade(m("acme", "vpc", "aws"), v("2.0.0"), v("1.2.3")))),
+            Ok(Route::UpgradePage { module: m("acme", "vpc", "aws"), version: v("2.0.0"), from: v("1.2.3") }),
         ),
         (
             M::GET,
             "/ui/providers/example.com:8443/acme/thing",
-            Ok(Route::Page(Page::Provider(p("example.com:8443", "acme", "thing"), None))),
+            Ok(Route::ProviderPage { provider: p("example.com:8443", "acme", "thing") }),
         ),
-        (M::GET, "/ui/sign-in", Ok(Route::Page(Page::SignIn))),
-        (M::POST, "/ui/sign-in", Ok(Route::Page(Page::SignInSubmit))),
+        (M::GET, "/ui/sign-in", Ok(Route::SignIn {})),
+        (M::POST, "/ui/sign-in", Ok(Route::SignInSubmit {})),
         (M::PUT, "/ui/sign-in", Err(405)),
-        (M::POST, "/ui/sign-out", Ok(Route::Page(Page::SignOut))),
+        (M::POST, "/ui/sign-out", Ok(Route::SignOut {})),
         (M::GET, "/ui/sign-out", Err(405)),
-        (M::GET, "/ui/assets/style.css", Ok(Route::Page(Page::Asset(Asset::Style)))),
+        (M::GET, "/ui/assets/style.css", Ok(Route::PageAsset { asset: Asset::Style })),
         (M::GET, "/ui/assets/../../etc/passwd", Err(404)),
         (M::GET, "/ui/assets/other.js", Err(404)),
         (M::GET, "/ui/modules/acme/vpc", Err(404)),
@@ -173,11 +180,11 @@ fn query_strings_only_where_read() {
         route(&Method::GET, path, Some(query), &BasePaths::default()).map_err(|e| e.status().as_u16())
     };
     let listing = Listing { offset: 15, limit: 5, ..Listing::default() };
-    assert_eq!(q("/v1/modules", "offset=15&limit=5"), Ok(Route::ModuleList(listing)));
+    assert_eq!(q("/v1/modules", "offset=15&limit=5"), Ok(Route::ModuleList { listing }));
     let search = Listing { q: Some("vpc".into()), ..Listing::default() };
-    assert_eq!(q("/v1/modules/search", "q=vpc"), Ok(Route::ModuleSearch(search)));
+    assert_eq!(q("/v1/modules/search", "q=vpc"), Ok(Route::ModuleSearch { listing: search }));
     assert_eq!(q("/v1/modules", "q=vpc"), Err(400));
-    assert_eq!(q("/v1/modules/acme/vpc/aws", ""), Ok(Route::ModuleLatest(m("acme", "vpc", "aws"))));
+    assert_eq!(q("/v1/modules/acme/vpc/aws", ""), Ok(Route::ModuleLatest { module: m("acme", "vpc", "aws") }));
     for path in [
         "/.well-known/terraform.json",
         "/v1/modules/acme/vpc/aws/versions",
@@ -194,15 +201,87 @@ fn query_strings_only_where_read() {
 #[test]
 fn custom_base_paths() {
     let paths = BasePaths { modules: "/m/".into(), mirror: "/providers/".into(), providers: "/p/".into() };
-    assert_eq!(route(&Method::GET, "/m/a/b/c/versions", None, &paths), Ok(Route::ModuleVersions(m("a", "b", "c"))));
+    assert_eq!(
+        route(&Method::GET, "/m/a/b/c/versions", None, &paths),
+        Ok(Route::ModuleVersions { module: m("a", "b", "c") })
+    );
     assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
     let templates = route_templates(&paths);
     assert_eq!(templates.len(), 22);
     assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
-    assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList(Listing::default())));
+    assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList { listing: Listing::default() }));
     assert!(
         templates
             .iter()
             .any(|(s, t)| *s == Service::Mirror && t == "ANY /providers/{hostname}/{namespace}/{type}/{file}")
     );
+}
+
+/// Every row of the route table is reachable: a path built from its own template (each
+/// placeholder filled with a valid value) routes to that row, by the method it answers, and
+/// reaches its function through a route key. A row whose values its path does not hold, or
+/// that an earlier row shadows, fails here.
+#[test]
+fn every_row_routes_its_own_path() {
+    let sample = |placeholder: &str| match placeholder {
+        "namespace" => "acme",
+        "name" => "vpc",
+        "system" => "aws",
+        "hostname" => "example.com",
+        "type" => "thing",
+        "os" => "linux",
+        "arch" => "amd64",
+        "file" => "style.css",
+        "from" => "1.0.0",
+        "proxy+" => "",
+        _ => "1.2.3",
+    };
+    let paths = BasePaths::default();
+    let templates = route_templates(&paths);
+    for row in ROUTES {
+        let filled: Vec<String> = row
+            .path
+            .split('/')
+            .map(|part| match part.strip_prefix('{').and_then(|p| p.split_once('}')) {
+                Some((name, suffix)) => format!("{}{suffix}", sample(name)),
+                None => part.to_string(),
+            })
+            .collect();
+        let prefix = row.base.prefix(&paths);
+        let path = match row.path {
+            "" if prefix.len() > 1 => prefix.trim_end_matches('/').to_string(),
+            "" => prefix.to_string(),
+            _ => format!("{prefix}{}", filled.join("/")),
+        };
+        let method = match row.methods {
+            Methods::Read => Method::GET,
+            Methods::Post => Method::POST,
+        };
+        let query = (row.query == Query::Search).then_some("q=x");
+        let routed = route(&method, &path, query, &paths);
+        assert_eq!(routed.as_ref().map(Route::kind), Ok(row.kind), "{method} {path}");
+        assert_eq!(routed.map(|r| r.service()), Ok(row.service));
+        let keyed = templates.iter().find(|(_, t)| route_key_matches(t, &path)).map(|(s, _)| *s);
+        assert_eq!(keyed, Some(row.service), "{path}: no route key of its function");
+    }
+    assert_eq!(route(&Method::GET, DISCOVERY_PATH, None, &paths), Ok(Route::Discovery {}));
+}
+
+/// A path under a protocol's base that fits none of its rows is told the routes there, from
+/// the table.
+#[test]
+fn a_miss_under_a_base_names_its_routes() {
+    let message = |path: &str| match route(&Method::GET, path, None, &BasePaths::default()) {
+        Err(Error::BadRequest(m)) => m,
+        other => panic!("{path}: {other:?}"),
+    };
+    assert_eq!(
+        message("/v1/providers/acme/widget"),
+        "provider routes are :namespace/:type/versions and :namespace/:type/:version/download/:os/:arch"
+    );
+    assert_eq!(
+        message("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.zip"),
+        "mirror routes are :hostname/:namespace/:type/index.json and :hostname/:namespace/:type/:version.json"
+    );
+    assert!(message("/v1/modules/acme").starts_with("module routes are :namespace/:name/:system/versions, "));
 }

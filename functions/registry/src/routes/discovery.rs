@@ -4,12 +4,23 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::config::Config;
-use crate::exchange::Reply;
+use tokio::time::Instant;
 
-/// The same for every caller of a deployment: any cache may keep it a while.
-pub(super) fn answer(config: &Config) -> Reply {
-    Reply::json(StatusCode::OK, &document(config)).header("cache-control", "public, max-age=300").etag()
+use crate::config::Config;
+use crate::context::Context;
+use crate::error::Error;
+use crate::exchange::{Reply, Request};
+use crate::router::Route;
+
+/// The discovery function's one route. The same for every caller of a deployment: any cache
+/// may keep it a while.
+pub(super) async fn answer<S>(ctx: &Context<S>, route: Route, _: &Request<'_>, _: Instant) -> Result<Reply, Error> {
+    match route {
+        Route::Discovery {} => Ok(Reply::json(StatusCode::OK, &document(&ctx.config))
+            .header("cache-control", "public, max-age=300")
+            .etag()),
+        _ => Err(super::elsewhere(&route)),
+    }
 }
 
 /// The discovery document: only services this registry implements. The network mirror is

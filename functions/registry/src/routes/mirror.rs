@@ -8,13 +8,36 @@ use serde_json::json;
 use crate::address::ProviderAddress;
 use crate::context::Context;
 use crate::error::Error;
+use crate::exchange::Request;
 use crate::exchange::{NO_CACHE, Reply};
 use crate::layout;
 use crate::manifest::{ProviderIndex, ProviderVersion};
+use crate::router::Route;
 use crate::storage::Storage;
 
+/// The network mirror: a provider's versions, and a version's archives.
+pub(super) async fn answer<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let absent = || route.not_found();
+    match &route {
+        Route::MirrorIndex { provider } => {
+            super::authorize(ctx, &route, request.authorization).await?;
+            index(ctx, provider, deadline, absent).await
+        }
+        Route::MirrorVersion { provider, version } => {
+            super::authorize(ctx, &route, request.authorization).await?;
+            self::version(ctx, provider, version, deadline, absent).await
+        }
+        _ => Err(super::elsewhere(&route)),
+    }
+}
+
 /// `GET …/:hostname/:namespace/:type/index.json`: the versions, from one read.
-pub(super) async fn index<S: Storage>(
+async fn index<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
     deadline: tokio::time::Instant,
@@ -31,7 +54,7 @@ pub(super) async fn index<S: Storage>(
 
 /// `GET …/:hostname/:namespace/:type/:version.json`: each platform's archive, presigned,
 /// with its hashes.
-pub(super) async fn version<S: Storage>(
+async fn version<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
     version: &semver::Version,

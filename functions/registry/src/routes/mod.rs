@@ -1,8 +1,10 @@
 //! The answers, one file per protocol: `discovery` (`/.well-known/terraform.json`),
 //! `modules` (modules.v1 and the v1 list, search and details API), `mirror` (the provider
 //! network mirror, with `pull_through` for upstream providers), `providers` (providers.v1)
-//! and `web` (the pages). Each reads through the shared [`Context`] and asks its verifier
-//! the same way (`authorize`); a new protocol is a new file here and a `Route` arm below.
+//! and `web` (the pages). Each file's `answer` takes its service's routes (rows of the route
+//! table, `router/table.rs`) to their handlers, which read through the shared [`Context`] and
+//! ask the verifier the same way (`authorize`, from what the route's row says it reads). This
+//! file keeps only what they all share.
 
 mod discovery;
 mod mirror;
@@ -22,12 +24,11 @@ use std::pin::Pin;
 
 use tokio::time::Instant;
 
-use crate::address::ProviderAddress;
 use crate::auth::Resource;
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{Reply, Request};
-use crate::router::{Page, Route, Service};
+use crate::router::{Reads, Route, Service};
 use crate::storage::Storage;
 
 /// The registry's address as clients reach it: `REGISTRY_HOSTNAME`, else the request's `Host`
@@ -64,35 +65,44 @@ pub struct Function<S> {
 impl<S: Storage> Function<S> {
     /// Service discovery.
     pub fn discovery() -> Self {
-        Function {
-            service: Service::Discovery,
-            answer: |ctx, _, _, _| Box::pin(async { Ok(discovery::answer(&ctx.config)) }),
-        }
+        Function { service: Service::Discovery, answer: |c, r, q, d| Box::pin(discovery::answer(c, r, q, d)) }
     }
 
     /// modules.v1.
     pub fn modules() -> Self {
-        Function { service: Service::Modules, answer: |c, r, q, d| Box::pin(answer_modules(c, r, q, d)) }
+        Function { service: Service::Modules, answer: |c, r, q, d| Box::pin(modules::answer(c, r, q, d)) }
     }
 
     /// The provider network mirror (and its pull-through).
     pub fn mirror() -> Self {
-        Function { service: Service::Mirror, answer: |c, r, q, d| Box::pin(answer_mirror(c, r, q, d)) }
+        Function { service: Service::Mirror, answer: |c, r, q, d| Box::pin(mirror::answer(c, r, q, d)) }
     }
 
     /// providers.v1.
     pub fn providers() -> Self {
-        Function { service: Service::Providers, answer: |c, r, q, d| Box::pin(answer_providers(c, r, q, d)) }
+        Function { service: Service::Providers, answer: |c, r, q, d| Box::pin(providers::answer(c, r, q, d)) }
     }
 
     /// The module list, search and details API, and the web pages.
     pub fn web() -> Self {
-        Function { service: Service::Web, answer: |c, r, q, d| Box::pin(answer_web(c, r, q, d)) }
+        Function { service: Service::Web, answer: |c, r, q, d| Box::pin(web::answer(c, r, q, d)) }
     }
 
     /// OCI Distribution.
     pub fn oci() -> Self {
-        Function { service: Service::Oci, answer: |c, r, q, d| Box::pin(answer_oci(c, r, q, d)) }
+        Function { service: Service::Oci, answer: |c, r, q, d| Box::pin(oci::answer(c, r, q, d)) }
+    }
+
+    /// The function that serves `service`.
+    pub fn of(service: Service) -> Self {
+        match service {
+            Service::Discovery => Function::discovery(),
+            Service::Modules => Function::modules(),
+            Service::Mirror => Function::mirror(),
+            Service::Providers => Function::providers(),
+            Service::Web => Function::web(),
+            Service::Oci => Function::oci(),
+        }
     }
 }
 
@@ -103,16 +113,7 @@ pub fn every<'a, S: Storage>(
     request: &'a Request<'_>,
     deadline: Instant,
 ) -> Answering<'a> {
-    Box::pin(async move {
-        match route.service() {
-            Service::Discovery => Ok(discovery::answer(&ctx.config)),
-            Service::Modules => answer_modules(ctx, route, request, deadline).await,
-            Service::Mirror => answer_mirror(ctx, route, request, deadline).await,
-            Service::Providers => answer_providers(ctx, route, request, deadline).await,
-            Service::Web => answer_web(ctx, route, request, deadline).await,
-            Service::Oci => answer_oci(ctx, route, request, deadline).await,
-        }
-    })
+    (Function::of(route.service()).answer)(ctx, route, request, deadline)
 }
 
 /// What a function answers for another's route: what API Gateway would get had it sent the
@@ -121,164 +122,27 @@ pub(crate) fn elsewhere(route: &Route) -> Error {
     Error::NotFound(format!("this function does not serve {}", route.name()))
 }
 
-/// modules.v1: the versions and the download of a module.
-async fn answer_modules<S: Storage>(
-    ctx: &Context<S>,
-    route: Route,
-    request: &Request<'_>,
-    deadline: Instant,
-) -> Result<Reply, Error> {
-    let authorization = request.authorization;
-    match &route {
-        Route::ModuleVersions(module) => {
-            authorize(ctx, &route, None, authorization).await?;
-            modules::versions(ctx, module, deadline).await
-        }
-        Route::ModuleDownload(module, version) => {
-            authorize(ctx, &route, None, authorization).await?;
-            modules::download(ctx, module, version, deadline).await
-        }
-        _ => Err(elsewhere(&route)),
-    }
-}
-
-/// The network mirror: a provider's versions, and a version's archives.
-async fn answer_mirror<S: Storage>(
-    ctx: &Context<S>,
-    route: Route,
-    request: &Request<'_>,
-    deadline: Instant,
-) -> Result<Reply, Error> {
-    let authorization = request.authorization;
-    match &route {
-        Route::MirrorIndex(provider) => {
-            authorize(ctx, &route, None, authorization).await?;
-            mirror::index(ctx, provider, deadline, || absent(&route)).await
-        }
-        Route::MirrorVersion(provider, version) => {
-            authorize(ctx, &route, None, authorization).await?;
-            mirror::version(ctx, provider, version, deadline, || absent(&route)).await
-        }
-        _ => Err(elsewhere(&route)),
-    }
-}
-
-/// providers.v1: a provider's versions, and a platform's download.
-async fn answer_providers<S: Storage>(
-    ctx: &Context<S>,
-    route: Route,
-    request: &Request<'_>,
-    deadline: Instant,
-) -> Result<Reply, Error> {
-    let authorization = request.authorization;
-    match &route {
-        Route::ProviderVersions(name) => {
-            let provider = providers::own(ctx, name)?;
-            authorize(ctx, &route, Some(&provider), authorization).await?;
-            providers::versions(ctx, &provider, deadline, || absent(&route)).await
-        }
-        Route::ProviderDownload(name, version, platform) => {
-            let provider = providers::own(ctx, name)?;
-            authorize(ctx, &route, Some(&provider), authorization).await?;
-            providers::download(ctx, &provider, version, platform, deadline, || absent(&route)).await
-        }
-        _ => Err(elsewhere(&route)),
-    }
-}
-
-/// For people and tools: the list, search and details API, and the pages.
-async fn answer_web<S: Storage>(
-    ctx: &Context<S>,
-    route: Route,
-    request: &Request<'_>,
-    deadline: Instant,
-) -> Result<Reply, Error> {
-    let authorization = request.authorization;
-    match &route {
-        Route::Page(page) => web::page(ctx, page, request, deadline).await,
-        Route::ModuleList(listing) | Route::ModuleSearch(listing) => {
-            let viewer = ctx.verifier.lister(ctx.storage(), authorization).await?;
-            modules::listing(ctx, listing, &viewer, deadline).await
-        }
-        Route::ModuleLatest(module) => {
-            authorize(ctx, &route, None, authorization).await?;
-            modules::details(ctx, module, None, || absent(&route), deadline).await
-        }
-        Route::ModuleDetails(module, version) => {
-            authorize(ctx, &route, None, authorization).await?;
-            modules::details(ctx, module, Some(version), || absent(&route), deadline).await
-        }
-        _ => Err(elsewhere(&route)),
-    }
-}
-
-/// OCI Distribution: its own credentials (Basic or Bearer) and error bodies; `oci` checks
-/// access itself.
-async fn answer_oci<S: Storage>(
-    ctx: &Context<S>,
-    route: Route,
-    request: &Request<'_>,
-    deadline: Instant,
-) -> Result<Reply, Error> {
-    match &route {
-        Route::Oci(route) => oci::answer(ctx, route, request, deadline).await,
-        _ => Err(elsewhere(&route)),
-    }
-}
-
-/// What a request for something that does not exist gets. A token that may not read it gets
-/// exactly this too: one builder for both, so the two answers can never drift apart and a
-/// token cannot tell hidden from absent.
-pub(crate) fn absent(route: &Route) -> Error {
-    Error::NotFound(match route {
-        Route::ModuleVersions(m)
-        | Route::ModuleDownload(m, _)
-        | Route::ModuleLatest(m)
-        | Route::ModuleDetails(m, _) => {
-            format!("module {m} not found")
-        }
-        Route::MirrorIndex(p) => format!("provider {p} not found"),
-        Route::MirrorVersion(p, v) => format!("provider {p} has no version {v}"),
-        Route::ProviderVersions(p) => format!("provider {p} not found"),
-        Route::ProviderDownload(p, v, platform) => {
-            format!("provider {p} has no version {v} for {}", platform.key())
-        }
-        Route::Page(Page::Module(m, _) | Page::Upgrade(m, ..)) => format!("module {m} not found"),
-        Route::Page(Page::Provider(p, _)) => format!("provider {p} not found"),
-        Route::Discovery | Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) | Route::Oci(_) => {
-            "not found".into()
-        }
-    })
-}
-
-/// The one access check, for Lambdas and the local registry alike: the resource `route`
-/// names (`own`: a providers.v1 provider's full address) and the verifier's answer for it.
+/// The one access check, for Lambdas and the local registry alike: what the route reads
+/// (`Route::reads`, from its row of the route table) and the verifier's answer for it, as
+/// `authorization` (a header, or a page's cookie) is allowed. A providers.v1 provider's scope
+/// is its full address at this registry's host, as for the mirror.
 pub(crate) async fn authorize<S: Storage>(
     ctx: &Context<S>,
     route: &Route,
-    own: Option<&ProviderAddress>,
     authorization: Option<&str>,
 ) -> Result<(), Error> {
-    let resource = match (route, own) {
-        (Route::Discovery, _) => Resource::Discovery,
-        (
-            Route::ModuleVersions(m)
-            | Route::ModuleDownload(m, _)
-            | Route::ModuleLatest(m)
-            | Route::ModuleDetails(m, _),
-            _,
-        ) => Resource::Module(m),
-        (Route::Page(Page::Module(m, _) | Page::Upgrade(m, ..)), _) => Resource::Module(m),
-        (Route::Page(Page::Provider(p, _)), _) => Resource::Provider(p),
-        // A listing is filtered item by item (`Verifier::lister`), not allowed or refused
-        // whole; the other pages name nothing to read.
-        (Route::ModuleList(_) | Route::ModuleSearch(_) | Route::Page(_) | Route::Oci(_), _) => {
-            return Err(absent(route));
+    let own;
+    let resource = match route.reads() {
+        Reads::Anyone => return Ok(()),
+        Reads::Module(m) => Resource::Module(m),
+        Reads::Provider(p) => Resource::Provider(p),
+        Reads::OwnProvider(name) => {
+            own = providers::own(ctx, name)?;
+            Resource::Provider(&own)
         }
-        (Route::MirrorIndex(p) | Route::MirrorVersion(p, _), _) => Resource::Provider(p),
-        // The scope of a providers.v1 provider is its full address, as for the mirror.
-        (Route::ProviderVersions(_) | Route::ProviderDownload(..), Some(p)) => Resource::Provider(p),
-        (Route::ProviderVersions(_) | Route::ProviderDownload(..), None) => return Err(absent(route)),
+        // A listing is filtered item by item (`Verifier::lister`), not allowed or refused
+        // whole; OCI checks its own repositories (`oci::authorize`).
+        Reads::Listed | Reads::Oci => return Err(route.not_found()),
     };
-    ctx.verifier.check(ctx.storage(), authorization, resource, || absent(route)).await
+    ctx.verifier.check(ctx.storage(), authorization, resource, || route.not_found()).await
 }

@@ -13,13 +13,36 @@ use crate::browse::{details as details_body, page};
 use crate::catalog::{self, Catalog};
 use crate::context::Context;
 use crate::error::Error;
+use crate::exchange::Request;
 use crate::exchange::{NO_CACHE, Reply};
 use crate::layout::{self, Wanted};
 use crate::manifest::{ModuleManifest, ModuleVersion};
 use crate::module_docs::ModuleDocs;
 use crate::module_docs::compare::{Change, Comparison};
 use crate::query::Listing;
+use crate::router::Route;
 use crate::storage::Storage;
+
+/// modules.v1: the versions and the download of a module. (The v1 list, search and details
+/// API is the web function's: `web::answer` reads through `listing` and `details` here.)
+pub(super) async fn answer<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    match &route {
+        Route::ModuleVersions { module } => {
+            super::authorize(ctx, &route, request.authorization).await?;
+            versions(ctx, module, deadline).await
+        }
+        Route::ModuleDownload { module, version } => {
+            super::authorize(ctx, &route, request.authorization).await?;
+            download(ctx, module, version, deadline).await
+        }
+        _ => Err(super::elsewhere(&route)),
+    }
+}
 
 /// `GET …/:namespace/:name/:system/versions`: every version, from one read.
 pub(super) async fn versions<S: Storage>(

@@ -20,13 +20,27 @@ use crate::layout::{self, Wanted};
 use crate::manifest::{ModuleManifest, OciBlob, ProviderIndex, ProviderVersion};
 use crate::oci::name::{self, Kind, OciRoute, Reference, Repository};
 use crate::oci::{DIGEST_HEADER, EMPTY_CONFIG, EMPTY_CONFIG_DIGEST, MEDIA_TYPE_MANIFEST, TAGS_PAGE_MAX, digest_of};
+use crate::router::Route;
 use crate::storage::Storage;
 
 /// What every OCI answer says of the protocol (clients check it at `/v2/`).
 const API_VERSION: (&str, &str) = ("docker-distribution-api-version", "registry/2.0");
 
-/// Answer an OCI route.
+/// OCI Distribution: its own credentials (Basic or Bearer) and error bodies; it checks access
+/// itself, per repository.
 pub(super) async fn answer<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    match &route {
+        Route::Oci { oci } => answer_oci(ctx, oci, request, deadline).await,
+        _ => Err(super::elsewhere(&route)),
+    }
+}
+
+async fn answer_oci<S: Storage>(
     ctx: &Context<S>,
     route: &OciRoute,
     request: &Request<'_>,

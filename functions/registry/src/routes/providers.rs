@@ -8,10 +8,35 @@ use serde_json::json;
 use crate::address::{ProviderAddress, ProviderName};
 use crate::context::Context;
 use crate::error::Error;
+use crate::exchange::Request;
 use crate::exchange::{NO_CACHE, Reply};
 use crate::layout::{self, Platform, ReleaseFile, Wanted};
 use crate::manifest::{ProviderIndex, ProviderVersion};
+use crate::router::Route;
 use crate::storage::Storage;
+
+/// providers.v1: a provider's versions, and a platform's download.
+pub(super) async fn answer<S: Storage>(
+    ctx: &Context<S>,
+    route: Route,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let absent = || route.not_found();
+    match &route {
+        Route::ProviderVersions { name } => {
+            let provider = own(ctx, name)?;
+            super::authorize(ctx, &route, request.authorization).await?;
+            versions(ctx, &provider, deadline, absent).await
+        }
+        Route::ProviderDownload { name, version, platform } => {
+            let provider = own(ctx, name)?;
+            super::authorize(ctx, &route, request.authorization).await?;
+            download(ctx, &provider, version, platform, deadline, absent).await
+        }
+        _ => Err(super::elsewhere(&route)),
+    }
+}
 
 /// The full address of `name` at this registry's host: providers.v1 names providers of the
 /// host it is asked on. Without `REGISTRY_HOSTNAME` there is no such host: 404.
@@ -23,7 +48,7 @@ pub(super) fn own<S>(ctx: &Context<S>, name: &ProviderName) -> Result<ProviderAd
 }
 
 /// `GET …/:namespace/:type/versions`: each version with its protocols and platforms.
-pub(super) async fn versions<S: Storage>(
+async fn versions<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
     deadline: tokio::time::Instant,
@@ -42,7 +67,7 @@ pub(super) async fn versions<S: Storage>(
 /// `GET …/:version/download/:os/:arch`: one read (the version's document), three presigned
 /// URLs (the zip, `SHA256SUMS`, its signature), the key that signed it, and every platform's
 /// hashes (`packages`).
-pub(super) async fn download<S: Storage>(
+async fn download<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
     version: &semver::Version,

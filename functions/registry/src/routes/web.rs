@@ -13,7 +13,8 @@ use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply, Request};
 use crate::layout;
 use crate::manifest::{ProviderIndex, ProviderVersion, newest_first};
-use crate::router::{Asset, Page, Route};
+use crate::query::Listing;
+use crate::router::{Asset, Route};
 use crate::storage::Storage;
 use crate::web::{CONTENT_SECURITY_POLICY, SCRIPT, STYLE, pages};
 
@@ -77,57 +78,61 @@ pub(crate) fn error_page(error: &Error, request: &Request<'_>) -> Reply {
     reply
 }
 
-/// Answer a page request.
-pub(super) async fn page<S: Storage>(
+/// For people and tools: the list, search and details API, and the pages.
+pub(super) async fn answer<S: Storage>(
     ctx: &Context<S>,
-    page: &Page,
+    route: Route,
     request: &Request<'_>,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    // The viewer: the Authorization header (tools), else the sign-in cookie (browsers).
+    let authorization = request.authorization;
+    let absent = || route.not_found();
+    match &route {
+        Route::ModuleList { listing } | Route::ModuleSearch { listing } => {
+            let viewer = ctx.verifier.lister(ctx.storage(), authorization).await?;
+            super::modules::listing(ctx, listing, &viewer, deadline).await
+        }
+        Route::ModuleLatest { module } => {
+            super::authorize(ctx, &route, authorization).await?;
+            super::modules::details(ctx, module, None, absent, deadline).await
+        }
+        Route::ModuleDetails { module, version } => {
+            super::authorize(ctx, &route, authorization).await?;
+            super::modules::details(ctx, module, Some(version), absent, deadline).await
+        }
+        _ => page(ctx, &route, request, deadline).await,
+    }
+}
+
+/// A page: HTML, for the viewer of the `Authorization` header (tools), else of the sign-in
+/// cookie (browsers).
+async fn page<S: Storage>(
+    ctx: &Context<S>,
+    route: &Route,
+    request: &Request<'_>,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
     let from_cookie = session::token(request.cookie).map(|t| format!("Bearer {t}"));
     let authorization = request.authorization.or(from_cookie.as_deref());
     let signed_in = signed_in(request);
-    match page {
-        Page::Asset(a) => Ok(asset(*a)),
-        Page::SignIn => Ok(html_reply(StatusCode::OK, pages::sign_in(None, signed_in))),
-        Page::SignInSubmit => sign_in(ctx, request).await,
-        Page::SignOut => {
+    let absent = || route.not_found();
+    match route {
+        Route::PageAsset { asset: a } => Ok(asset(*a)),
+        Route::SignIn {} => Ok(html_reply(StatusCode::OK, pages::sign_in(None, signed_in))),
+        Route::SignInSubmit {} => sign_in(ctx, request).await,
+        Route::SignOut {} => {
             session::same_origin(request.origin, request.host, ctx.config.hostname.as_deref())?;
             Ok(to_catalog().header("set-cookie", session::clear()))
         }
-        Page::Catalog(listing) => {
-            let viewer = ctx.verifier.caller(ctx.storage(), authorization).await?;
-            let (catalog, stale) = super::modules::catalog(ctx, deadline).await?;
-            let policy = ctx.verifier.policy();
-            let visible = |m: &crate::address::ModuleAddress| viewer.may_read(policy, Resource::Module(m));
-            let (total, modules) = crate::browse::select(&catalog, listing, visible);
-            let modules: Vec<_> = modules.into_iter().skip(listing.offset).take(listing.limit).collect();
-            let terms: Vec<String> =
-                listing.q.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();
-            let providers: Vec<_> = catalog
-                .providers
-                .values()
-                .filter(|p| {
-                    ProviderAddress::parse(&p.hostname, &p.namespace, &p.r#type)
-                        .is_ok_and(|a| viewer.may_read(policy, Resource::Provider(&a)))
-                })
-                .filter(|p| {
-                    let address = p.address().to_lowercase();
-                    terms.iter().all(|t| address.contains(t.as_str()))
-                })
-                .collect();
-            let signed = matches!(viewer, Viewer::Token(_));
-            let page = pages::catalog(listing, &modules, total, &providers, signed || signed_in);
-            Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
-        }
-        Page::Module(module, version) => {
-            let route = Route::Page(page.clone());
-            super::authorize(ctx, &route, None, authorization).await?;
-            let absent = || Error::NotFound(format!("module {module} not found"));
+        Route::CatalogPage { listing } => catalog_page(ctx, listing, authorization, signed_in, deadline).await,
+        Route::ModulePage { module } | Route::ModuleVersionPage { module, .. } => {
+            let version = match route {
+                Route::ModuleVersionPage { version, .. } => Some(version),
+                _ => None,
+            };
+            super::authorize(ctx, route, authorization).await?;
             let previous = super::modules::Compare::Previous;
-            let view =
-                super::modules::module_version(ctx, module, version.as_ref(), previous, absent, deadline).await?;
+            let view = super::modules::module_version(ctx, module, version, previous, absent, deadline).await?;
             let place = place(ctx, request);
             let changes = view.changes();
             let page = pages::module(
@@ -141,10 +146,8 @@ pub(super) async fn page<S: Storage>(
             );
             Ok(html_reply(StatusCode::OK, page).etag().stale(view.stale))
         }
-        Page::Upgrade(module, version, from) => {
-            let route = Route::Page(page.clone());
-            super::authorize(ctx, &route, None, authorization).await?;
-            let absent = || Error::NotFound(format!("module {module} not found"));
+        Route::UpgradePage { module, version, from } => {
+            super::authorize(ctx, route, authorization).await?;
             let compare = super::modules::Compare::From(from);
             let view = super::modules::module_version(ctx, module, Some(version), compare, absent, deadline).await?;
             let changes = view.changes();
@@ -152,12 +155,49 @@ pub(super) async fn page<S: Storage>(
             let page = crate::web::changes::upgrade(module, view.entry(), &from.to_string(), list, signed_in);
             Ok(html_reply(StatusCode::OK, page).etag().stale(view.stale))
         }
-        Page::Provider(provider, version) => {
-            let route = Route::Page(page.clone());
-            super::authorize(ctx, &route, None, authorization).await?;
-            provider_page(ctx, provider, version.as_ref(), request, deadline).await
+        Route::ProviderPage { provider } | Route::ProviderVersionPage { provider, .. } => {
+            let version = match route {
+                Route::ProviderVersionPage { version, .. } => Some(version),
+                _ => None,
+            };
+            super::authorize(ctx, route, authorization).await?;
+            provider_page(ctx, provider, version, request, deadline).await
         }
+        _ => Err(super::elsewhere(route)),
     }
+}
+
+/// `GET /`: the catalog, or a search of it, as far as the viewer may see.
+async fn catalog_page<S: Storage>(
+    ctx: &Context<S>,
+    listing: &Listing,
+    authorization: Option<&str>,
+    signed_in: bool,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let viewer = ctx.verifier.caller(ctx.storage(), authorization).await?;
+    let (catalog, stale) = super::modules::catalog(ctx, deadline).await?;
+    let policy = ctx.verifier.policy();
+    let visible = |m: &crate::address::ModuleAddress| viewer.may_read(policy, Resource::Module(m));
+    let (total, modules) = crate::browse::select(&catalog, listing, visible);
+    let modules: Vec<_> = modules.into_iter().skip(listing.offset).take(listing.limit).collect();
+    let terms: Vec<String> =
+        listing.q.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();
+    let providers: Vec<_> = catalog
+        .providers
+        .values()
+        .filter(|p| {
+            ProviderAddress::parse(&p.hostname, &p.namespace, &p.r#type)
+                .is_ok_and(|a| viewer.may_read(policy, Resource::Provider(&a)))
+        })
+        .filter(|p| {
+            let address = p.address().to_lowercase();
+            terms.iter().all(|t| address.contains(t.as_str()))
+        })
+        .collect();
+    let signed = matches!(viewer, Viewer::Token(_));
+    let page = pages::catalog(listing, &modules, total, &providers, signed || signed_in);
+    Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
 }
 
 /// `POST /ui/sign-in`: a good token becomes the cookie and the browser goes to the

@@ -291,3 +291,18 @@ fn long_unit_tests_live_in_a_tests_file_of_their_own() {
         "inline tests over {MOST_INLINE_LINES} lines: move them to tests.rs beside the file: {long:?}"
     );
 }
+
+/// The route docs/CODE_MAP.md shows as "the last route added" is a row of the route table, word
+/// for word, so the example a newcomer copies is one that compiles.
+#[test]
+fn the_route_code_map_shows_is_a_row_of_the_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("../../docs/CODE_MAP.md")).expect("docs/CODE_MAP.md");
+    let table = std::fs::read_to_string(root.join("src/router/table.rs")).expect("router/table.rs");
+    let section = map.split("\n## Where to add a route").nth(1).expect("a \"Where to add a route\" section");
+    let row = section.split("```rust\n").nth(1).and_then(|s| s.split("```").next()).expect("a rust block");
+    assert!(
+        !row.trim().is_empty() && table.contains(row),
+        "docs/CODE_MAP.md shows a row the table does not have:\n{row}"
+    );
+}

@@ -149,11 +149,11 @@ proptest! {
         let path = format!("/v1/modules/{namespace}/{name}/{system}/{version}/download");
         let route = router::route(&Method::GET, &path, None, &BasePaths::default());
         prop_assert!(
-            matches!(&route, Ok(Route::ModuleDownload(m, v)) if m.namespace == namespace && m.name == name && m.system == system && *v == version),
+            matches!(&route, Ok(Route::ModuleDownload { module: m, version: v }) if m.namespace == namespace && m.name == name && m.system == system && *v == version),
             "{path}: {route:?}"
         );
         let path = format!("/v1/mirror/example.{namespace}/{name}/{system}/{version}.json");
-        prop_assert!(matches!(router::route(&Method::GET, &path, None, &BasePaths::default()), Ok(Route::MirrorVersion(..))), "{path}");
+        prop_assert!(matches!(router::route(&Method::GET, &path, None, &BasePaths::default()), Ok(Route::MirrorVersion { .. })), "{path}");
         check(&path)?;
     }
 }
