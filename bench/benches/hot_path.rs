@@ -224,7 +224,7 @@ fn answers(c: &mut Criterion) {
     let storage = PresignedMemory { memory, s3: s3_storage() };
     let mut config = Config::new("bucket");
     config.access.anonymous_providers = vec!["*".into()];
-    let app = App::new(config, storage, &[Service::Mirror]);
+    let app = App::builder(config, storage).services(&[Service::Mirror]).build().unwrap();
     let request = Request::get("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json");
     let reply = runtime.block_on(app.handle(&request));
     assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use registry::layout::{self, ObjectKind};
-use registry::router::Service;
 use registry::{App, storage::S3Storage};
 use registry_local::embedded_s3::S3Request;
 use rustls::pki_types::ServerName;
@@ -421,7 +420,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
     let (h, issuer, secrets) = fixture().await;
     // One app serving every route, over the same embedded S3, as the read Lambdas together,
     // built as each Lambda builds its own (with the OpenID Connect issuers' keys).
-    let app = App::with_clients(h.running.app.config().clone(), h.running.storage.clone(), &Service::ALL).unwrap();
+    let app = App::builder(h.running.app.config().clone(), h.running.storage.clone()).build().unwrap();
     let mut corpus = hostile::corpus();
     // In an event, characters no HTTP request line can carry are just string contents: the
     // handler must refuse those too.

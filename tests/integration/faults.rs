@@ -13,7 +13,6 @@ use std::time::Duration;
 use aws_sdk_s3::primitives::ByteStream;
 use md5::Digest;
 use registry::app::Request;
-use registry::router::Service;
 use registry::storage::Storage;
 use registry::{App, layout};
 use registry_local::faults::{Fault, Rule};
@@ -186,7 +185,7 @@ async fn every_storage_fault_on_a_read_gets_its_answer() {
         .await;
         next_version += 1;
         // A fresh function: its cache is empty, or warmed by one request.
-        let app = App::new(h.running.app.config().clone(), h.running.storage.clone(), &Service::ALL);
+        let app = App::builder(h.running.app.config().clone(), h.running.storage.clone()).build().unwrap();
         if c.warm {
             assert_eq!(app.handle(&Request::get(VERSIONS).authorization(Some(&token))).await.status, 200, "{what}");
         }

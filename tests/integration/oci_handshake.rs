@@ -21,7 +21,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use registry::app::App;
-use registry::router::Service;
 use registry::storage::S3Storage;
 use sha2::Digest;
 use support::Harness;
@@ -332,7 +331,7 @@ async fn released_opentofu_installs_anonymously_and_with_a_token_over_https_and_
                 false => Via::Https(support::tls_client_trusting(&h.running.data_dir.join("ca.pem"))),
                 true => {
                     let config = h.running.app.config().clone();
-                    Via::Lambda(Box::new(App::with_clients(config, h.running.storage.clone(), &Service::ALL).unwrap()))
+                    Via::Lambda(Box::new(App::builder(config, h.running.storage.clone()).build().unwrap()))
                 }
             };
             let credentials = (!anonymous).then(|| format!("opentofu:{}", h.running.dev_token));

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
-use registry::router::Service;
 use registry::storage::S3Storage;
 use registry::{App, Config};
 use tokio::net::TcpListener;
@@ -250,8 +249,8 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
     let faults = Arc::new(faults::Faults::default());
-    // The same construction as every Lambda's (`App::with_clients`), serving every service at once.
-    let app = App::with_clients_and_clock(config.clone(), storage.clone(), &Service::ALL, options.clock.clone());
+    // The same construction as every Lambda's (`App::builder`), serving every service at once.
+    let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).build();
     let app = Arc::new(app.map_err(|e| LocalError(e.to_string()))?);
     let s3 = IndexingS3::new(s3_service, storage.clone(), config, s3_log.clone(), faults.clone())
         .pulling_from(app.upstream());

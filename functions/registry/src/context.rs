@@ -5,8 +5,10 @@
 #[cfg(feature = "aws")]
 use std::sync::Arc;
 
-use crate::auth::Verifier;
+use crate::auth::{Issuers, Verifier};
+use crate::clock::Monotonic;
 use crate::config::Config;
+use crate::error::Error;
 use crate::reader::Reader;
 
 /// The shared state of one process's routes.
@@ -23,18 +25,28 @@ pub struct Context<S> {
 }
 
 impl<S: crate::storage::Storage> Context<S> {
-    /// The context for `config` and `storage`, without outbound clients (no upstreams, no
-    /// issuers' key sets: a verifier that refuses JWTs loudly when issuers are configured).
-    pub fn new(config: Config, storage: S) -> Self {
+    /// The context for `config` and `storage`, with the clients its configuration asks for
+    /// built once: the OpenID Connect issuers' key sets where any are configured, and the
+    /// upstream registries' where `with_upstream` (the process serves the mirror). Both read
+    /// time from `clock`. Fails on a CA file that cannot be read.
+    pub fn new(config: Config, storage: S, with_upstream: bool, clock: Monotonic) -> Result<Self, Error> {
         let reader = Reader::new(storage, config.manifest_cache_bytes, config.manifest_cache_ttl, config.presign_ttl);
-        let verifier = Verifier::new(config.access.clone(), config.tokens_cache, !config.oidc_issuers.is_empty());
-        Context {
+        let issuers = Issuers::new(&config.oidc_issuers, config.oidc_ca_file.as_deref(), clock.clone())?;
+        let verifier = Verifier::new(config.access.clone(), config.tokens_cache, issuers);
+        #[cfg(feature = "aws")]
+        let upstream = match with_upstream {
+            true => crate::upstream::Upstream::new(&config.upstream)?.map(|u| Arc::new(u.with_clock(clock))),
+            false => None,
+        };
+        #[cfg(not(feature = "aws"))]
+        let _ = (with_upstream, clock);
+        Ok(Context {
             config,
             reader,
             verifier,
             #[cfg(feature = "aws")]
-            upstream: None,
-        }
+            upstream,
+        })
     }
 
     /// The storage the reader reads.

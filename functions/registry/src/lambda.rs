@@ -29,15 +29,15 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
 pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
-    Ok(App::for_function(Config::from_env()?, NoStorage, Function::discovery()))
+    Ok(App::builder(Config::from_env()?, NoStorage).function(Function::discovery()).build()?)
 }
 
 /// The modules, mirror, providers, web or oci function (`Function::modules()`, …): config and
 /// the S3 client, built once, and the clients its configuration asks for
-/// (`App::function_with_clients`: the mirror's upstreams, the OpenID Connect issuers' keys).
+/// (`Builder::build`: the mirror's upstreams, the OpenID Connect issuers' keys).
 pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    Ok(App::function_with_clients(config, storage, function)?)
+    Ok(App::builder(config, storage).function(function).build()?)
 }
 
 /// Configuration and the S3 client, with what each cost in the function's log (the cold-start

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::Value;
 
+use crate::clock::Monotonic;
 use crate::config::Config;
 use crate::context::Context;
 use crate::error::Error;
@@ -27,70 +28,51 @@ pub struct App<S> {
     answer: Answer<S>,
 }
 
-impl<S: Storage> App<S> {
-    /// An app answering the routes of `services`; other routes answer 404, as they would if
-    /// API Gateway had sent a request to the wrong function. Every protocol's code is linked.
-    pub fn new(config: Config, storage: S, services: &[Service]) -> Self {
-        Self::answering(config, storage, services, routes::every)
+/// How an app is built (`App::builder`): what differs between a Lambda function, the local
+/// registry and a test, and nothing else. Unless told otherwise it serves every service with
+/// every protocol's code, and its clients read the real clock.
+pub struct Builder<S> {
+    config: Config,
+    storage: S,
+    services: Vec<Service>,
+    answer: Answer<S>,
+    clock: Monotonic,
+}
+
+impl<S: Storage> Builder<S> {
+    /// One Lambda function's: its service's routes alone, answered by its protocol's code alone
+    /// (so its binary links no other protocol's). Other routes answer 404, as they would if
+    /// API Gateway had sent a request to the wrong function.
+    pub fn function(self, function: Function<S>) -> Self {
+        Builder { services: vec![function.service], answer: function.answer, ..self }
     }
 
-    /// One Lambda function's app: its service's routes, answered by its protocol's code alone.
-    pub fn for_function(config: Config, storage: S, function: Function<S>) -> Self {
-        Self::answering(config, storage, &[function.service], function.answer)
+    /// Only the routes of `services` (others answer 404, as from the wrong function), with every
+    /// protocol's code linked: tests of one function's behaviour.
+    pub fn services(self, services: &[Service]) -> Self {
+        Builder { services: services.to_vec(), answer: routes::every, ..self }
     }
 
-    fn answering(config: Config, storage: S, services: &[Service], answer: Answer<S>) -> Self {
-        App { context: Context::new(config, storage), services: services.to_vec(), answer }
+    /// The clock the issuers' key sets and the upstreams' back-off read (tests move a manual
+    /// one instead of sleeping).
+    pub fn clock(self, clock: Monotonic) -> Self {
+        Builder { clock, ..self }
     }
 
-    /// What the local registry runs (each Lambda: `function_with_clients`, the same clients):
-    /// `new`, with the clients its configuration asks for built once: the upstream registries'
-    /// where `services` include the mirror, the OpenID Connect issuers' where any are
+    /// The app, with the clients its configuration asks for built once: the upstream
+    /// registries' where it serves the mirror, the OpenID Connect issuers' where any are
     /// configured. Fails on a CA file that cannot be read.
-    #[cfg(feature = "aws")]
-    pub fn with_clients(config: Config, storage: S, services: &[Service]) -> Result<Self, Error> {
-        Self::with_clients_and_clock(config, storage, services, crate::clock::Monotonic::real())
+    pub fn build(self) -> Result<App<S>, Error> {
+        let with_upstream = self.services.contains(&Service::Mirror);
+        let context = Context::new(self.config, self.storage, with_upstream, self.clock)?;
+        Ok(App { context, services: self.services, answer: self.answer })
     }
+}
 
-    /// A Lambda function's app: `for_function`, with the clients `with_clients` builds.
-    #[cfg(feature = "aws")]
-    pub fn function_with_clients(config: Config, storage: S, function: Function<S>) -> Result<Self, Error> {
-        let app = Self::for_function(config, storage, function);
-        app.with_outbound(crate::clock::Monotonic::real())
-    }
-
-    /// `with_clients`, with the key sets' bounds and the upstreams' back-off read from `clock` (tests
-    /// move a manual one).
-    #[cfg(feature = "aws")]
-    pub fn with_clients_and_clock(
-        config: Config,
-        storage: S,
-        services: &[Service],
-        clock: crate::clock::Monotonic,
-    ) -> Result<Self, Error> {
-        App::new(config, storage, services).with_outbound(clock)
-    }
-
-    /// With the clients its configuration asks for: the upstreams' where it serves the mirror,
-    /// the issuers' where any are configured.
-    #[cfg(feature = "aws")]
-    fn with_outbound(mut self, clock: crate::clock::Monotonic) -> Result<Self, Error> {
-        use std::sync::Arc;
-        let config = &self.context.config;
-        let upstream = match self.services.contains(&Service::Mirror) {
-            true => crate::upstream::Upstream::new(&config.upstream)?.map(|u| Arc::new(u.with_clock(clock.clone()))),
-            false => None,
-        };
-        let keys = match config.oidc_issuers.is_empty() {
-            true => None,
-            false => {
-                let keys = crate::auth::oidc::keys::Keys::new(&config.oidc_issuers, config.oidc_ca_file.as_deref())?;
-                Some(Arc::new(keys.with_clock(clock)))
-            }
-        };
-        self.context.upstream = upstream;
-        self.context.verifier = self.context.verifier.with_issuers(keys);
-        Ok(self)
+impl<S: Storage> App<S> {
+    /// The one way to build an app: `config` and `storage`, then what varies (`Builder`).
+    pub fn builder(config: Config, storage: S) -> Builder<S> {
+        Builder { config, storage, services: Service::ALL.to_vec(), answer: routes::every, clock: Monotonic::real() }
     }
 
     /// The mirror's upstream registries, for the publishing side of the same process (the

@@ -8,7 +8,7 @@ use crate::manifest::{ModuleManifest, ProviderVersion};
 use crate::storage::MemoryStorage;
 
 fn app() -> App<MemoryStorage> {
-    App::new(open(Config::new("bucket")), fixture(), &Service::ALL)
+    App::builder(open(Config::new("bucket")), fixture()).build().unwrap()
 }
 
 /// Logged whole (the path that used to be cut at 64 characters), escaped, bounded.
@@ -140,7 +140,7 @@ async fn access_denied_is_absence_for_a_manifest_and_an_error_for_the_token_stor
 
     let storage = MemoryStorage::new();
     storage.deny(layout::TOKENS);
-    let app = App::new(Config::new("bucket"), storage, &Service::ALL);
+    let app = App::builder(Config::new("bucket"), storage).build().unwrap();
     let reply =
         app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions").authorization(Some("Bearer trg_x"))).await;
     assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "fails closed, and says it is the registry's fault");
@@ -216,7 +216,7 @@ async fn storage_down_is_503_json() {
 async fn storage_that_never_answers_is_503_within_the_budget() {
     let mut config = open(Config::new("b"));
     config.request_budget = std::time::Duration::from_millis(50);
-    let app = App::new(config, app().context.reader.storage, &Service::ALL);
+    let app = App::builder(config, app().context.reader.storage).build().unwrap();
     app.storage().hang.store(true, std::sync::atomic::Ordering::SeqCst);
     let reply = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
     assert_eq!(reply.status, 503);
@@ -245,7 +245,8 @@ async fn head_has_no_body_and_functions_serve_only_their_routes() {
     let reply = app.handle(&Request::new(&Method::HEAD, "/v1/modules/acme/vpc/aws/versions")).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert!(reply.body.is_empty());
-    let mirror_only = App::new(open(Config::new("b")), MemoryStorage::new(), &[Service::Mirror]);
+    let mirror_only =
+        App::builder(open(Config::new("b")), MemoryStorage::new()).services(&[Service::Mirror]).build().unwrap();
     let reply = mirror_only.handle(&Request::get("/v1/modules/acme/vpc/aws/versions")).await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
     assert_eq!(mirror_only.storage().request_count(), 0);
@@ -259,7 +260,7 @@ async fn the_default_route_function_answers_what_no_route_key_matches_as_locally
     let local = app();
     let function = Function::discovery();
     assert_eq!(function.service, router::DEFAULT_ROUTE_SERVICE);
-    let default = App::for_function(open(Config::new("bucket")), MemoryStorage::new(), function);
+    let default = App::builder(open(Config::new("bucket")), MemoryStorage::new()).function(function).build().unwrap();
     let cases = [
         (Method::GET, "/nope"),
         (Method::GET, "/v2/modules/acme/vpc/aws/versions"),
@@ -319,7 +320,7 @@ async fn each_function_answers_its_routes_as_the_local_registry_does() {
     let mut served = std::collections::BTreeSet::new();
     for function in functions {
         let service = function.service;
-        let only = App::for_function(open(Config::new("bucket")), fixture(), function);
+        let only = App::builder(open(Config::new("bucket")), fixture()).function(function).build().unwrap();
         for target in paths {
             let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
             let request = Request::get(path).query(query);
@@ -351,7 +352,7 @@ async fn access_is_checked_once_here_for_every_deployment() {
     let ci = crate::auth::manage::record("ci", "trg_ci", vec!["acme".into()], vec![], None);
     let store = crate::auth::TokenStore { format: 1, tokens: vec![ci] };
     storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
-    let app = App::new(Config::new("bucket"), storage, &Service::ALL);
+    let app = App::builder(Config::new("bucket"), storage).build().unwrap();
     let call = |path: &'static str, auth: Option<&'static str>| {
         let app = &app;
         async move {
@@ -421,7 +422,7 @@ async fn warm_manifests_are_revalidated_not_reread() {
     // With a TTL, a hit is served without any request.
     let mut config = open(Config::new("bucket"));
     config.manifest_cache_ttl = std::time::Duration::from_secs(60);
-    let ttl = App::new(config, app.context.reader.storage, &Service::ALL);
+    let ttl = App::builder(config, app.context.reader.storage).build().unwrap();
     let path = "/v1/mirror/registry.terraform.io/hashicorp/null/index.json";
     assert_eq!(get(&ttl, path).await.0, 200);
     let before = ttl.storage().request_count();
@@ -488,7 +489,7 @@ async fn oci_serves_a_provider_as_opentofu_installs_it() {
         crate::auth::manage::record("other", "trg_other", vec![], vec!["registry.terraform.io/acme/*".into()], None);
     let store = crate::auth::TokenStore { format: 1, tokens: vec![ci, other] };
     storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
-    let app = App::new(Config::new("bucket"), storage, &[Service::Oci]);
+    let app = App::builder(Config::new("bucket"), storage).services(&[Service::Oci]).build().unwrap();
     let basic = |token: &str| {
         use base64::Engine;
         format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("anyone:{token}")))
@@ -607,7 +608,7 @@ async fn oci_serves_module_packages() {
     storage.insert(&format!("{prefix}1.1.0.zip"), zip.clone());
     let indexer = crate::index::Indexer::new(&storage, crate::index::Limits::default());
     indexer.on_object_changed(&format!("{prefix}1.1.0.zip")).await.unwrap();
-    let app = App::new(open(Config::new("bucket")), storage, &[Service::Oci]);
+    let app = App::builder(open(Config::new("bucket")), storage).services(&[Service::Oci]).build().unwrap();
     let get = |path: String| {
         let app = &app;
         async move { app.handle(&Request::get(&path)).await }
@@ -674,7 +675,7 @@ async fn oci_token_endpoint_trades_credentials_for_the_bearer_token() {
     let mut config = Config::new("bucket");
     config.hostname = Some("registry.example.com".into());
     config.access.anonymous_providers = vec!["registry.terraform.io/public/*".into()];
-    let app = App::new(config, storage, &[Service::Oci]);
+    let app = App::builder(config, storage).services(&[Service::Oci]).build().unwrap();
     let basic = |credentials: &str| {
         use base64::Engine;
         format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials))
@@ -733,7 +734,7 @@ async fn oci_token_endpoint_trades_credentials_for_the_bearer_token() {
     assert_eq!((status, body["errors"][0]["code"].as_str()), (400, Some("UNSUPPORTED")));
 
     // The address from Host when REGISTRY_HOSTNAME is unset; Basic when there is none.
-    let app = App::new(Config::new("bucket"), MemoryStorage::new(), &[Service::Oci]);
+    let app = App::builder(Config::new("bucket"), MemoryStorage::new()).services(&[Service::Oci]).build().unwrap();
     for (host, wanted) in [
         (Some("127.0.0.1:8443"), r#"Bearer realm="https://127.0.0.1:8443/v2/token",service="127.0.0.1:8443""#),
         (Some("evil\",realm=\"https://x"), r#"Basic realm="terraform-registry", charset="UTF-8""#),
@@ -776,12 +777,12 @@ async fn providers_v1_answers_from_one_read() {
         storage.insert(&format!("{prefix}{name}"), bytes);
         indexer.on_object_changed(&format!("{prefix}{name}")).await.unwrap();
     }
-    let without = App::new(open(Config::new("b")), MemoryStorage::new(), &Service::ALL);
+    let without = App::builder(open(Config::new("b")), MemoryStorage::new()).build().unwrap();
     assert_eq!(without.discovery(), json!({"modules.v1": "/v1/modules/"}));
     assert_eq!(get(&without, "/v1/providers/acme/widget/versions").await.0, 404);
     let mut config = open(Config::new("b"));
     config.hostname = Some("registry.example.com".into());
-    let app = App::new(config, storage, &Service::ALL);
+    let app = App::builder(config, storage).build().unwrap();
     assert_eq!(app.discovery(), json!({"modules.v1": "/v1/modules/", "providers.v1": "/v1/providers/"}));
 
     let before = app.storage().request_count();
@@ -872,25 +873,28 @@ async fn discovery_offers_login_only_with_an_issuers_login_client() {
     };
     let mut config = Config::new("b");
     config.oidc_issuers = issuers("");
-    let app = App::new(config.clone(), MemoryStorage::new(), &[Service::Discovery]);
+    let app = App::builder(config.clone(), MemoryStorage::new()).services(&[Service::Discovery]).build().unwrap();
     assert_eq!(app.discovery(), json!({"modules.v1": "/v1/modules/"}));
     config.oidc_issuers = issuers(
         r#", "login": {"client": "terraform-cli", "authz": "https://idp.example.com/oauth2/authorize",
                            "token": "https://idp.example.com/oauth2/token", "scopes": ["openid"]}"#,
     );
-    let app = App::new(config.clone(), MemoryStorage::new(), &[Service::Discovery]);
+    let app = App::builder(config.clone(), MemoryStorage::new()).services(&[Service::Discovery]).build().unwrap();
     assert_eq!(
         app.discovery()["login.v1"],
         json!({"client": "terraform-cli", "grant_types": ["authz_code"],
                    "authz": "https://idp.example.com/oauth2/authorize",
                    "token": "https://idp.example.com/oauth2/token", "ports": [10000, 10010], "scopes": ["openid"]})
     );
-    // Built with `new` where `start` was needed: a JWT of a configured issuer is a 500, not
-    // an unknown static token; `start` builds the issuers' keys.
-    let app = App::new(open(config.clone()), MemoryStorage::new(), &Service::ALL);
+    // One way to build an app, so the verifier always has the keys its configuration names: a
+    // JWT of a configured issuer is that issuer's to judge (refused here, 401: the issuer
+    // cannot be reached), never read as an unknown static token or refused as unverifiable.
+    let app = App::builder(open(config), MemoryStorage::new()).build().unwrap();
     let test = crate::testing::oidc::TestIssuer::rsa("https://idp.example.com");
     let jwt = format!("Bearer {}", test.sign(&crate::testing::oidc::claims(&test.url, "registry", 60)));
     let reply = app.handle(&Request::get("/v1/modules/acme/vpc/aws/versions").authorization(Some(&jwt))).await;
-    assert_eq!(reply.status, 500);
-    assert!(App::with_clients(config, MemoryStorage::new(), &Service::ALL).is_ok());
+    assert_eq!(reply.status, 401, "{:?}", reply.body);
+    assert!(
+        String::from_utf8_lossy(&reply.body).contains("the keys of issuer https://idp.example.com cannot be fetched")
+    );
 }

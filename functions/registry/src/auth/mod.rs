@@ -28,6 +28,38 @@ use crate::error::Error;
 use crate::layout;
 use crate::storage::Storage;
 
+/// The OpenID Connect issuers whose JWTs a verifier judges, with their key sets: built once,
+/// with the verifier, so a verifier is never without the keys its configuration names.
+pub struct Issuers {
+    /// The key sets; `None`: no issuer configured.
+    #[cfg(feature = "aws")]
+    keys: Option<Arc<oidc::keys::Keys>>,
+    /// Whether issuers are configured in a build that cannot fetch their keys (the fuzz
+    /// targets'): their JWTs are refused loudly, never read as unknown tokens.
+    #[cfg(not(feature = "aws"))]
+    configured: bool,
+}
+
+impl Issuers {
+    /// The key sets of `issuers` (none configured: none), reading time from `clock`. Fails on a
+    /// CA file (`REGISTRY_OIDC_CA_FILE`) that cannot be read.
+    pub fn new(issuers: &[oidc::Issuer], ca_file: Option<&str>, clock: crate::clock::Monotonic) -> Result<Self, Error> {
+        #[cfg(feature = "aws")]
+        {
+            let keys = match issuers.is_empty() {
+                true => None,
+                false => Some(Arc::new(oidc::keys::Keys::new(issuers, ca_file)?.with_clock(clock))),
+            };
+            Ok(Issuers { keys })
+        }
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = (ca_file, clock);
+            Ok(Issuers { configured: !issuers.is_empty() })
+        }
+    }
+}
+
 /// Answers "who is this, and may they read that" for every route of a process. Holds what
 /// a warm container keeps: the token store as last read, and the issuers' key sets.
 pub struct Verifier {
@@ -36,31 +68,14 @@ pub struct Verifier {
     tokens_cache: Duration,
     /// The token store as last read, and when.
     tokens: Mutex<Option<(Instant, Option<Arc<TokenStore>>)>>,
-    /// Whether any OpenID Connect issuer is configured (then `oidc` must be set).
-    issuers_configured: bool,
-    /// The OpenID Connect issuers' key sets; `None`: none configured.
-    #[cfg(feature = "aws")]
-    oidc: Option<Arc<oidc::keys::Keys>>,
+    /// The OpenID Connect issuers.
+    issuers: Issuers,
 }
 
 impl Verifier {
-    /// A verifier for static tokens and the anonymous `policy`; `issuers_configured` says
-    /// whether issuers are configured, whose key sets `with_issuers` must then add.
-    pub fn new(policy: Policy, tokens_cache: Duration, issuers_configured: bool) -> Self {
-        Verifier {
-            policy,
-            tokens_cache,
-            tokens: Mutex::new(None),
-            issuers_configured,
-            #[cfg(feature = "aws")]
-            oidc: None,
-        }
-    }
-
-    /// With the OpenID Connect issuers' key sets.
-    #[cfg(feature = "aws")]
-    pub fn with_issuers(self, keys: Option<Arc<oidc::keys::Keys>>) -> Self {
-        Verifier { oidc: keys, ..self }
+    /// A verifier for static tokens, the anonymous `policy` and the configured `issuers`.
+    pub fn new(policy: Policy, tokens_cache: Duration, issuers: Issuers) -> Self {
+        Verifier { policy, tokens_cache, tokens: Mutex::new(None), issuers }
     }
 
     /// The anonymous policy, for answers that filter many items (`Viewer::may_read`).
@@ -119,17 +134,19 @@ impl Verifier {
     /// A JWT's verdict, if it names a configured issuer (`None`: not ours to judge).
     async fn verify_jwt(&self, token: &str) -> Result<Option<Result<TokenRecord, String>>, Error> {
         #[cfg(feature = "aws")]
-        if let Some(keys) = &self.oidc {
-            return Ok(keys.verify(token).await);
-        }
-        let _ = token;
-        match self.issuers_configured {
-            // Issuers configured but their keys never set up: an app built with `new` where
-            // `with_clients` was needed. Refused loudly rather than read as an unknown token.
-            true => {
-                Err(Error::Internal("OpenID Connect issuers are configured but this app was built without them".into()))
+        return Ok(match &self.issuers.keys {
+            Some(keys) => keys.verify(token).await,
+            None => None,
+        });
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = token;
+            match self.issuers.configured {
+                true => {
+                    Err(Error::Internal("OpenID Connect issuers are configured but this build verifies no JWTs".into()))
+                }
+                false => Ok(None),
             }
-            false => Ok(None),
         }
     }
 

@@ -123,7 +123,7 @@ async fn the_api_answers_from_what_the_indexer_wrote_within_a_tokens_scopes() {
     let acme = crate::auth::manage::record("acme", "trg_acme", vec!["acme".into()], vec![], None);
     let store = crate::auth::TokenStore { format: 1, tokens: vec![acme] };
     storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
-    let app = App::new(Config::new("bucket"), storage, &[Service::Web]);
+    let app = App::builder(Config::new("bucket"), storage).services(&[Service::Web]).build().unwrap();
     let call = |path: &'static str, query: Option<&'static str>, token: Option<&'static str>| {
         let app = &app;
         async move {

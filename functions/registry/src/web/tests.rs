@@ -46,7 +46,7 @@ async fn app() -> App<MemoryStorage> {
     storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
     let mut config = Config::new("bucket");
     config.hostname = Some(HOST.into());
-    App::new(config, storage, &[Service::Web])
+    App::builder(config, storage).services(&[Service::Web]).build().unwrap()
 }
 
 struct Page {
@@ -170,7 +170,7 @@ async fn huge_docs_still_make_a_page_under_the_limit() {
     indexer.on_object_changed("modules/acme/big/aws/1.0.0.tar.gz").await.unwrap();
     let mut config = Config::new("bucket");
     config.access.anonymous_modules = vec!["*".into()];
-    let app = App::new(config, storage, &[Service::Web]);
+    let app = App::builder(config, storage).services(&[Service::Web]).build().unwrap();
     let page = get(&app, "/ui/modules/acme/big/aws", None).await;
     assert_eq!(page.status, 200);
     assert!(page.body.len() < PAGE_BYTES_MAX, "{} bytes", page.body.len());
@@ -316,7 +316,7 @@ async fn none_breaking_reads_as_good_news_and_long_input_names_stay_whole() {
     }
     let mut config = Config::new("bucket");
     config.access.anonymous_modules = vec!["*".into()];
-    let app = App::new(config, storage, &[Service::Web]);
+    let app = App::builder(config, storage).services(&[Service::Web]).build().unwrap();
 
     // 1.1.0 adds an optional input: one change, none breaking, and no alarm anywhere.
     let calm = get(&app, "/ui/modules/acme/db/aws/1.1.0", None).await;

@@ -70,7 +70,7 @@ async fn call<S: registry::storage::Storage>(app: &App<S>, method: &str, path: &
 
 #[tokio::test]
 async fn the_recorded_event_as_is() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
+    let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Modules]).build().unwrap();
     let response = registry::lambda::answer(&app, recorded()).await;
     assert_eq!(response.status_code, 200);
     assert_eq!(body_json(&response), json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
@@ -81,7 +81,7 @@ async fn the_recorded_event_as_is() {
 
 #[tokio::test]
 async fn modules_function() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
+    let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Modules]).build().unwrap();
     let (status, headers, body) = call(&app, "GET", "/v1/modules/acme/vpc/aws/1.0.0/download").await;
     assert_eq!(status, 200);
     let url = headers.get("x-terraform-get").unwrap().to_str().unwrap();
@@ -108,7 +108,7 @@ async fn modules_function() {
 
 #[tokio::test]
 async fn mirror_function() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Mirror]);
+    let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Mirror]).build().unwrap();
     let (status, _, body) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/index.json").await;
     assert_eq!((status, body), (200, json!({"versions":{"3.2.1":{}}})));
     let (status, headers, body) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json").await;
@@ -121,7 +121,10 @@ async fn mirror_function() {
 
 #[tokio::test]
 async fn discovery_function_needs_no_storage() {
-    let app = App::new(Config::new("bucket"), registry::storage::NoStorage, &[Service::Discovery]);
+    let app = App::builder(Config::new("bucket"), registry::storage::NoStorage)
+        .services(&[Service::Discovery])
+        .build()
+        .unwrap();
     let (status, _, body) = call(&app, "GET", "/.well-known/terraform.json").await;
     assert_eq!((status, body), (200, json!({"modules.v1": "/v1/modules/"})));
     let (status, _, _) = call(&app, "GET", "/v1/modules/acme/vpc/aws/versions").await;
@@ -130,7 +133,7 @@ async fn discovery_function_needs_no_storage() {
 
 #[tokio::test]
 async fn s3_down_is_503_json_not_502() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
+    let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Modules]).build().unwrap();
     app.storage().unavailable.store(true, std::sync::atomic::Ordering::SeqCst);
     let (status, _, body) = call(&app, "GET", "/v1/modules/acme/vpc/aws/versions").await;
     assert_eq!((status, body), (503, json!({"errors": ["storage is unavailable, try again"]})));
@@ -138,7 +141,8 @@ async fn s3_down_is_503_json_not_502() {
 
 #[tokio::test]
 async fn the_bearer_token_in_the_event_is_what_is_checked() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules, Service::Mirror]);
+    let app =
+        App::builder(Config::new("bucket"), storage()).services(&[Service::Modules, Service::Mirror]).build().unwrap();
     let mut e = recorded();
     e["headers"].as_object_mut().unwrap().remove("authorization");
     let response = registry::lambda::answer(&app, e.clone()).await;
@@ -162,7 +166,7 @@ async fn the_bearer_token_in_the_event_is_what_is_checked() {
 /// unreadable, a JSON 400 too.
 #[tokio::test]
 async fn no_header_value_can_panic_the_adapter() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Modules]);
+    let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Modules]).build().unwrap();
     let cases: [(&str, Value, u16); 13] = [
         ("/headers/x-forwarded-proto", json!("a b"), 200),
         ("/headers/x-forwarded-proto", json!("://"), 200),
@@ -217,7 +221,7 @@ async fn no_header_value_can_panic_the_adapter() {
 /// a header; a form body may be base64; `Set-Cookie` leaves in `cookies`.
 #[tokio::test]
 async fn web_pages_read_cookies_and_form_bodies_as_api_gateway_sends_them() {
-    let app = App::new(Config::new("bucket"), storage(), &[Service::Web]);
+    let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Web]).build().unwrap();
     let text = |r: &ApiGatewayV2httpResponse| match &r.body {
         Some(Body::Text(t)) => t.clone(),
         other => panic!("pages are text bodies, not {other:?}"),

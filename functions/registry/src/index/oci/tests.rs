@@ -53,7 +53,7 @@ async fn a_provider_blob_shared_by_two_zips_goes_with_the_last() {
         [[("1.0.0", "linux_amd64"), ("1.0.1", "linux_amd64")], [("1.0.0", "linux_amd64"), ("1.0.0", "darwin_arm64")]];
     for [a, b] in pairs {
         for (first, second) in [(a, b), (b, a)] {
-            let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+            let app = App::builder(open(), MemoryStorage::new()).services(&[Service::Oci]).build().unwrap();
             for zip_key in [key(a), key(b)] {
                 publish(app.storage(), &zip_key, Some(&zip)).await;
             }
@@ -76,7 +76,7 @@ async fn a_module_blob_shared_by_two_versions_goes_with_the_last() {
     let module = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
     let (digest, pointer) = (digest(&zip), layout::oci_module_blob(&module, &digest(&zip)));
     for (first, second) in [("1.0.0", "1.1.0"), ("1.1.0", "1.0.0")] {
-        let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+        let app = App::builder(open(), MemoryStorage::new()).services(&[Service::Oci]).build().unwrap();
         for v in ["1.0.0", "1.1.0"] {
             publish(app.storage(), &format!("{MODULE}{v}.zip"), Some(&zip)).await;
         }
@@ -98,7 +98,7 @@ async fn a_module_blob_shared_by_two_versions_goes_with_the_last() {
 async fn a_yank_racing_a_publish_of_the_same_bytes_keeps_the_blob() {
     let archive = crate::testing::module_tar_gz(&[("main.tf", "# same")]);
     let module = ModuleAddress::parse("acme", "vpc", "aws").unwrap();
-    let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+    let app = App::builder(open(), MemoryStorage::new()).services(&[Service::Oci]).build().unwrap();
     let s = app.storage();
     let manifest = || ModuleManifest::parse(&s.peek(&layout::module_manifest(&module)).unwrap()).unwrap();
     publish(s, &format!("{MODULE}1.0.0.tar.gz"), Some(&archive)).await;
@@ -167,7 +167,7 @@ async fn layer_of(app: &App<MemoryStorage>, path: &str) -> Result<String, u16> {
 /// reindex gives it to a module whose manifest predates it. Providers have none.
 #[tokio::test]
 async fn latest_names_the_highest_release() {
-    let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+    let app = App::builder(open(), MemoryStorage::new()).services(&[Service::Oci]).build().unwrap();
     let s = app.storage();
     let zips: Vec<Vec<u8>> =
         ["1.0.0", "1.1.0", "2.0.0-rc.1"].iter().map(|v| crate::testing::module_zip(&[("main.tf", v)])).collect();
@@ -212,7 +212,7 @@ async fn latest_names_the_highest_release() {
 /// index (written before OCI support) is left out until a reindex gives it one.
 #[tokio::test]
 async fn a_provider_lists_only_tags_that_resolve() {
-    let app = App::new(open(), MemoryStorage::new(), &[Service::Oci]);
+    let app = App::builder(open(), MemoryStorage::new()).services(&[Service::Oci]).build().unwrap();
     let s = app.storage();
     for v in ["1.0.0", "1.1.0"] {
         let zip = crate::testing::provider_zip("null", v, "x");
