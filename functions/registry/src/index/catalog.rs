@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::Indexer;
+use super::indexer::Indexer;
+use super::intake::read_document;
 use crate::address::{ModuleAddress, ProviderAddress};
 use crate::catalog::{self, Catalog, ModuleEntry, ProviderEntry};
 use crate::error::Error;
@@ -37,7 +38,7 @@ const REBUILD_READS: usize = 16;
 /// or removed when it serves nothing). Nothing is written when the entry is already right.
 pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: &Owner) -> Result<(), Error> {
     retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-        let read = Indexer::read_document(indexer.storage, layout::CATALOG).await?;
+        let read = read_document(indexer.storage, layout::CATALOG).await?;
         // (the catalog, whether what is stored must be replaced whatever this entry is)
         // None yet (a new bucket, or one from before the catalog existed) or unreadable:
         // every owner's entry, not only this one's.
@@ -71,7 +72,7 @@ pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: 
 /// that serve nothing go, descriptions are read again only where the latest version changed.
 pub(super) async fn rebuild_catalog<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
     retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-        let read = Indexer::read_document(indexer.storage, layout::CATALOG).await?;
+        let read = read_document(indexer.storage, layout::CATALOG).await?;
         let previous = read.as_ref().and_then(|o| Catalog::parse(&o.bytes).ok()).unwrap_or_default();
         let catalog = every_entry(indexer, &previous).await?;
         if read.is_some() && catalog == previous {

@@ -4,7 +4,7 @@
 //! into the version's manifest entry; a bad file, or one for a version that is not published,
 //! gets a rejection record and changes nothing.
 
-use super::Rejections;
+use super::rejections::Rejections;
 use crate::error::Error;
 use crate::manifest::Deprecation;
 use crate::publish_log::{Action, Change};

@@ -1,8 +1,14 @@
 //! The indexer: given the archives present under one module or provider prefix, write that
 //! owner's manifest. The indexer Lambda calls it on S3 events, the local registry on every
 //! notified upload or delete through its embedded S3, and `reindex_all` rebuilds every
-//! manifest. One file per idea: the module pass (`modules`), the provider passes
-//! (`providers`), rejection records (`rejections`), spooling uploads to disk (`spool`).
+//! manifest. This file is its entry points, which run the passes; each pass and what they
+//! share is a file below it, and none of them names anything here. One file per idea: the
+//! module pass (`modules`), the provider passes (`providers`, signed releases in `releases`),
+//! the catalog (`catalog`); what every pass is given (`indexer`: the bucket, the limits, the
+//! caches), how it takes uploads in (`intake`: documents read before the listing, ETags as
+//! listed, uploads spooled or refused), what it tells the publish log (`changes`); rejection
+//! records (`rejections`), spooling uploads to disk (`spool`), deprecation files
+//! (`deprecations`), SemVer judgment (`judgment`), OCI artifacts (`oci`).
 //!
 //! What a pass covers (`Pass`): a module's one manifest; for a provider either one version
 //! (its `VERSION.json` and its line in `index.json`: what a zip upload or delete changes, at
@@ -25,27 +31,34 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::address::ProviderAddress;
-use crate::archive;
 use crate::error::Error;
 use crate::layout::{self, ObjectKind, Owner};
-use crate::publish_log::Change;
 use crate::retry::{self, Backoff};
-use crate::storage::{Object, ObjectInfo, Storage};
+use crate::storage::Storage;
 
+// The passes. Each group names only its own files and the groups below it (module_graph.rs
+// checks that no files of a folder form a loop, and that none names an item of this file).
 mod catalog;
+mod modules;
+mod providers;
+mod releases;
+
+// What every pass shares: the indexer it is given, how it takes uploads in, the publish log.
+mod changes;
+mod indexer;
+mod intake;
+
+// The steps of a pass, each on its own.
 mod deprecations;
 mod judgment;
-mod modules;
 mod oci;
-mod providers;
 mod rejections;
-mod releases;
 mod spool;
 
+pub use indexer::{Indexer, Limits, Outcome};
 pub use judgment::{Policy as SemverRule, SemverPolicy};
 pub use rejections::Rejection;
-use rejections::{Rejections, write_rejection};
-use spool::{Spooled, spool};
+use rejections::write_rejection;
 
 /// How a pass that loses a race is retried before giving up (the caller then reports an
 /// error; in Lambda the event is retried). Under n passes racing on one manifest the last
@@ -54,18 +67,6 @@ use spool::{Spooled, spool};
 /// indexer's 300 s timeout. Each lost race is another pass's progress, so a high bound costs
 /// nothing when there is no contention.
 const PASS_RETRY: Backoff = Backoff { attempts: 80, first: Duration::from_millis(10), max: Duration::from_millis(500) };
-
-/// What a pass did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// The manifest already said this.
-    Unchanged,
-    /// Manifests were written; `versions` is how many versions are listed now.
-    Written {
-        /// Versions listed after the pass.
-        versions: usize,
-    },
-}
 
 /// What one pass rebuilds.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,121 +114,7 @@ impl std::fmt::Display for Pass {
     }
 }
 
-/// Size limits the indexer enforces before an archive is listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// `REGISTRY_MAX_MODULE_ARCHIVE_BYTES`, default 100 MiB.
-    pub module_archive_bytes: u64,
-    /// `REGISTRY_MAX_PROVIDER_ZIP_BYTES`, default 1 GiB (the indexer spools zips to `/tmp`:
-    /// give the function at least this much ephemeral storage).
-    pub provider_zip_bytes: u64,
-    /// `REGISTRY_MAX_UNPACKED_BYTES`, default 4 GiB: total bytes an archive may unpack to
-    /// (decompression bombs).
-    pub unpacked_bytes: u64,
-    /// `REGISTRY_MAX_ARCHIVE_ENTRIES`, default 20,000: entries an archive may hold, which bounds
-    /// the memory a check needs (about a million empty entries fit in a 90 MiB zip).
-    pub archive_entries: u64,
-    /// `REGISTRY_ALLOW_OVERWRITE`, default false: whether an upload of different bytes to a
-    /// version that is already published replaces it. By default it is rejected and the
-    /// published bytes stay served (`immutable`).
-    pub overwrite_published: bool,
-    /// `REGISTRY_SEMVER_POLICY`, default `warn`: what a breaking change in a minor or patch
-    /// release of a module does (`judgment`).
-    pub semver: SemverPolicy,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            module_archive_bytes: 100 << 20,
-            provider_zip_bytes: 1 << 30,
-            unpacked_bytes: 4 << 30,
-            archive_entries: 20_000,
-            overwrite_published: false,
-            semver: SemverPolicy::default(),
-        }
-    }
-}
-
-impl Limits {
-    /// What reading one archive may cost.
-    pub fn bounds(&self) -> archive::Bounds {
-        archive::Bounds { unpacked_bytes: self.unpacked_bytes, entries: self.archive_entries }
-    }
-}
-
-/// Rebuilds manifests from what is in the bucket; one per invocation or upload.
-pub struct Indexer<'a, S> {
-    storage: &'a S,
-    limits: Limits,
-    /// `REGISTRY_HOSTNAME`: providers under it are signed releases (`releases`).
-    registry_hostname: Option<String>,
-    /// Each namespace's signing keys, read once per indexer (one event batch, one upload, one
-    /// repair), not once per release checked: a full pass over 200 versions reads them once.
-    keys: std::sync::Mutex<std::collections::BTreeMap<String, std::sync::Arc<releases::NamespaceKeys>>>,
-    /// Key → who uploaded or deleted it, from the events being indexed (the publish log
-    /// names them).
-    principals: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
-    /// Keep the catalog after each pass (always, except to measure what that costs).
-    catalog: bool,
-}
-
-impl<'a, S: Storage> Indexer<'a, S> {
-    /// An indexer over `storage`, enforcing `limits` on what it accepts.
-    pub fn new(storage: &'a S, limits: Limits) -> Self {
-        Indexer {
-            storage,
-            limits,
-            registry_hostname: None,
-            keys: Default::default(),
-            principals: Default::default(),
-            catalog: true,
-        }
-    }
-
-    /// Require signed releases for providers under `hostname` (the registry's own,
-    /// `REGISTRY_HOSTNAME`): what every deployment's indexer does.
-    pub fn signing_for(mut self, hostname: Option<String>) -> Self {
-        self.registry_hostname = hostname;
-        self
-    }
-
-    /// Without `catalog`, passes leave the catalog as it is: only for `make bench`, which
-    /// measures what keeping it adds to a publish. Every deployment keeps it.
-    pub fn with_catalog(mut self, catalog: bool) -> Self {
-        self.catalog = catalog;
-        self
-    }
-
-    /// The bucket this indexer reads and writes.
-    pub fn storage(&self) -> &'a S {
-        self.storage
-    }
-
-    /// Who uploaded or deleted `key` (the S3 event's `principalId`), for the publish log.
-    pub fn record_principal(&self, key: &str, principal: &str) {
-        self.principals.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), principal.to_string());
-    }
-
-    fn principals(&self) -> std::collections::BTreeMap<String, String> {
-        self.principals.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Append what a manifest write changed to the publish log: called once that write has
-    /// succeeded, so each change is logged by the one pass that made it.
-    async fn log_changes(&self, changes: Vec<Change>) -> Result<(), Error> {
-        let principals = self.principals();
-        let changes: Vec<Change> =
-            changes.into_iter().map(|c| Change { principal: principals.get(&c.key).cloned(), ..c }).collect();
-        if let Err(e) = crate::publish_log::append(self.storage, changes.clone()).await {
-            // The manifest is written: this pass cannot undo it. Say loudly what is missing
-            // from the log (audit will name it too).
-            tracing::error!(error = %e, ?changes, "published, but not on the publish log");
-            return Err(e);
-        }
-        Ok(())
-    }
-
+impl<S: Storage> Indexer<'_, S> {
     /// React to one changed key (created or removed): rebuild the manifest of its owner, or,
     /// for a key under `modules/` or `providers/` that belongs to no owner, write or clear its
     /// rejection record. Keys elsewhere are ignored (`None`).
@@ -315,79 +202,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
         catalog::rebuild_catalog(self).await?;
         Ok(results)
     }
-
-    /// A document this pass may replace, as read (rule 1). One that fails S3's integrity
-    /// check even when read again is corrupt at rest: it is read as unreadable content with its
-    /// current ETag, so the pass rewrites it (`If-Match` that ETag) instead of stalling on it.
-    async fn read_document(storage: &S, key: &str) -> Result<Option<Object>, Error> {
-        match storage.get(key).await {
-            Err(Error::Corrupt(why)) => {
-                tracing::warn!(key, why, "stored document fails its integrity check; rebuilding it");
-                Ok(storage.etag(key).await?.map(|etag| Object { bytes: bytes::Bytes::new(), etag }))
-            }
-            other => other,
-        }
-    }
-
-    /// An archive's ETag as listed. S3 lists every object with it; some S3-compatible servers
-    /// (s3s-fs, the local registry's) omit it, and then one HEAD answers it, asked only for an
-    /// archive the manifest already records, so that it is not read again.
-    async fn listed_etag(&self, object: &ObjectInfo) -> Result<String, Error> {
-        if !object.etag.is_empty() {
-            return Ok(object.etag.clone());
-        }
-        Ok(self.storage.etag(&object.key).await?.unwrap_or_default())
-    }
-
-    /// Spool an upload for checking, or record why not. `None` if there is nothing to check:
-    /// rejected before with these bytes, too large (a rejection record is written now),
-    /// unreadable as stored (likewise), or gone.
-    async fn spool_or_reject(
-        &self,
-        object: &ObjectInfo,
-        (limit, limit_var): (u64, &str),
-        rejections: &mut Rejections,
-    ) -> Result<Option<Spooled>, Error> {
-        rejections.keep(&object.key);
-        let refused_as_overwrite = !self.limits.overwrite_published
-            && rejections.rejected_before(&object.key, &immutable_fingerprint(&object.etag));
-        if rejections.rejected_before(&object.key, &object.etag) || refused_as_overwrite {
-            return Ok(None);
-        }
-        let reason = if object.size > limit {
-            format!("{} bytes, over the limit of {limit} ({limit_var})", object.size)
-        } else {
-            match spool(self.storage, &object.key, limit).await? {
-                None => return Ok(None),
-                Some(Ok(spooled)) => return Ok(Some(spooled)),
-                Some(Err(reason)) => reason,
-            }
-        };
-        rejections.reject(self.storage, object, reason).await?;
-        Ok(None)
-    }
 }
-
-/// Why an upload of other bytes to a published version is not served. Said in the rejection
-/// record, where the publisher looks.
-fn immutable(what: &str, published_sha256: &str, uploaded_sha256: &str) -> String {
-    format!(
-        "{what} is already published with sha256 {published_sha256}; this upload has sha256 {uploaded_sha256}. \
-         Published versions are immutable, and the published bytes stay served: publish a new version, or \
-         delete this key to yank the version and upload it again (REGISTRY_ALLOW_OVERWRITE=true lets an upload \
-         replace a published version)"
-    )
-}
-
-/// What the rejection record of an upload refused as an overwrite keeps as its ETag: those
-/// bytes are not read again while overwrites are refused, and are read again once
-/// `REGISTRY_ALLOW_OVERWRITE` lets them replace the published version.
-fn immutable_fingerprint(etag: &str) -> String {
-    if etag.is_empty() { String::new() } else { format!("{OVERWRITE_FINGERPRINT}{etag}") }
-}
-
-/// How [`immutable_fingerprint`] marks a record of an upload refused as an overwrite.
-const OVERWRITE_FINGERPRINT: &str = "overwrite:";
 
 /// What the tests of every pass share.
 #[cfg(test)]

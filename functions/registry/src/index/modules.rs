@@ -4,9 +4,13 @@
 use std::collections::BTreeMap;
 use std::io::Seek;
 
+use super::changes::log_changes;
+use super::indexer::{Indexer, Outcome};
+use super::intake::{listed_etag, read_document, spool_or_reject};
 use super::judgment::{self, Verdict};
+use super::rejections::{Rejections, immutable, immutable_fingerprint};
 use super::spool::{Spooled, blocking};
-use super::{Indexer, Outcome, Rejections, deprecations};
+use super::{deprecations, oci};
 use crate::address::ModuleAddress;
 use crate::archive;
 use crate::error::Error;
@@ -14,101 +18,216 @@ use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, OciLayer, to_json};
 use crate::module_docs::{self, ModuleDocs};
 use crate::publish_log::{Action, Change};
-use crate::storage::{ObjectInfo, Precondition, Storage};
+use crate::storage::{Object, ObjectInfo, Precondition, Storage};
 
-/// Rebuild one module's manifest from its archives.
+/// Rebuild one module's manifest from its archives: each version decided in turn (ascending,
+/// so each is judged against those below it), then the manifest written if it changed.
 pub(super) async fn module_pass<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &ModuleAddress,
 ) -> Result<Outcome, Error> {
-    let manifest_key = layout::module_manifest(module);
     let prefix = layout::module_prefix(module);
     // Rule 1: the manifest (and its ETag) before the listing.
-    let read = Indexer::read_document(indexer.storage, &manifest_key).await?;
-    let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
-        tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
-        None
-    });
+    let (read, existing) = read_manifest(indexer, module).await?;
     let objects = indexer.storage.list(&prefix).await?;
     let mut rejections = Rejections::load(indexer.storage, &prefix, indexer.principals()).await?;
 
     let Archives { chosen, deprecations, misnamed } = choose_archives(module, objects);
     rejections.reject_misnamed(indexer.storage, &misnamed).await?;
-    let mut versions = Vec::with_capacity(chosen.len());
-    // The docs of versions accepted in this pass, for judging those above them.
-    let mut fresh = BTreeMap::new();
-    for (version, (object, extension)) in chosen {
+    let mut decided = Decided::default();
+    for (version, archive) in chosen {
         let previous = existing.as_ref().and_then(|m| m.find(&version));
-        // Reused only with its docs: a manifest from before docs were read is read again.
-        // And with its OCI layer: a manifest from before OCI reads the archive once more too.
-        // And with its comparisons: one from before they were stored is compared once.
-        let same_archive = previous
-            .filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs && e.compared && e.oci.is_some());
-        let reusable = match same_archive {
-            Some(e) if indexer.listed_etag(&object).await? == e.etag => Some(e),
-            _ => None,
-        };
-        if let Some(entry) = reusable {
-            versions.push(entry.clone());
-            rejections.keep(&object.key);
-            continue;
-        }
-        match (index_module_archive(indexer, &object, extension, &mut rejections).await?, previous) {
-            // The same bytes again (a re-upload, a copy): still the object first published,
-            // which a versioned bucket keeps serving by its version id.
-            (Some((entry, mut docs)), Some(published)) if entry.sha256 == published.sha256 => {
-                if !published.docs || !published.compared {
-                    judgment::compare(indexer.storage, module, &version, &mut docs, &versions, &fresh).await?;
-                    put_docs(indexer, module, &version, &docs).await?;
-                }
-                let (etag, oci) = (entry.etag, entry.oci);
-                versions.push(ModuleVersion { etag, docs: true, compared: true, oci, ..published.clone() });
-            }
-            (Some((entry, _)), Some(published)) if !indexer.limits.overwrite_published => {
-                let what = format!("version {version} of module {module}");
-                let reason = super::immutable(&what, &published.sha256, &entry.sha256);
-                let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&entry.etag), ..object.clone() };
-                rejections.reject(indexer.storage, &uploaded, reason).await?;
-                versions.push(published.clone());
-            }
-            (Some((entry, mut docs)), previous) => {
-                let policy = &indexer.limits.semver;
-                match judgment::judge(indexer.storage, policy, module, &version, &mut docs, &versions, &fresh).await? {
-                    Verdict::Refuse(reason) => {
-                        let uploaded = ObjectInfo { etag: entry.etag.clone(), ..object.clone() };
-                        rejections.reject(indexer.storage, &uploaded, reason).await?;
-                        versions.extend(previous.cloned());
-                    }
-                    Verdict::Publish(judged) => {
-                        // Docs first, so the manifest never names a version whose docs are not there.
-                        put_docs(indexer, module, &version, &docs).await?;
-                        fresh.insert(entry.version.clone(), docs);
-                        versions.push(ModuleVersion { judged, ..entry });
-                    }
-                }
-            }
-            // Rejected: what was published for this version stays as it was.
-            (None, previous) => versions.extend(previous.cloned()),
-        }
+        let decision = decide_version(indexer, module, &version, archive, previous, &decided, &mut rejections).await?;
+        decided.add(decision);
     }
+    let mut versions = decided.versions;
     deprecate(indexer, module, &mut versions, deprecations, &mut rejections).await?;
     rejections.clear_stale(indexer.storage).await?;
+    write_manifest(indexer, module, read.as_ref(), existing.as_ref(), &ModuleManifest::new(versions)).await
+}
 
-    let manifest = ModuleManifest::new(versions);
-    let unchanged = match &existing {
-        Some(e) => *e == manifest,
+/// The module's manifest as stored (its ETag for rule 2), and what it says: `None` when there
+/// is none, or when it does not parse (it is rebuilt).
+async fn read_manifest<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+) -> Result<(Option<Object>, Option<ModuleManifest>), Error> {
+    let manifest_key = layout::module_manifest(module);
+    let read = read_document(indexer.storage, &manifest_key).await?;
+    let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
+        tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
+        None
+    });
+    Ok((read, existing))
+}
+
+/// What the pass decided for one version.
+enum Decision {
+    /// Not listed: nothing of it is published.
+    Unlisted,
+    /// Listed with this entry: as recorded, or as published before (an upload refused now
+    /// changes nothing).
+    Listed(ModuleVersion),
+    /// Accepted in this pass, its docs stored: listed with this entry, and its docs judge the
+    /// versions above it.
+    Accepted(ModuleVersion, Box<ModuleDocs>),
+}
+
+impl Decision {
+    /// What was published for the version stays as it was.
+    fn kept(previous: Option<&ModuleVersion>) -> Decision {
+        previous.cloned().map_or(Decision::Unlisted, Decision::Listed)
+    }
+}
+
+/// The versions decided so far (ascending), and the docs of those accepted in this pass: what
+/// the next version is judged against.
+#[derive(Default)]
+struct Decided {
+    versions: Vec<ModuleVersion>,
+    fresh: BTreeMap<String, ModuleDocs>,
+}
+
+impl Decided {
+    fn add(&mut self, decision: Decision) {
+        match decision {
+            Decision::Unlisted => {}
+            Decision::Listed(entry) => self.versions.push(entry),
+            Decision::Accepted(entry, docs) => {
+                self.fresh.insert(entry.version.clone(), *docs);
+                self.versions.push(entry);
+            }
+        }
+    }
+}
+
+/// Decide one version from its archive (`object`) and what the manifest recorded for it
+/// (`previous`): the recorded entry while the archive is the one it records; else the archive
+/// read and checked, and then the same bytes again kept as published, other bytes refused
+/// while published versions are immutable, and a new version judged. An archive rejected now
+/// leaves what was published for its version.
+async fn decide_version<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    (object, extension): (ObjectInfo, &'static str),
+    previous: Option<&ModuleVersion>,
+    decided: &Decided,
+    rejections: &mut Rejections,
+) -> Result<Decision, Error> {
+    if let Some(entry) = reusable(indexer, &object, previous).await? {
+        rejections.keep(&object.key);
+        return Ok(Decision::Listed(entry.clone()));
+    }
+    let Some((entry, docs)) = index_module_archive(indexer, &object, extension, rejections).await? else {
+        // Rejected: what was published for this version stays as it was.
+        return Ok(Decision::kept(previous));
+    };
+    match previous {
+        // The same bytes again (a re-upload, a copy): still the object first published,
+        // which a versioned bucket keeps serving by its version id.
+        Some(published) if entry.sha256 == published.sha256 => {
+            republished(indexer, module, version, (entry, docs), published, decided).await
+        }
+        Some(published) if !indexer.limits.overwrite_published => {
+            let what = format!("version {version} of module {module}");
+            let reason = immutable(&what, &published.sha256, &entry.sha256);
+            let uploaded = ObjectInfo { etag: immutable_fingerprint(&entry.etag), ..object };
+            rejections.reject(indexer.storage, &uploaded, reason).await?;
+            Ok(Decision::Listed(published.clone()))
+        }
+        previous => {
+            let etag = entry.etag.clone();
+            match judge_new(indexer, module, version, (entry, docs), decided).await? {
+                Ok(accepted) => Ok(accepted),
+                Err(reason) => {
+                    rejections.reject(indexer.storage, &ObjectInfo { etag, ..object }, reason).await?;
+                    Ok(Decision::kept(previous))
+                }
+            }
+        }
+    }
+}
+
+/// The recorded entry, if the archive listed is the one it records (same key, same ETag):
+/// then it is not read again. Reused only with its docs: a manifest from before docs were
+/// read is read again. And with its OCI layer: a manifest from before OCI reads the archive
+/// once more too. And with its comparisons: one from before they were stored is compared once.
+async fn reusable<'m, S: Storage>(
+    indexer: &Indexer<'_, S>,
+    object: &ObjectInfo,
+    previous: Option<&'m ModuleVersion>,
+) -> Result<Option<&'m ModuleVersion>, Error> {
+    let same_archive =
+        previous.filter(|e| e.archive == object.key && !e.etag.is_empty() && e.docs && e.compared && e.oci.is_some());
+    Ok(match same_archive {
+        Some(e) if listed_etag(indexer, object).await? == e.etag => Some(e),
+        _ => None,
+    })
+}
+
+/// The published entry for the same bytes uploaded again, with the ETag and OCI layer read
+/// now; docs or comparisons it was published without are stored now.
+async fn republished<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    (entry, mut docs): (ModuleVersion, ModuleDocs),
+    published: &ModuleVersion,
+    decided: &Decided,
+) -> Result<Decision, Error> {
+    if !published.docs || !published.compared {
+        let (versions, fresh) = (&decided.versions, &decided.fresh);
+        judgment::compare(indexer.storage, module, version, &mut docs, versions, fresh).await?;
+        put_docs(indexer, module, version, &docs).await?;
+    }
+    let (etag, oci) = (entry.etag, entry.oci);
+    Ok(Decision::Listed(ModuleVersion { etag, docs: true, compared: true, oci, ..published.clone() }))
+}
+
+/// A new version (or new bytes for one, where overwrites are allowed), judged against the
+/// versions below it (`judgment`): accepted with its docs stored, or refused, and why.
+async fn judge_new<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    (entry, mut docs): (ModuleVersion, ModuleDocs),
+    decided: &Decided,
+) -> Result<Result<Decision, String>, Error> {
+    let (policy, versions, fresh) = (&indexer.limits.semver, &decided.versions, &decided.fresh);
+    match judgment::judge(indexer.storage, policy, module, version, &mut docs, versions, fresh).await? {
+        Verdict::Refuse(reason) => Ok(Err(reason)),
+        Verdict::Publish(judged) => {
+            // Docs first, so the manifest never names a version whose docs are not there.
+            put_docs(indexer, module, version, &docs).await?;
+            Ok(Ok(Decision::Accepted(ModuleVersion { judged, ..entry }, Box::new(docs))))
+        }
+    }
+}
+
+/// Write the manifest if it says something new, only over what was read (`read`: rule 2),
+/// with the OCI packages it lists stored before it and those it no longer lists removed
+/// after; then its changes go on the publish log.
+async fn write_manifest<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    read: Option<&Object>,
+    existing: Option<&ModuleManifest>,
+    manifest: &ModuleManifest,
+) -> Result<Outcome, Error> {
+    let unchanged = match existing {
+        Some(e) => e == manifest,
         None => manifest.versions.is_empty(),
     };
     if unchanged {
         return Ok(Outcome::Unchanged);
     }
-    let count = manifest.versions.len();
-    super::oci::store_module(indexer.storage, module, existing.as_ref(), &manifest).await?;
-    let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
-    indexer.storage.put(&manifest_key, to_json(&manifest)?, CONTENT_TYPE_JSON, precondition).await?;
-    super::oci::forget_module(indexer.storage, module, existing.as_ref(), &manifest).await?;
-    indexer.log_changes(changes(module, existing.as_ref(), &manifest)).await?;
-    Ok(Outcome::Written { versions: count })
+    oci::store_module(indexer.storage, module, existing, manifest).await?;
+    let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
+    indexer.storage.put(&layout::module_manifest(module), to_json(manifest)?, CONTENT_TYPE_JSON, precondition).await?;
+    oci::forget_module(indexer.storage, module, existing, manifest).await?;
+    log_changes(indexer, changes(module, existing, manifest)).await?;
+    Ok(Outcome::Written { versions: manifest.versions.len() })
 }
 
 /// A module's uploads, sorted out.
@@ -197,7 +316,7 @@ async fn index_module_archive<S: Storage>(
 ) -> Result<Option<(ModuleVersion, ModuleDocs)>, Error> {
     let limit = (indexer.limits.module_archive_bytes, "REGISTRY_MAX_MODULE_ARCHIVE_BYTES");
     let Some(Spooled { mut file, sha256, size, etag, version_id }) =
-        indexer.spool_or_reject(object, limit, rejections).await?
+        spool_or_reject(indexer, object, limit, rejections).await?
     else {
         return Ok(None);
     };
@@ -217,7 +336,7 @@ async fn index_module_archive<S: Storage>(
             rejections.clear(indexer.storage, &object.key).await?;
             let oci = match repacked {
                 None => OciLayer { sha256: sha256.clone(), size, derived: false },
-                Some(repacked) => super::oci::store_module_zip(indexer.storage, &module, repacked).await?,
+                Some(repacked) => oci::store_module_zip(indexer.storage, &module, repacked).await?,
             };
             let docs = module_docs::extract(&kept, &sha256);
             let entry = ModuleVersion {

@@ -10,9 +10,13 @@ use std::io::Seek;
 
 use futures_util::StreamExt;
 
-use super::releases::ReleaseObjects;
+use super::changes::log_changes;
+use super::indexer::{Indexer, Outcome};
+use super::intake::{listed_etag, read_document, spool_or_reject};
+use super::rejections::{Rejections, immutable, immutable_fingerprint};
+use super::releases::{self, ReleaseObjects};
 use super::spool::{Spooled, blocking};
-use super::{Indexer, Outcome, Rejections, deprecations};
+use super::{deprecations, oci};
 use crate::address::ProviderAddress;
 use crate::archive;
 use crate::error::Error;
@@ -103,8 +107,8 @@ pub(super) async fn provider_version_pass<S: Storage>(
     version: &semver::Version,
 ) -> Result<Outcome, Error> {
     let (index_key, document_key) = (layout::provider_index(provider), layout::provider_version(provider, version));
-    let stored_index = Indexer::read_document(indexer.storage, &index_key).await?;
-    let stored = Indexer::read_document(indexer.storage, &document_key).await?;
+    let stored_index = read_document(indexer.storage, &index_key).await?;
+    let stored = read_document(indexer.storage, &document_key).await?;
     let mut index = match &stored_index {
         None => ProviderIndex::default(),
         Some(o) => match ProviderIndex::parse(&o.bytes) {
@@ -166,7 +170,7 @@ async fn list_zips<S: Storage>(
             // Only a release of the registry's own host is signed; elsewhere (a mirrored
             // provider) these files are what a release directory holds, never read.
             Some(ObjectKind::ProviderReleaseFile { provider: p, version, file })
-                if &p == provider && super::releases::signs(indexer, provider) =>
+                if &p == provider && releases::signs(indexer, provider) =>
             {
                 listing.releases.entry(version).or_default().set(file, object);
             }
@@ -193,9 +197,7 @@ async fn read_documents<S: Storage>(indexer: &Indexer<'_, S>, provider: &Provide
             && &p == provider
         {
             let (storage, key) = (indexer.storage, object.key.clone());
-            reads.push(
-                async move { Indexer::read_document(storage, &key).await.map(|doc| doc.map(|doc| (version, doc))) },
-            );
+            reads.push(async move { read_document(storage, &key).await.map(|doc| doc.map(|doc| (version, doc))) });
         }
     }
     let reads: Vec<_> = futures_util::stream::iter(reads).buffer_unordered(DOCUMENT_READS_IN_FLIGHT).collect().await;
@@ -205,7 +207,7 @@ async fn read_documents<S: Storage>(indexer: &Indexer<'_, S>, provider: &Provide
             versions.insert(version, doc);
         }
     }
-    let index = if has_index { Indexer::read_document(indexer.storage, &index_key).await? } else { None };
+    let index = if has_index { read_document(indexer.storage, &index_key).await? } else { None };
     Ok(Documents { versions, index })
 }
 
@@ -247,22 +249,22 @@ async fn update_version_document<S: Storage>(
         }
         None => None,
     };
-    let artifacts = super::oci::attach(provider, &mut document);
+    let artifacts = oci::attach(provider, &mut document);
     let same = match &existing {
         Some(e) => *e == document,
         None => document == ProviderVersion::default() && stored.is_none(),
     };
     if !same {
         if let Some(artifacts) = &artifacts {
-            super::oci::store(indexer.storage, provider, &document, artifacts).await?;
+            oci::store(indexer.storage, provider, &document, artifacts).await?;
         }
         let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
         indexer.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
-        super::oci::forget(indexer.storage, provider, existing.as_ref(), &document).await?;
+        oci::forget(indexer.storage, provider, existing.as_ref(), &document).await?;
         let mut log = changes(provider, existing.as_ref(), &document);
         let deprecation_key = layout::provider_deprecation(provider, version);
         log.extend(deprecations::change(deprecation_key, was, document.deprecation.as_ref()));
-        indexer.log_changes(log).await?;
+        log_changes(indexer, log).await?;
     }
     Ok((document, !same))
 }
@@ -290,7 +292,7 @@ async fn version_document<S: Storage>(
             .filter(|a| a.url == file)
             .and_then(|a| a.indexed.as_ref().filter(|i| !i.etag.is_empty()).map(|i| (a, i.etag.as_str())));
         let unchanged = match recorded {
-            Some((a, etag)) if indexer.listed_etag(object).await? == etag => Some(a),
+            Some((a, etag)) if listed_etag(indexer, object).await? == etag => Some(a),
             _ => None,
         };
         let archive = match unchanged {
@@ -310,9 +312,9 @@ async fn version_document<S: Storage>(
                 }
                 (Some(new), Some(old)) if !indexer.limits.overwrite_published => {
                     let what = format!("{} of provider {provider} {version}", platform.key());
-                    let reason = super::immutable(&what, old.zh(), new.zh());
+                    let reason = immutable(&what, old.zh(), new.zh());
                     let etag = new.indexed.map(|i| i.etag).unwrap_or_default();
-                    let uploaded = ObjectInfo { etag: super::immutable_fingerprint(&etag), ..object.clone() };
+                    let uploaded = ObjectInfo { etag: immutable_fingerprint(&etag), ..object.clone() };
                     rejections.reject(indexer.storage, &uploaded, reason).await?;
                     Some(old.clone())
                 }
@@ -324,8 +326,8 @@ async fn version_document<S: Storage>(
             checked.insert(platform.clone(), (object.clone(), archive));
         }
     }
-    if super::releases::signs(indexer, provider) {
-        return super::releases::sign_off(indexer, provider, version, checked, release, existing, rejections).await;
+    if releases::signs(indexer, provider) {
+        return releases::sign_off(indexer, provider, version, checked, release, existing, rejections).await;
     }
     let archives = checked.into_iter().map(|(platform, (_, archive))| (platform.key(), archive)).collect();
     Ok(ProviderVersion { archives, ..ProviderVersion::default() })
@@ -341,7 +343,7 @@ async fn index_provider_zip<S: Storage>(
 ) -> Result<Option<ProviderArchive>, Error> {
     let limit = (indexer.limits.provider_zip_bytes, "REGISTRY_MAX_PROVIDER_ZIP_BYTES");
     let Some(Spooled { mut file, sha256, size, etag, version_id }) =
-        indexer.spool_or_reject(object, limit, rejections).await?
+        spool_or_reject(indexer, object, limit, rejections).await?
     else {
         return Ok(None);
     };

@@ -1,5 +1,7 @@
 //! Rejection records: why an upload was not indexed, kept at `rejections/KEY.json` while the
-//! upload is there and still bad, so the publisher can find out.
+//! upload is there and still bad, so the publisher can find out. An upload refused as an
+//! overwrite of a published version (`immutable`) keeps its record under a fingerprint of its
+//! own, so its bytes are not read again while overwrites are refused.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -69,7 +71,7 @@ impl Rejections {
     /// The ETag of the upload at `key` that was refused as an overwrite of a published
     /// version, if its record says so: the record stays while those bytes are there.
     pub(super) fn refused_overwrite(&self, key: &str) -> Option<&str> {
-        self.records.get(&layout::rejection(key)).and_then(|e| e.strip_prefix(super::OVERWRITE_FINGERPRINT))
+        self.records.get(&layout::rejection(key)).and_then(|e| e.strip_prefix(OVERWRITE_FINGERPRINT))
     }
 
     /// Record why `object` is not indexed.
@@ -156,3 +158,24 @@ pub(super) async fn write_rejection<S: Storage>(
     };
     publish_log::append(storage, vec![change]).await.map(|_| ())
 }
+
+/// Why an upload of other bytes to a published version is not served. Said in the rejection
+/// record, where the publisher looks.
+pub(super) fn immutable(what: &str, published_sha256: &str, uploaded_sha256: &str) -> String {
+    format!(
+        "{what} is already published with sha256 {published_sha256}; this upload has sha256 {uploaded_sha256}. \
+         Published versions are immutable, and the published bytes stay served: publish a new version, or \
+         delete this key to yank the version and upload it again (REGISTRY_ALLOW_OVERWRITE=true lets an upload \
+         replace a published version)"
+    )
+}
+
+/// What the rejection record of an upload refused as an overwrite keeps as its ETag: those
+/// bytes are not read again while overwrites are refused, and are read again once
+/// `REGISTRY_ALLOW_OVERWRITE` lets them replace the published version.
+pub(super) fn immutable_fingerprint(etag: &str) -> String {
+    if etag.is_empty() { String::new() } else { format!("{OVERWRITE_FINGERPRINT}{etag}") }
+}
+
+/// How [`immutable_fingerprint`] marks a record of an upload refused as an overwrite.
+const OVERWRITE_FINGERPRINT: &str = "overwrite:";

@@ -10,26 +10,20 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Indexer, Rejections};
+use super::indexer::{Indexer, NamespaceKeys};
+use super::intake::listed_etag;
+use super::rejections::Rejections;
 use crate::address::ProviderAddress;
 use crate::error::Error;
 use crate::layout::{self, Platform, ReleaseFile};
 use crate::manifest::{ProviderArchive, ProviderVersion, RecordedKey, SignedRelease};
-use crate::signing::{self, SigningKey};
+use crate::signing;
 use crate::storage::{ObjectInfo, Storage};
 
 /// Longest `_manifest.json` read.
 const RELEASE_MANIFEST_MAX_BYTES: usize = 64 << 10;
 /// Most key files a namespace may have; more is a mistake, not a rotation.
 const KEY_FILES_MAX: usize = 32;
-
-/// A namespace's signing keys as read from `signing-keys/HOST/NS/`.
-#[derive(Debug)]
-pub(super) struct NamespaceKeys {
-    keys: Vec<SigningKey>,
-    /// Key files that could not be used, and why (said in a rejection when no key verifies).
-    problems: Vec<String>,
-}
 
 /// A release's files besides its zips, as listed.
 #[derive(Debug, Clone, Default)]
@@ -198,7 +192,7 @@ async fn verify_release<S: Storage>(
                 // its record while those bytes are still there.
                 let refused = rejections.refused_overwrite(&object.key).map(str::to_string);
                 match refused {
-                    Some(etag) if indexer.listed_etag(object).await? == etag => rejections.keep(&object.key),
+                    Some(etag) if listed_etag(indexer, object).await? == etag => rejections.keep(&object.key),
                     _ => rejections.clear(indexer.storage, &object.key).await?,
                 }
             }

@@ -1,7 +1,7 @@
 use super::fixtures::*;
 use super::*;
 use crate::manifest::ProviderIndex;
-use crate::storage::{MemoryStorage, Object, Precondition};
+use crate::storage::{MemoryStorage, Object, ObjectInfo, Precondition};
 use crate::testing::{tar_gz as tar_gz_of, zip as zip_of};
 use bytes::Bytes;
 

@@ -3,7 +3,8 @@
 //! expression) that points up, or closes a loop, fails here before it settles in. A module is
 //! a file under `src/` or a folder (everything beneath it counts as that module); what its
 //! tests use does not count.
-//! Within a folder, its files (named by `super::FILE`) may not close a loop either.
+//! Within a folder, its files (named by `super::FILE`) may not close a loop either; in
+//! `index/`, they name only each other, never an item of the folder's `mod.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -198,49 +199,68 @@ fn the_cycle_finder_finds_cycles() {
     assert!(cycle(&old).is_some());
 }
 
+/// A file's code without its tests (at the end, behind `#[cfg(test)]`) and without comments:
+/// a doc comment's link to a sibling (`[`super::policy`]`) is no import.
+fn code_only(text: &str) -> String {
+    text.split("\n#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first name after each `super::` in `code`, each of a group's (`use super::{a, b::c}`:
+/// `a`, `b`) included.
+fn super_names(code: &str) -> Vec<String> {
+    let name =
+        |s: &str| -> String { s.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
+    let mut names = vec![];
+    for (at, _) in code.match_indices("super::") {
+        let rest = &code[at + "super::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => names.extend(group.split('}').next().unwrap_or_default().split(',').map(name)),
+            None => names.push(name(rest)),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+/// A folder's files (not `mod.rs`, `lib.rs` or a `tests.rs`) by name, and the names of all its
+/// children: those files and its subfolders.
+fn folder_children(folder: &Path) -> (Vec<(String, std::path::PathBuf)>, BTreeSet<String>, Vec<std::path::PathBuf>) {
+    let (mut files, mut children, mut subfolders) = (vec![], BTreeSet::new(), vec![]);
+    for entry in std::fs::read_dir(folder).expect("source folder") {
+        let path = entry.expect("entry").path();
+        let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if path.is_dir() {
+            subfolders.push(path.clone());
+            children.insert(name);
+        } else if path.extension().is_some_and(|e| e == "rs") && !["mod", "lib", "tests"].contains(&name.as_str()) {
+            children.insert(name.clone());
+            files.push((name, path));
+        }
+    }
+    (files, children, subfolders)
+}
+
 /// Within each module folder, file → the sibling files and folders its non-test code names
-/// through `super::NAME` (`mod.rs`, the folder's own root, is left out: it declares its
-/// children). Keyed by the folder's path under `src/`.
+/// through `super::NAME` or `super::{NAME, …}` (`mod.rs`, the folder's own root, is left out:
+/// it declares its children). Keyed by the folder's path under `src/`.
 fn sibling_dependencies() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut folders = vec![src.clone()];
     let mut found = BTreeMap::new();
     while let Some(folder) = folders.pop() {
-        let mut siblings = BTreeSet::new();
-        let mut files = vec![];
-        for entry in std::fs::read_dir(&folder).expect("source folder") {
-            let path = entry.expect("entry").path();
-            let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-            if path.is_dir() {
-                folders.push(path.clone());
-                siblings.insert(name);
-            } else if path.extension().is_some_and(|e| e == "rs") && !["mod", "lib", "tests"].contains(&name.as_str()) {
-                siblings.insert(name.clone());
-                files.push((name, path));
-            }
-        }
+        let (files, siblings, subfolders) = folder_children(&folder);
+        folders.extend(subfolders);
         let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (name, path) in files {
-            let text = std::fs::read_to_string(&path).expect("readable source");
-            // Code only: a doc comment's link to a sibling (`[`super::policy`]`) is no import.
-            let code: String = text
-                .split("\n#[cfg(test)]")
-                .next()
-                .unwrap_or_default()
-                .lines()
-                .filter(|line| !line.trim_start().starts_with("//"))
-                .collect::<Vec<_>>()
-                .join("\n");
+            let code = code_only(&std::fs::read_to_string(&path).expect("readable source"));
             let deps = graph.entry(name.clone()).or_default();
-            for (at, _) in code.match_indices("super::") {
-                let named: String = code[at + "super::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if named != name && siblings.contains(&named) {
-                    deps.insert(named);
-                }
-            }
+            deps.extend(super_names(&code).into_iter().filter(|named| *named != name && siblings.contains(named)));
         }
         let relative = folder.strip_prefix(&src).expect("under src/").display().to_string();
         found.insert(relative, graph);
@@ -255,11 +275,49 @@ fn sibling_dependencies() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>
 fn files_within_a_folder_depend_on_each_other_one_way() {
     let folders = sibling_dependencies();
     assert!(folders["routes"]["mirror"].contains("pull_through"), "sibling edges are found: {folders:#?}");
+    assert!(folders["index"]["modules"].contains("oci"), "edges in a group are found (`use super::{{…, oci}}`)");
     for (folder, graph) in &folders {
         if let Some(found) = cycle(graph) {
             panic!("import cycle among the files of src/{folder}: {}", found.join(" -> "));
         }
     }
+}
+
+#[test]
+fn super_names_reads_paths_and_groups() {
+    let code = "use super::{a, b::c};\nuse super::d::E;\nlet x = super::f(super::super::g);";
+    assert_eq!(super_names(code), ["a", "b", "d", "f", "super", "g"]);
+}
+
+/// Folders whose `mod.rs` is their top: it declares their files, runs them and re-exports,
+/// and what the files share lives in a file below them, never in `mod.rs`, so a file names
+/// only its siblings through `super::` (issue 47: the indexer's walk climbed back into
+/// `index/mod.rs` seven times). Only these: other folders keep, by design, what their files
+/// share in their `mod.rs` (`storage`'s trait its backends implement, `archive`'s and `oci`'s
+/// constants, …), which this check would report.
+const FOLDERS_WITH_MOD_RS_ON_TOP: &[&str] = &["index"];
+
+#[test]
+fn no_file_of_the_indexer_names_an_item_of_its_mod_rs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut climbs = vec![];
+    for folder in FOLDERS_WITH_MOD_RS_ON_TOP {
+        let (files, siblings, _) = folder_children(&src.join(folder));
+        assert!(files.len() > 5, "src/{folder} was read: {files:?}");
+        for (name, path) in files {
+            let code = code_only(&std::fs::read_to_string(&path).expect("readable source"));
+            for named in super_names(&code) {
+                // `super::super::…` names the folder's parent, not its `mod.rs`.
+                if !siblings.contains(&named) && named != "super" {
+                    climbs.push(format!("src/{folder}/{name}.rs: super::{named}"));
+                }
+            }
+        }
+    }
+    assert!(
+        climbs.is_empty(),
+        "items of a mod.rs named by its files (move them to a file below those that share them): {climbs:?}"
+    );
 }
 
 /// Where a module's unit tests live (docs/CODE_MAP.md, "Tests"): at the end of its file

@@ -1,0 +1,60 @@
+//! How a pass takes in what is in the bucket: the documents it may replace, read before its
+//! listing (rule 1); an archive's ETag as listed, to tell whether it is the one a manifest
+//! records; an upload spooled to disk for checking, or refused with a rejection record.
+
+use super::indexer::Indexer;
+use super::rejections::{Rejections, immutable_fingerprint};
+use super::spool::{Spooled, spool};
+use crate::error::Error;
+use crate::storage::{Object, ObjectInfo, Storage};
+
+/// A document this pass may replace, as read (rule 1). One that fails S3's integrity
+/// check even when read again is corrupt at rest: it is read as unreadable content with its
+/// current ETag, so the pass rewrites it (`If-Match` that ETag) instead of stalling on it.
+pub(super) async fn read_document<S: Storage>(storage: &S, key: &str) -> Result<Option<Object>, Error> {
+    match storage.get(key).await {
+        Err(Error::Corrupt(why)) => {
+            tracing::warn!(key, why, "stored document fails its integrity check; rebuilding it");
+            Ok(storage.etag(key).await?.map(|etag| Object { bytes: bytes::Bytes::new(), etag }))
+        }
+        other => other,
+    }
+}
+
+/// An archive's ETag as listed. S3 lists every object with it; some S3-compatible servers
+/// (s3s-fs, the local registry's) omit it, and then one HEAD answers it, asked only for an
+/// archive the manifest already records, so that it is not read again.
+pub(super) async fn listed_etag<S: Storage>(indexer: &Indexer<'_, S>, object: &ObjectInfo) -> Result<String, Error> {
+    if !object.etag.is_empty() {
+        return Ok(object.etag.clone());
+    }
+    Ok(indexer.storage.etag(&object.key).await?.unwrap_or_default())
+}
+
+/// Spool an upload for checking, or record why not. `None` if there is nothing to check:
+/// rejected before with these bytes, too large (a rejection record is written now),
+/// unreadable as stored (likewise), or gone.
+pub(super) async fn spool_or_reject<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    object: &ObjectInfo,
+    (limit, limit_var): (u64, &str),
+    rejections: &mut Rejections,
+) -> Result<Option<Spooled>, Error> {
+    rejections.keep(&object.key);
+    let refused_as_overwrite = !indexer.limits.overwrite_published
+        && rejections.rejected_before(&object.key, &immutable_fingerprint(&object.etag));
+    if rejections.rejected_before(&object.key, &object.etag) || refused_as_overwrite {
+        return Ok(None);
+    }
+    let reason = if object.size > limit {
+        format!("{} bytes, over the limit of {limit} ({limit_var})", object.size)
+    } else {
+        match spool(indexer.storage, &object.key, limit).await? {
+            None => return Ok(None),
+            Some(Ok(spooled)) => return Ok(Some(spooled)),
+            Some(Err(reason)) => reason,
+        }
+    };
+    rejections.reject(indexer.storage, object, reason).await?;
+    Ok(None)
+}
