@@ -244,7 +244,7 @@ fn answers(c: &mut Criterion) {
     event["headers"].as_object_mut().unwrap().remove("authorization");
     let respond = |event: serde_json::Value| {
         let event = lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default());
-        let answer = runtime.block_on(registry::lambda::respond(&app, event)).unwrap();
+        let answer = runtime.block_on(registry::lambda::http::respond(&app, event)).unwrap();
         serde_json::to_vec(&answer).unwrap()
     };
     let answered: serde_json::Value = serde_json::from_slice(&respond(event.clone())).unwrap();

@@ -162,7 +162,7 @@ fn infra_applies_against_moto_and_reads_back_as_the_code_says() {
 }
 
 /// Every route key the router lists reaches the function of its service, through a Lambda
-/// proxy integration with payload 2.0 (what `lambda::guard` reads), and nothing else is routed.
+/// proxy integration with payload 2.0 (what `lambda::http::guard` reads), and nothing else is routed.
 fn routes_are_the_routers(deployed: &Value) {
     let code: BTreeSet<(String, String)> = route_templates(&BasePaths::default())
         .into_iter()

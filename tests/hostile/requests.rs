@@ -440,7 +440,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
             says: None,
         });
     }
-    // Values lambda_http's request conversion panics on (`registry::lambda::guard`): headers
+    // Values lambda_http's request conversion panics on (`registry::lambda::http::guard`): headers
     // it builds a URL from, on a request that is otherwise an ordinary 404; a path that would
     // end the URL's authority and a query `http::Uri` cannot carry, refused.
     for (name, value) in [
@@ -475,7 +475,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
     for (i, case) in corpus.iter().enumerate() {
         let what = format!("event {i}: {} {}", case.method, &case.target[..case.target.len().min(120)]);
         let host = "abc123def4.execute-api.eu-west-1.amazonaws.com";
-        let response = registry::lambda::answer::<S3Storage>(&app, event(case, &secrets, host)).await;
+        let response = registry::lambda::http::respond_to_payload::<S3Storage>(&app, event(case, &secrets, host)).await;
         let status = response.status_code as u16;
         let header = |name: &str| response.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let body: Vec<u8> = match &response.body {

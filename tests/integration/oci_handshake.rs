@@ -232,7 +232,7 @@ async fn lambda(h: &Harness, app: &App<S3Storage>, method: &str, target: &str, h
     for (name, value) in headers {
         map.insert(name.to_string(), value.clone().into());
     }
-    let response = registry::lambda::answer::<S3Storage>(app, event).await;
+    let response = registry::lambda::http::respond_to_payload::<S3Storage>(app, event).await;
     let mut all = BTreeMap::new();
     for (name, value) in response.headers.iter().chain(response.multi_value_headers.iter()) {
         all.insert(name.as_str().to_string(), value.to_str().unwrap().to_string());

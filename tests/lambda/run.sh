@@ -212,7 +212,7 @@ SEND_TOKEN="" check "web: a page without sign-in is a 401 page" web "/ui/modules
 QUERY="x=1" check "modules: a query string is 400" modules "/v1/modules/acme/network/aws/versions" 400 'query strings are not part of this API'
 check "modules: the list route is not the modules function's" modules "/v1/modules" 404 'this function does not serve module_list'
 # lambda_http builds a URL from these headers and panics on these values; the guard before it
-# (registry::lambda::guard) makes them harmless, and the registry never reads them.
+# (registry::lambda::http::guard) makes them harmless, and the registry never reads them.
 EXTRA_HEADER="x-forwarded-proto=a b" check "modules: an odd X-Forwarded-Proto is ignored" modules "/v1/modules/acme/network/aws/versions" 200 '{\"version\":\"1.0.0\"}'
 oci_repo="/v2/providers/example.com/acme/widget"
 SEND_TOKEN="" check "oci: /v2/ without credentials is a Bearer challenge naming the token endpoint" oci "/v2/" 401 'Bearer realm=\"https://registry.example.com/v2/token\",service=\"registry.example.com\"'

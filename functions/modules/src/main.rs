@@ -6,5 +6,5 @@ use registry::app::Function;
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let app = registry::lambda::s3_app(Function::modules()).await?;
-    lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::respond(&app, event))).await
+    lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::http::respond(&app, event))).await
 }

@@ -4,6 +4,6 @@
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let function = registry::lambda::puller_function().await?;
-    lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::pull(&function, event))).await
+    let state = registry::lambda::puller_state().await?;
+    lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::puller::pull(&state, event))).await
 }

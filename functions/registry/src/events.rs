@@ -1,35 +1,15 @@
-//! S3 event notifications, as S3 delivers them to the indexer Lambda, and the indexer's
-//! handling of a batch.
+//! S3 event notifications, as S3 delivers them to the indexer and puller Lambdas: the
+//! indexer's handling of a batch (`process`, the loop over its records), what an indexer
+//! invocation did (`Summary`), and the pull records a batch names (`pull_records`).
 
 use std::collections::BTreeSet;
 
 use aws_lambda_events::s3::S3Event;
-use serde::Deserialize;
 
 use crate::error::Error;
 use crate::index::{Indexer, Outcome, Pass};
 use crate::layout;
 use crate::storage::Storage;
-
-/// What the indexer function is invoked with: S3 notifications (`aws_lambda_events`' type, as
-/// S3 delivers them), or a manual `{"reindex": "all"}` (`aws lambda invoke`) to rebuild every
-/// manifest.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum IndexerEvent {
-    /// `{"reindex": "all"}`: rebuild every manifest.
-    Reindex {
-        /// `"all"`, the only rebuild there is.
-        reindex: String,
-    },
-    /// `{"audit": "all"}`: replay the publish log and compare it with every manifest.
-    Audit {
-        /// `"all"`, the only audit there is.
-        audit: String,
-    },
-    /// An S3 notification batch.
-    S3(S3Event),
-}
 
 /// What one invocation did, for the function's answer and log.
 #[derive(Debug, Default, serde::Serialize)]
@@ -45,7 +25,7 @@ pub struct Summary {
     /// Passes that failed (each with its error); the others were indexed regardless.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
-    /// What `{"audit": "all"}` found.
+    /// What the audit (`maintenance::Maintenance::Audit`) found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<crate::publish_log::audit::Report>,
 }
@@ -80,81 +60,60 @@ pub fn passes(event: &S3Event, bucket: &str) -> (BTreeSet<Pass>, BTreeSet<String
     (passes, misplaced, ignored)
 }
 
-/// Process one invocation. Every pass runs even if another fails; then failures are
-/// returned as an error, so that Lambda retries an S3 event (transient failures: S3
-/// unavailable, a manifest still contended after every retry) and a manual reindex reports
-/// them. Everything else, including rejected uploads, is an answer.
-pub async fn process<S: Storage>(
-    indexer: &Indexer<'_, S>,
-    bucket: &str,
-    event: IndexerEvent,
-) -> Result<Summary, Error> {
-    let mut summary = Summary::default();
-    let results = match event {
-        IndexerEvent::Reindex { reindex } if reindex == "all" => {
-            indexer.reindex_all().await?.into_iter().map(|(owner, outcome)| (owner.to_string(), outcome)).collect()
-        }
-        IndexerEvent::Reindex { reindex } => {
-            return Err(Error::BadRequest(format!(
-                "unknown reindex request {:?}; use \"all\"",
-                crate::address::printable(&reindex)
-            )));
-        }
-        IndexerEvent::Audit { audit } => {
-            if audit != "all" {
-                return Err(Error::BadRequest(format!(
-                    "unknown audit request {:?}; use \"all\"",
-                    crate::address::printable(&audit)
-                )));
-            }
-            let report = crate::publish_log::audit::audit(indexer.storage()).await?;
-            summary.audit = Some(report);
-            return Ok(summary);
-        }
-        IndexerEvent::S3(event) => {
-            for record in &event.records {
-                let key = record.s3.object.key.as_deref().and_then(decode_event_key);
-                if let (Some(key), Some(principal)) = (key, record.principal_id.principal_id.as_deref()) {
-                    indexer.record_principal(&key, principal);
-                }
-            }
-            let (passes, misplaced, ignored) = passes(&event, bucket);
-            summary.ignored_keys = ignored;
-            for key in &misplaced {
-                indexer.on_object_changed(key).await?;
-            }
-            summary.rejected_keys = misplaced.len();
-            let mut results = Vec::with_capacity(passes.len());
-            for pass in passes {
-                let outcome = indexer.run(&pass).await;
-                if let Err(e) = &outcome {
-                    tracing::error!(%pass, error = %e, "indexing failed");
-                }
-                results.push((pass.to_string(), outcome));
-            }
-            results
-        }
-    };
-    let mut first_failure = None;
-    for (pass, outcome) in results {
-        match outcome {
-            Ok(Outcome::Unchanged) => summary.unchanged.push(pass),
-            Ok(Outcome::Written { .. }) => summary.indexed.push(pass),
-            Err(e) => {
-                summary.failed.push(format!("{pass}: {e}"));
-                first_failure.get_or_insert(e);
-            }
+/// Process one S3 notification batch: record who uploaded each key, reject what fits no owner,
+/// then run the passes covering the rest. Every pass runs even if another fails; then failures
+/// are returned as an error (`Summary::tally`), so that Lambda retries the event (transient
+/// failures: S3 unavailable, a manifest still contended after every retry). Everything else,
+/// including rejected uploads, is an answer.
+pub async fn process<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: &S3Event) -> Result<Summary, Error> {
+    for record in &event.records {
+        let key = record.s3.object.key.as_deref().and_then(decode_event_key);
+        if let (Some(key), Some(principal)) = (key, record.principal_id.principal_id.as_deref()) {
+            indexer.record_principal(&key, principal);
         }
     }
-    match first_failure {
-        None => Ok(summary),
-        Some(e) => {
-            tracing::error!(indexed = summary.indexed.len(), failed = ?summary.failed, "indexing failed for some passes");
-            Err(Error::Unavailable(format!(
-                "{} pass(es) failed, the first with {e}: {}",
-                summary.failed.len(),
-                summary.failed.join("; ")
-            )))
+    let (passes, misplaced, ignored) = passes(event, bucket);
+    let mut summary = Summary { ignored_keys: ignored, ..Summary::default() };
+    for key in &misplaced {
+        indexer.on_object_changed(key).await?;
+    }
+    summary.rejected_keys = misplaced.len();
+    let mut results = Vec::with_capacity(passes.len());
+    for pass in passes {
+        let outcome = indexer.run(&pass).await;
+        if let Err(e) = &outcome {
+            tracing::error!(%pass, error = %e, "indexing failed");
+        }
+        results.push((pass.to_string(), outcome));
+    }
+    summary.tally(results)
+}
+
+impl Summary {
+    /// Each pass's outcome into the summary (written, unchanged or failed), then the summary, or
+    /// an error naming every failed pass when one failed (the others were run regardless).
+    pub fn tally(mut self, results: impl IntoIterator<Item = (String, Result<Outcome, Error>)>) -> Result<Self, Error> {
+        let mut first_failure = None;
+        for (pass, outcome) in results {
+            match outcome {
+                Ok(Outcome::Unchanged) => self.unchanged.push(pass),
+                Ok(Outcome::Written { .. }) => self.indexed.push(pass),
+                Err(e) => {
+                    self.failed.push(format!("{pass}: {e}"));
+                    first_failure.get_or_insert(e);
+                }
+            }
+        }
+        match first_failure {
+            None => Ok(self),
+            Some(e) => {
+                tracing::error!(indexed = self.indexed.len(), failed = ?self.failed, "indexing failed for some passes");
+                Err(Error::Unavailable(format!(
+                    "{} pass(es) failed, the first with {e}: {}",
+                    self.failed.len(),
+                    self.failed.join("; ")
+                )))
+            }
         }
     }
 }

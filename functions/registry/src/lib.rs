@@ -32,6 +32,9 @@ pub mod invariants;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod layout;
+// The indexer function's maintenance commands (`lambda::indexer` runs them).
+#[cfg(feature = "aws")]
+mod maintenance;
 pub mod manifest;
 pub mod module_docs;
 pub mod oci;

@@ -1,10 +1,12 @@
-//! The puller: copies the zips of a pull record (a verified upstream release) into the bucket,
+//! The puller: copies the zips of a pull record (a verified upstream release) into the bucket
+//! (`copy_release`; `copy_batch` for each record of an S3 notification batch),
 //! where the indexer indexes them as any uploaded provider package. It believes the record
 //! only after checking its signature again, and stores a zip only after its bytes hashed to
 //! the SHA-256 the signed `SHA256SUMS` lists: a zip that differs is never written, so a
 //! tampered upstream download leaves nothing behind. Each zip goes to a temporary file first
 //! (Lambda's `/tmp`), so memory stays small whatever the size.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde::Serialize;
@@ -27,6 +29,36 @@ pub struct CopyReport {
     /// Platforms not copied, each with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<(String, String)>,
+}
+
+/// Copy what each pull record of a batch (an S3 notification's, `events::pull_records`) names
+/// and the bucket lacks: every record is tried, each report kept under its record's key. Then
+/// the first failure worth retrying, if any, is the error, so that Lambda retries the whole
+/// event (a record already copied is found present the next time).
+pub async fn copy_batch<S: Storage>(
+    storage: &S,
+    upstream: &Upstream,
+    record_keys: impl IntoIterator<Item = String>,
+    limit: u64,
+) -> Result<BTreeMap<String, CopyReport>, Error> {
+    let mut reports = BTreeMap::new();
+    let mut failure = None;
+    for key in record_keys {
+        match copy_release(storage, upstream, &key, limit).await {
+            Ok(report) => {
+                tracing::info!(key, copied = ?report.copied, present = ?report.present, failed = ?report.failed, "pulled");
+                reports.insert(key, report);
+            }
+            Err(e) => {
+                tracing::error!(key, error = %e, "pull failed; the event will be retried");
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(reports),
+    }
 }
 
 /// Copy what the pull record at `record_key` names and the bucket lacks. An `Err` is a

@@ -12,7 +12,8 @@
 //!   verified end to end: its `SHA256SUMS` signed by a key the upstream names, every
 //!   platform's SHA-256 the one that file lists.
 //! - [`copy`] (feature `aws`): the puller, which copies a verified release's zips into the
-//!   bucket, each checked against the signed SHA-256 before it is stored.
+//!   bucket, each checked against the signed SHA-256 before it is stored (`copy_release`), for
+//!   each pull record of a notification batch (`copy_batch`).
 
 pub mod records;
 pub mod release;

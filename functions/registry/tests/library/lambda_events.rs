@@ -6,6 +6,7 @@
 
 use aws_lambda_events::apigw::ApiGatewayV2httpResponse;
 use aws_lambda_events::encodings::Body;
+use registry::lambda::http::respond_to_payload;
 use registry::router::Service;
 use registry::storage::MemoryStorage;
 use registry::{App, Config};
@@ -61,7 +62,7 @@ fn storage() -> MemoryStorage {
 }
 
 async fn call<S: registry::storage::Storage>(app: &App<S>, method: &str, path: &str) -> (u16, http::HeaderMap, Value) {
-    let response = registry::lambda::answer(app, event(method, path)).await;
+    let response = respond_to_payload(app, event(method, path)).await;
     let status = response.status_code as u16;
     let headers = response.headers.clone();
     assert_eq!(headers.get("content-type").map(|v| v.to_str().unwrap()), Some("application/json"), "{method} {path}");
@@ -71,11 +72,11 @@ async fn call<S: registry::storage::Storage>(app: &App<S>, method: &str, path: &
 #[tokio::test]
 async fn the_recorded_event_as_is() {
     let app = App::builder(Config::new("bucket"), storage()).services(&[Service::Modules]).build().unwrap();
-    let response = registry::lambda::answer(&app, recorded()).await;
+    let response = respond_to_payload(&app, recorded()).await;
     assert_eq!(response.status_code, 200);
     assert_eq!(body_json(&response), json!({"modules":[{"versions":[{"version":"1.1.0"},{"version":"1.0.0"}]}]}));
     assert_eq!(app.storage().request_count(), 2, "a cold container reads the token store and the manifest");
-    registry::lambda::answer(&app, recorded()).await;
+    respond_to_payload(&app, recorded()).await;
     assert_eq!(app.storage().request_count(), 3, "then exactly one S3 request per registry request");
 }
 
@@ -145,11 +146,11 @@ async fn the_bearer_token_in_the_event_is_what_is_checked() {
         App::builder(Config::new("bucket"), storage()).services(&[Service::Modules, Service::Mirror]).build().unwrap();
     let mut e = recorded();
     e["headers"].as_object_mut().unwrap().remove("authorization");
-    let response = registry::lambda::answer(&app, e.clone()).await;
+    let response = respond_to_payload(&app, e.clone()).await;
     assert_eq!(response.status_code, 401);
     assert_eq!(response.headers["www-authenticate"], r#"Bearer realm="terraform-registry""#);
     e["headers"]["authorization"] = json!("Bearer some-other-token");
-    let response = registry::lambda::answer(&app, e).await;
+    let response = respond_to_payload(&app, e).await;
     assert_eq!(response.status_code, 401);
     // In the token's scope for providers, outside it for another origin.
     let (status, _, _) = call(&app, "GET", "/v1/mirror/registry.terraform.io/hashicorp/null/index.json").await;
@@ -197,21 +198,21 @@ async fn no_header_value_can_panic_the_adapter() {
             lambda_http::Request::from(lambda_http::request::LambdaRequest::ApiGatewayV2(unguarded))
         });
         assert!(converted.is_err(), "{pointer} = {value}: lambda_http took it unguarded");
-        let response = registry::lambda::answer(&app, e).await;
+        let response = respond_to_payload(&app, e).await;
         assert_eq!(response.status_code, i64::from(status), "{pointer} = {value}");
         assert!(body_json(&response).is_object(), "{pointer} = {value}: a JSON answer");
     }
     for (name, value) in [("x-forwarded-proto", "\u{0}"), ("host", "\n")] {
         let mut e = recorded();
         e["headers"][name] = json!(value);
-        let response = registry::lambda::answer(&app, e).await;
+        let response = respond_to_payload(&app, e).await;
         assert_eq!(response.status_code, 400, "{name}: {value:?}");
         assert!(body_json(&response).is_object(), "{name}: {value:?}: a JSON answer");
     }
     // Not an API Gateway event at all: a JSON 400, not a failed invocation.
     for junk in [json!({"hello": "world"}), json!([]), json!({"requestContext": {"http": {"method": "NOT A METHOD"}}})]
     {
-        let response = registry::lambda::answer(&app, junk.clone()).await;
+        let response = respond_to_payload(&app, junk.clone()).await;
         assert_eq!(response.status_code, 400, "{junk}");
         assert!(body_json(&response)["errors"][0].is_string(), "{junk}");
     }
@@ -234,27 +235,27 @@ async fn web_pages_read_cookies_and_form_bodies_as_api_gateway_sends_them() {
     sign_in["body"] =
         json!(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "token=example-token-not-logged"));
     sign_in["isBase64Encoded"] = json!(true);
-    let response = registry::lambda::answer(&app, sign_in.clone()).await;
+    let response = respond_to_payload(&app, sign_in.clone()).await;
     assert_eq!(response.status_code, 303);
     assert_eq!(response.cookies.len(), 1, "{response:?}");
     assert!(response.cookies[0].starts_with("__Host-registry-token=example-token-not-logged;"));
     assert!(response.headers.get("set-cookie").is_none(), "cookies leave in `cookies` only");
 
     sign_in["headers"]["origin"] = json!("https://evil.example");
-    let refused = registry::lambda::answer(&app, sign_in.clone()).await;
+    let refused = respond_to_payload(&app, sign_in.clone()).await;
     assert_eq!((refused.status_code, refused.cookies.len()), (403, 0));
     sign_in["body"] = json!("not base64!");
-    assert_eq!(registry::lambda::answer(&app, sign_in).await.status_code, 400);
+    assert_eq!(respond_to_payload(&app, sign_in).await.status_code, 400);
 
     let mut page = event("GET", "/ui/modules/acme/vpc/aws");
     page["headers"].as_object_mut().unwrap().remove("authorization");
     page["cookies"] = json!(["theme=dark", "__Host-registry-token=example-token-not-logged"]);
-    let response = registry::lambda::answer(&app, page.clone()).await;
+    let response = respond_to_payload(&app, page.clone()).await;
     assert_eq!(response.status_code, 200, "{}", text(&response));
     assert!(text(&response).contains("abc123def4.execute-api.eu-west-1.amazonaws.com/acme/vpc/aws"));
     assert!(response.headers.get("content-security-policy").is_some());
     page["cookies"] = json!([]);
-    assert_eq!(registry::lambda::answer(&app, page).await.status_code, 401);
+    assert_eq!(respond_to_payload(&app, page).await.status_code, 401);
 }
 
 /// Strings built from the characters that break URLs: separators, brackets, spaces, control
@@ -294,7 +295,7 @@ proptest::proptest! {
         e.request_context.stage = Some(stage);
         e.body = Some(body);
         e.is_base64_encoded = base64;
-        if registry::lambda::guard(&mut e).is_ok() {
+        if registry::lambda::http::guard(&mut e).is_ok() {
             let converted = std::panic::catch_unwind(|| {
                 lambda_http::Request::from(lambda_http::request::LambdaRequest::ApiGatewayV2(e))
             });

@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use registry::Config;
-use registry::lambda::{IndexerFunction, index_payload as index};
+use registry::lambda::IndexerState;
+use registry::lambda::indexer::index_payload as index;
 use registry::storage::MemoryStorage;
 use registry::testing::{module_tar_gz, provider_zip};
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ fn tar_gz(marker: &str) -> Vec<u8> {
     module_tar_gz(&[("main.tf", marker)])
 }
 
-fn function() -> IndexerFunction<MemoryStorage> {
+fn function() -> IndexerState<MemoryStorage> {
     let storage = MemoryStorage::new();
     // The state of the bucket after the batch's uploads and delete.
     storage.insert("modules/acme/network/aws/1.2.0.tar.gz", tar_gz("# 1.2.0"));
@@ -29,7 +30,7 @@ fn function() -> IndexerFunction<MemoryStorage> {
         "providers/example.com/acme/widget/terraform-provider-widget_1.0.0_linux_amd64.zip",
         provider_zip("widget", "1.0.0", "batch"),
     );
-    IndexerFunction { config: Config::new("acme-registry"), storage }
+    IndexerState { config: Config::new("acme-registry"), storage }
 }
 
 #[tokio::test]
@@ -73,7 +74,7 @@ async fn a_batch_rebuilds_each_affected_manifest_once() {
 
 #[tokio::test]
 async fn other_buckets_and_unknown_events_are_ignored() {
-    let f = IndexerFunction { config: Config::new("another-bucket"), storage: MemoryStorage::new() };
+    let f = IndexerState { config: Config::new("another-bucket"), storage: MemoryStorage::new() };
     let answer = index(&f, serde_json::from_str(BATCH).unwrap()).await.unwrap();
     assert_eq!(answer["ignored_keys"], 6);
     assert_eq!(f.storage.keys(), Vec::<String>::new());
@@ -82,6 +83,14 @@ async fn other_buckets_and_unknown_events_are_ignored() {
     assert!(err.to_string().contains("expected S3 notifications"), "{err}");
     let err = index(&f, json!({"reindex": "some"})).await.unwrap_err();
     assert!(err.to_string().contains("use \"all\""), "{err}");
+    // The maintenance commands' refusals, word for word as operators see them.
+    let err = index(&f, json!({"audit": "some"})).await.unwrap_err();
+    assert_eq!(err.to_string(), r#"bad request: unknown audit request "some"; use "all""#);
+    let err = index(&f, json!({"reindex": 5})).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"expected S3 notifications or {"reindex": "all"}: data did not match any variant of untagged enum IndexerEvent"#
+    );
 }
 
 #[tokio::test]
@@ -118,8 +127,8 @@ fn record(event_name: &str, key: &str) -> Value {
 async fn restoring_a_deleted_archive_publishes_it_again() {
     const KEY: &str = "modules/acme/network/aws/1.2.0.tar.gz";
     const MANIFEST: &str = "indexed/modules/acme/network/aws/manifest.json";
-    let f = IndexerFunction { config: Config::new("acme-registry"), storage: MemoryStorage::versioned() };
-    let sha256 = |f: &IndexerFunction<MemoryStorage>| -> Vec<String> {
+    let f = IndexerState { config: Config::new("acme-registry"), storage: MemoryStorage::versioned() };
+    let sha256 = |f: &IndexerState<MemoryStorage>| -> Vec<String> {
         let manifest: Value = serde_json::from_slice(&f.storage.peek(MANIFEST).unwrap()).unwrap();
         manifest["versions"].as_array().unwrap().iter().map(|v| v["sha256"].as_str().unwrap().to_string()).collect()
     };

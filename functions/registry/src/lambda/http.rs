@@ -1,5 +1,4 @@
-//! The Lambda side: build each function's state once per container, and answer the events the
-//! runtime hands over. The binaries only call these.
+//! The HTTP adapter: the API Gateway functions' events through the guard and lambda_http.
 //!
 //! API Gateway HTTP API events (payload format 2.0) become `http::Request`s through
 //! lambda_http, and the handler's `http::Response` becomes API Gateway's response event
@@ -19,85 +18,53 @@ use lambda_http::request::LambdaRequest;
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 
-use crate::app::{App, Function, RawPath, Reply, Request};
-use crate::config::Config;
+use crate::app::{App, RawPath, Reply, Request};
 use crate::error::Error;
-use crate::storage::{NoStorage, S3Storage, Storage};
+use crate::storage::Storage;
 
-/// What a function's start-up or an indexer invocation fails with.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
-pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
-    Ok(App::builder(Config::from_env()?, NoStorage).function(Function::discovery()).build()?)
-}
-
-/// The modules, mirror, providers, web or oci function (`Function::modules()`, …): config and
-/// the S3 client, built once, and the clients its configuration asks for
-/// (`Builder::build`: the mirror's upstreams, the OpenID Connect issuers' keys).
-pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
-    let (config, storage) = config_and_storage().await?;
-    Ok(App::builder(config, storage).function(function).build()?)
-}
-
-/// Configuration and the S3 client, with what each cost in the function's log (the cold-start
-/// benchmark reads `sdk_us` from this line).
-async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
-    let started = std::time::Instant::now();
-    let config = Config::from_env()?;
-    let config_done = started.elapsed();
-    let storage = S3Storage::from_env(&config.bucket, config.s3_force_path_style).await;
-    tracing::info!(
-        config_us = config_done.as_micros() as u64,
-        sdk_us = (started.elapsed() - config_done).as_micros() as u64,
-        "init: configuration, then AWS config, credentials chain and S3 client with its TLS setup"
-    );
-    Ok((config, storage))
-}
-
-/// Answer one API Gateway invocation. Never an `Err`: API Gateway would turn it into an
-/// opaque 502, so every failure is already a JSON reply here.
+/// Respond to one API Gateway invocation (what the runtime calls). Never an `Err`: API Gateway
+/// would turn it into an opaque 502, so every failure is already a JSON reply here.
 pub async fn respond<S: Storage>(
     app: &App<S>,
     event: LambdaEvent<Value>,
-) -> Result<Answer<impl serde::Serialize + Send + use<S>>, Infallible> {
+) -> Result<ResponseEvent<impl serde::Serialize + Send + use<S>>, Infallible> {
     let LambdaEvent { payload, context } = event;
-    Ok(answer_event(app, payload, context).await)
+    Ok(response_event(app, payload, context).await)
 }
 
 /// API Gateway's response event: lambda_http's for what it converted, the guard's refusal
 /// otherwise (lambda_http does not name its response type outside the crate, so this wraps it).
 #[derive(serde::Serialize)]
 #[serde(untagged)]
-pub enum Answer<R> {
+pub enum ResponseEvent<R> {
     /// What lambda_http made of the handler's `http::Response`.
-    Answered(R),
+    Converted(R),
     /// An event refused before lambda_http saw it.
     Refused(Box<ApiGatewayV2httpResponse>),
 }
 
-/// The answer to an API Gateway HTTP API event, given as the JSON the runtime delivers, as
-/// the JSON the runtime sends back (what tests call). Anything that is not such an event gets
-/// a 400 JSON answer.
-pub async fn answer<S: Storage>(app: &App<S>, event: Value) -> ApiGatewayV2httpResponse {
-    let answer = answer_event(app, event, lambda_runtime::Context::default()).await;
-    let json = serde_json::to_value(&answer).unwrap_or_default();
+/// The response event to an API Gateway HTTP API event, given as the JSON the runtime
+/// delivers, read back from the JSON the runtime would send (what tests call). Anything that is
+/// not such an event gets a 400 JSON response.
+pub async fn respond_to_payload<S: Storage>(app: &App<S>, payload: Value) -> ApiGatewayV2httpResponse {
+    let response = response_event(app, payload, lambda_runtime::Context::default()).await;
+    let json = serde_json::to_value(&response).unwrap_or_default();
     serde_json::from_value(json).unwrap_or_else(|e| {
         api_gateway_response(Reply::error(&Error::Internal(format!("unreadable response event: {e}"))).into_http())
     })
 }
 
-async fn answer_event<S: Storage>(
+async fn response_event<S: Storage>(
     app: &App<S>,
     payload: Value,
     context: lambda_runtime::Context,
-) -> Answer<impl serde::Serialize + Send + use<S>> {
+) -> ResponseEvent<impl serde::Serialize + Send + use<S>> {
     let mut event = match serde_json::from_value::<ApiGatewayV2httpRequest>(payload) {
         Ok(event) => event,
         Err(e) => {
             tracing::warn!(error = %e, "not an API Gateway HTTP API (payload 2.0) event");
             let refused = Error::BadRequest("the function expects API Gateway HTTP API (payload 2.0) events".into());
-            return Answer::Refused(Box::new(api_gateway_response(Reply::error(&refused).into_http())));
+            return ResponseEvent::Refused(Box::new(api_gateway_response(Reply::error(&refused).into_http())));
         }
     };
     if let Err(refused) = guard(&mut event) {
@@ -105,7 +72,7 @@ async fn answer_event<S: Storage>(
         let path = crate::app::loggable_path(raw_path);
         tracing::info!(%path, status = refused.status().as_u16(), error = %refused, "refused before lambda_http");
         let request = Request::from_parts(&event.request_context.http.method, raw_path, None, &event.headers);
-        return Answer::Refused(Box::new(api_gateway_response(app.refuse(&refused, &request).into_http())));
+        return ResponseEvent::Refused(Box::new(api_gateway_response(app.refuse(&refused, &request).into_http())));
     }
     let handler = lambda_http::service_fn(|request: lambda_http::Request| async move {
         // Boxed: the runtime's service layers on top of the handler's own future make a type
@@ -115,7 +82,7 @@ async fn answer_event<S: Storage>(
     });
     let event = LambdaEvent::new(LambdaRequest::ApiGatewayV2(event), context);
     match lambda_http::tower::ServiceExt::oneshot(lambda_http::Adapter::from(handler), event).await {
-        Ok(response) => Answer::Answered(response),
+        Ok(response) => ResponseEvent::Converted(response),
         Err(never) => match never {},
     }
 }
@@ -207,96 +174,14 @@ fn is_host(host: &str) -> bool {
 /// others): payload 2.0 sets cookies from `cookies`, one per `Set-Cookie`.
 fn api_gateway_response(response: http::Response<Bytes>) -> ApiGatewayV2httpResponse {
     let (mut parts, body) = response.into_parts();
-    let mut answer = ApiGatewayV2httpResponse::default();
-    answer.status_code = i64::from(parts.status.as_u16());
+    let mut event = ApiGatewayV2httpResponse::default();
+    event.status_code = i64::from(parts.status.as_u16());
     let cookies = parts.headers.get_all(http::header::SET_COOKIE);
-    answer.cookies = cookies.iter().filter_map(|v| v.to_str().ok().map(str::to_string)).collect();
+    event.cookies = cookies.iter().filter_map(|v| v.to_str().ok().map(str::to_string)).collect();
     parts.headers.remove(http::header::SET_COOKIE);
-    answer.headers = parts.headers;
+    event.headers = parts.headers;
     if !body.is_empty() {
-        answer.body = Some(Body::Text(String::from_utf8_lossy(&body).into_owned()));
+        event.body = Some(Body::Text(String::from_utf8_lossy(&body).into_owned()));
     }
-    answer
-}
-
-/// The indexer function's state: config and the S3 client, built once per container.
-pub struct IndexerFunction<S> {
-    /// Loaded once at start.
-    pub config: Config,
-    /// The bucket.
-    pub storage: S,
-}
-
-/// Build the indexer function's state from the environment (once per container).
-pub async fn indexer_function() -> Result<IndexerFunction<S3Storage>, BoxError> {
-    let (config, storage) = config_and_storage().await?;
-    Ok(IndexerFunction { config, storage })
-}
-
-/// Answer one indexer invocation (S3 notifications, or `{"reindex": "all"}`). An `Err` makes
-/// Lambda retry the event, so only transient failures are errors.
-pub async fn index<S: Storage>(function: &IndexerFunction<S>, event: LambdaEvent<Value>) -> Result<Value, BoxError> {
-    // Boxed for the same reason as the handler's future in `answer`.
-    Box::pin(index_payload(function, event.payload)).await
-}
-
-/// The indexer's answer to an invocation's JSON (what tests call).
-pub async fn index_payload<S: Storage>(function: &IndexerFunction<S>, payload: Value) -> Result<Value, BoxError> {
-    let event: crate::events::IndexerEvent = serde_json::from_value(payload)
-        .map_err(|e| format!("expected S3 notifications or {{\"reindex\": \"all\"}}: {e}"))?;
-    let indexer = crate::index::Indexer::new(&function.storage, function.config.limits.clone())
-        .signing_for(function.config.hostname.clone());
-    let summary = crate::events::process(&indexer, &function.config.bucket, event).await?;
-    tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
-    Ok(serde_json::to_value(summary)?)
-}
-
-/// The puller function's state: config, the S3 client and the upstream client, built once.
-pub struct PullerFunction<S> {
-    /// Loaded once at start.
-    pub config: Config,
-    /// The bucket.
-    pub storage: S,
-    /// The allowed upstreams.
-    pub upstream: crate::upstream::Upstream,
-}
-
-/// Build the puller function's state from the environment (once per container). Without
-/// upstream hosts there is nothing to pull: a configuration error.
-pub async fn puller_function() -> Result<PullerFunction<S3Storage>, BoxError> {
-    let (config, storage) = config_and_storage().await?;
-    let upstream = crate::upstream::Upstream::new(&config.upstream)?
-        .ok_or("REGISTRY_UPSTREAM_HOSTS is empty: the puller has no upstream to copy from")?;
-    Ok(PullerFunction { config, storage, upstream })
-}
-
-/// Answer one puller invocation: S3 notifications of pull records. An `Err` (storage or the
-/// upstream unreachable) makes Lambda retry the event; a zip that does not verify is not.
-pub async fn pull<S: Storage>(function: &PullerFunction<S>, event: LambdaEvent<Value>) -> Result<Value, BoxError> {
-    Box::pin(pull_payload(function, event.payload)).await
-}
-
-/// The puller's answer to an invocation's JSON (what tests call).
-pub async fn pull_payload<S: Storage>(function: &PullerFunction<S>, payload: Value) -> Result<Value, BoxError> {
-    let event: aws_lambda_events::s3::S3Event =
-        serde_json::from_value(payload).map_err(|e| format!("expected S3 notifications: {e}"))?;
-    let mut reports = serde_json::Map::new();
-    let mut failure = None;
-    for key in crate::events::pull_records(&event, &function.config.bucket) {
-        let limit = function.config.limits.provider_zip_bytes;
-        match crate::upstream::copy::copy_release(&function.storage, &function.upstream, &key, limit).await {
-            Ok(report) => {
-                tracing::info!(key, copied = ?report.copied, present = ?report.present, failed = ?report.failed, "pulled");
-                reports.insert(key, serde_json::to_value(report)?);
-            }
-            Err(e) => {
-                tracing::error!(key, error = %e, "pull failed; the event will be retried");
-                failure.get_or_insert(e);
-            }
-        }
-    }
-    match failure {
-        Some(e) => Err(Box::new(e)),
-        None => Ok(Value::Object(reports)),
-    }
+    event
 }

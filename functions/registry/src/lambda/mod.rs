@@ -1,0 +1,85 @@
+//! The Lambda side: each function's state, built once per container (here), and one adapter
+//! per kind of event, which translates the event into a call of the library and its result
+//! back into what the runtime sends. The binaries only call these.
+//!
+//! - [`http`]: API Gateway HTTP API events (the discovery, modules, mirror, providers, web and
+//!   oci functions) through the guard and lambda_http to the handler's `http` types and back.
+//! - [`indexer`]: S3 notifications to `events::process`, maintenance commands
+//!   (`{"reindex": "all"}`, `{"audit": "all"}`) to `maintenance`.
+//! - [`puller`]: S3 notifications of pull records to `upstream::copy::copy_batch`.
+//!
+//! The loops over a batch's records, and what is retried, live beside the work they drive,
+//! not here.
+
+pub mod http;
+pub mod indexer;
+pub mod puller;
+
+use crate::app::{App, Function};
+use crate::config::Config;
+use crate::storage::{NoStorage, S3Storage};
+use crate::upstream::Upstream;
+
+/// What a function's start-up or an indexer or puller invocation fails with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
+pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
+    Ok(App::builder(Config::from_env()?, NoStorage).function(Function::discovery()).build()?)
+}
+
+/// The modules, mirror, providers, web or oci function (`Function::modules()`, …): config and
+/// the S3 client, built once, and the clients its configuration asks for
+/// (`Builder::build`: the mirror's upstreams, the OpenID Connect issuers' keys).
+pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
+    let (config, storage) = config_and_storage().await?;
+    Ok(App::builder(config, storage).function(function).build()?)
+}
+
+/// The indexer function's state: config and the S3 client, built once per container.
+pub struct IndexerState<S> {
+    /// Loaded once at start.
+    pub config: Config,
+    /// The bucket.
+    pub storage: S,
+}
+
+/// Build the indexer function's state from the environment (once per container).
+pub async fn indexer_state() -> Result<IndexerState<S3Storage>, BoxError> {
+    let (config, storage) = config_and_storage().await?;
+    Ok(IndexerState { config, storage })
+}
+
+/// The puller function's state: config, the S3 client and the upstream client, built once.
+pub struct PullerState<S> {
+    /// Loaded once at start.
+    pub config: Config,
+    /// The bucket.
+    pub storage: S,
+    /// The allowed upstreams.
+    pub upstream: Upstream,
+}
+
+/// Build the puller function's state from the environment (once per container). Without
+/// upstream hosts there is nothing to pull: a configuration error.
+pub async fn puller_state() -> Result<PullerState<S3Storage>, BoxError> {
+    let (config, storage) = config_and_storage().await?;
+    let upstream = Upstream::new(&config.upstream)?
+        .ok_or("REGISTRY_UPSTREAM_HOSTS is empty: the puller has no upstream to copy from")?;
+    Ok(PullerState { config, storage, upstream })
+}
+
+/// Configuration and the S3 client, with what each cost in the function's log (the cold-start
+/// benchmark reads `sdk_us` from this line).
+async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
+    let started = std::time::Instant::now();
+    let config = Config::from_env()?;
+    let config_done = started.elapsed();
+    let storage = S3Storage::from_env(&config.bucket, config.s3_force_path_style).await;
+    tracing::info!(
+        config_us = config_done.as_micros() as u64,
+        sdk_us = (started.elapsed() - config_done).as_micros() as u64,
+        "init: configuration, then AWS config, credentials chain and S3 client with its TLS setup"
+    );
+    Ok((config, storage))
+}
