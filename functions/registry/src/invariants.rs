@@ -1,5 +1,5 @@
 //! Invariants of the request path that hold for any input, checked by the property tests
-//! (`tests/properties.rs`) and the fuzz targets (`fuzz/`) alike, so both test the same thing.
+//! (`tests/library/properties.rs`) and the fuzz targets (`fuzz/`) alike, so both test the same thing.
 //! Not used at run time.
 
 use http::Method;

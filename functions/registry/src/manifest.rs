@@ -81,7 +81,7 @@ pub struct ModuleVersion {
     /// the policy `off` and in manifests written before judgments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judged: Option<Judgment>,
-    /// Marked deprecated by its publisher (`layout::deprecation`); absent otherwise.
+    /// Marked deprecated by its publisher (`layout::module_deprecation`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecation: Option<Deprecation>,
 }
@@ -136,7 +136,8 @@ impl Judgment {
     }
 }
 
-/// A publisher's deprecation of a version (`layout::deprecation`, a small JSON file).
+/// A publisher's deprecation of a version (`layout::module_deprecation`,
+/// `layout::provider_deprecation`: a small JSON file).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deprecation {
     /// Why, as the publisher wrote it.

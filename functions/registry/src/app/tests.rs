@@ -898,3 +898,27 @@ async fn discovery_offers_login_only_with_an_issuers_login_client() {
         String::from_utf8_lossy(&reply.body).contains("the keys of issuer https://idp.example.com cannot be fetched")
     );
 }
+
+/// Every row of the route table is answered by its own function (no arm missing from its
+/// protocol's `answer`, which would fall to "this function does not serve"), and every row that
+/// reads a module or provider asks the verifier before it reads anything: without a token,
+/// where nothing is anonymous, each answers 401 having read no manifest.
+#[tokio::test]
+async fn every_row_is_answered_by_its_function_and_access_checked() {
+    use crate::router::{ROUTES, Reads};
+    let mut config = Config::new("bucket");
+    config.hostname = Some("registry.example.com".into());
+    for row in ROUTES {
+        let app =
+            App::builder(config.clone(), MemoryStorage::new()).function(Function::of(row.service)).build().unwrap();
+        let (method, path, query) = row.example(&config.paths);
+        let reply = app.handle(&Request::new(&method, &path).query(query)).await;
+        let body = String::from_utf8_lossy(&reply.body);
+        assert!(!body.contains("does not serve"), "{method} {path}: not answered by its function: {body}");
+        let route = crate::router::route(&method, &path, query, &config.paths).unwrap();
+        if matches!(route.reads(), Reads::Module(_) | Reads::Provider(_) | Reads::OwnProvider(_)) {
+            assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}: served without an access check");
+            assert_eq!(app.storage().request_count(), 0, "{method} {path}: read before the access check");
+        }
+    }
+}

@@ -23,7 +23,7 @@ enum IndexerEvent {
 /// Index what one invocation names (what the runtime calls). An `Err` makes Lambda retry the
 /// event, so only transient failures are errors.
 pub async fn index<S: Storage>(state: &IndexerState<S>, event: LambdaEvent<Value>) -> Result<Value, BoxError> {
-    // Boxed for the same reason as the handler's future in `http::respond`.
+    // Boxed for the same reason as the handler's future in `http::response_event`.
     Box::pin(index_payload(state, event.payload)).await
 }
 

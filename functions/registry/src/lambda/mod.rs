@@ -1,5 +1,5 @@
 //! The Lambda side: each function's state, built once per container (here), and one adapter
-//! per kind of event, which translates the event into a call of the library and its result
+//! per kind of function (HTTP, indexer, puller), which translates the event into a call of the library and its result
 //! back into what the runtime sends. The binaries only call these.
 //!
 //! - [`http`]: API Gateway HTTP API events (the discovery, modules, mirror, providers, web and

@@ -110,6 +110,47 @@ pub struct RouteDef {
     pub build: fn(&Captures<'_>) -> Result<Route, Error>,
 }
 
+#[cfg(any(test, feature = "test-support"))]
+impl RouteDef {
+    /// A request this row answers: its path with every placeholder filled with a valid value,
+    /// a method it takes and the query string it needs. What the tests send to prove each row
+    /// reachable, answered by its function and access-checked.
+    pub fn example(&self, paths: &super::BasePaths) -> (http::Method, String, Option<&'static str>) {
+        let sample = |placeholder: &str| match placeholder {
+            "namespace" => "acme",
+            "name" => "vpc",
+            "system" => "aws",
+            "hostname" => "registry.example.com",
+            "type" => "thing",
+            "os" => "linux",
+            "arch" => "amd64",
+            "file" => "style.css",
+            "from" => "1.0.0",
+            "proxy+" => "",
+            _ => "1.2.3",
+        };
+        let filled: Vec<String> = self
+            .path
+            .split('/')
+            .map(|part| match part.strip_prefix('{').and_then(|p| p.split_once('}')) {
+                Some((name, suffix)) => format!("{}{suffix}", sample(name)),
+                None => part.to_string(),
+            })
+            .collect();
+        let prefix = self.base.prefix(paths);
+        let path = match self.path {
+            "" if prefix.len() > 1 => prefix.trim_end_matches('/').to_string(),
+            "" => prefix.to_string(),
+            _ => format!("{prefix}{}", filled.join("/")),
+        };
+        let method = match self.methods {
+            Methods::Read => http::Method::GET,
+            Methods::Post => http::Method::POST,
+        };
+        (method, path, (self.query == Query::Search).then_some("q=x"))
+    }
+}
+
 /// What a route reads, so what the verifier checks before it answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reads<'a> {

@@ -223,41 +223,10 @@ fn custom_base_paths() {
 /// that an earlier row shadows, fails here.
 #[test]
 fn every_row_routes_its_own_path() {
-    let sample = |placeholder: &str| match placeholder {
-        "namespace" => "acme",
-        "name" => "vpc",
-        "system" => "aws",
-        "hostname" => "example.com",
-        "type" => "thing",
-        "os" => "linux",
-        "arch" => "amd64",
-        "file" => "style.css",
-        "from" => "1.0.0",
-        "proxy+" => "",
-        _ => "1.2.3",
-    };
     let paths = BasePaths::default();
     let templates = route_templates(&paths);
     for row in ROUTES {
-        let filled: Vec<String> = row
-            .path
-            .split('/')
-            .map(|part| match part.strip_prefix('{').and_then(|p| p.split_once('}')) {
-                Some((name, suffix)) => format!("{}{suffix}", sample(name)),
-                None => part.to_string(),
-            })
-            .collect();
-        let prefix = row.base.prefix(&paths);
-        let path = match row.path {
-            "" if prefix.len() > 1 => prefix.trim_end_matches('/').to_string(),
-            "" => prefix.to_string(),
-            _ => format!("{prefix}{}", filled.join("/")),
-        };
-        let method = match row.methods {
-            Methods::Read => Method::GET,
-            Methods::Post => Method::POST,
-        };
-        let query = (row.query == Query::Search).then_some("q=x");
+        let (method, path, query) = row.example(&paths);
         let routed = route(&method, &path, query, &paths);
         assert_eq!(routed.as_ref().map(Route::kind), Ok(row.kind), "{method} {path}");
         assert_eq!(routed.map(|r| r.service()), Ok(row.service));

@@ -1,7 +1,8 @@
 //! The answers, one file per protocol: `discovery` (`/.well-known/terraform.json`),
-//! `modules` (modules.v1 and the v1 list, search and details API), `mirror` (the provider
-//! network mirror, with `pull_through` for upstream providers), `providers` (providers.v1)
-//! and `web` (the pages). Each file's `answer` takes its service's routes (rows of the route
+//! `modules` (modules.v1, and the reads behind the v1 list, search and details API), `mirror`
+//! (the provider network mirror, with `pull_through` for upstream providers), `providers`
+//! (providers.v1), `web` (the list, search and details API and the pages) and `oci` (OCI
+//! Distribution). Each file's `answer` takes its service's routes (rows of the route
 //! table, `router/table.rs`) to their handlers, which read through the shared [`Context`] and
 //! ask the verifier the same way (`authorize`, from what the route's row says it reads). This
 //! file keeps only what they all share.
@@ -141,7 +142,7 @@ pub(crate) async fn authorize<S: Storage>(
             Resource::Provider(&own)
         }
         // A listing is filtered item by item (`Verifier::lister`), not allowed or refused
-        // whole; OCI checks its own repositories (`oci::authorize`).
+        // whole; OCI checks its own repositories (`oci::check`).
         Reads::Listed | Reads::Oci => return Err(route.not_found()),
     };
     ctx.verifier.check(ctx.storage(), authorization, resource, || route.not_found()).await

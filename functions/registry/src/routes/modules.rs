@@ -34,23 +34,24 @@ pub(super) async fn answer<S: Storage>(
     match &route {
         Route::ModuleVersions { module } => {
             super::authorize(ctx, &route, request.authorization).await?;
-            versions(ctx, module, deadline).await
+            versions(ctx, module, || route.not_found(), deadline).await
         }
         Route::ModuleDownload { module, version } => {
             super::authorize(ctx, &route, request.authorization).await?;
-            download(ctx, module, version, deadline).await
+            download(ctx, module, version, || route.not_found(), deadline).await
         }
         _ => Err(super::elsewhere(&route)),
     }
 }
 
 /// `GET …/:namespace/:name/:system/versions`: every version, from one read.
-pub(super) async fn versions<S: Storage>(
+async fn versions<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
+    absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let read = manifest(ctx, module, deadline).await?;
+    let read = manifest(ctx, module, absent, deadline).await?;
     Ok(Reply::json(StatusCode::OK, &read.value.versions_response())
         .header("cache-control", NO_CACHE)
         .etag()
@@ -59,13 +60,14 @@ pub(super) async fn versions<S: Storage>(
 
 /// `GET …/:namespace/:name/:system/:version/download`: where the archive is, presigned, with
 /// its SHA-256 for go-getter to check.
-pub(super) async fn download<S: Storage>(
+async fn download<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
     version: &semver::Version,
+    absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let read = manifest(ctx, module, deadline).await?;
+    let read = manifest(ctx, module, absent, deadline).await?;
     let entry =
         read.value.find(version).ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
     let wanted = Wanted::ModuleArchive { module, version };
@@ -79,15 +81,16 @@ pub(super) async fn download<S: Storage>(
         .stale(read.stale))
 }
 
-/// The module's manifest; absent or empty: the module is not found.
+/// The module's manifest; absent or empty: `absent()`, the route's not-found answer (the same
+/// a token that may not read the module gets).
 async fn manifest<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
+    absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<crate::reader::Fetched<ModuleManifest>, Error> {
-    let missing = || Error::NotFound(format!("module {module} not found"));
     ctx.reader
-        .manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), missing, deadline)
+        .manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), absent, deadline)
         .await
 }
 

@@ -161,7 +161,7 @@ async fn page<S: Storage>(
                 _ => None,
             };
             super::authorize(ctx, route, authorization).await?;
-            provider_page(ctx, provider, version, request, deadline).await
+            provider_page(ctx, provider, version, absent, request, deadline).await
         }
         _ => Err(super::elsewhere(route)),
     }
@@ -228,10 +228,10 @@ async fn provider_page<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
     version: Option<&semver::Version>,
+    absent: impl Fn() -> Error + Copy,
     request: &Request<'_>,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let absent = || Error::NotFound(format!("provider {provider} not found"));
     let index_key = layout::provider_index(provider);
     let index = || ctx.reader.manifest(&index_key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline);
     let no_version = |v: &semver::Version| Error::NotFound(format!("provider {provider} has no version {v}"));
