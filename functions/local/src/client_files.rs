@@ -66,13 +66,17 @@ pub(crate) async fn ensure_dev_token(storage: &S3Storage, data_dir: &Path) -> Re
             t
         }
     };
-    let tokens = registry::auth::manage::list(storage).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+    let tokens = registry::auth::manage::list(storage)
+        .await
+        .map_err(|e| LocalError(format!("token store: {}", registry::error::chain(&e))))?;
     let current =
         tokens.iter().any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::auth::hash(&token)));
     if !current {
         let all = vec!["*".to_string()];
         let record = registry::auth::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None);
-        registry::auth::manage::upsert(storage, record).await.map_err(|e| LocalError(format!("token store: {e}")))?;
+        registry::auth::manage::upsert(storage, record)
+            .await
+            .map_err(|e| LocalError(format!("token store: {}", registry::error::chain(&e))))?;
     }
     Ok(token)
 }

@@ -91,10 +91,10 @@ async fn index_with_retries(indexer: &Indexer<'_, S3Storage>, key: &str) {
             Ok(None) => return,
             Err(e) => match waits.next() {
                 Some(wait) => {
-                    tracing::warn!(key, error = %e, "indexing failed; retrying as Lambda retries the event");
+                    tracing::warn!(key, error = %registry::error::chain(&e), "indexing failed; retrying as Lambda retries the event");
                     tokio::time::sleep(*wait).await;
                 }
-                None => return tracing::warn!(key, error = %e, "not indexed"),
+                None => return tracing::warn!(key, error = %registry::error::chain(&e), "not indexed"),
             },
         }
     }
@@ -227,7 +227,9 @@ impl IndexingS3 {
             tokio::spawn(async move {
                 match registry::upstream::copy::copy_release(&storage, &upstream, &key, limit).await {
                     Ok(report) => tracing::info!(key, ?report, "pulled"),
-                    Err(e) => tracing::warn!(key, error = %e, "pull failed (in AWS, Lambda retries the event)"),
+                    Err(e) => {
+                        tracing::warn!(key, error = %registry::error::chain(&e), "pull failed (in AWS, Lambda retries the event)")
+                    }
                 }
                 pulls.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             });

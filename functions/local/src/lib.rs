@@ -251,7 +251,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let faults = Arc::new(faults::Faults::default());
     // The same construction as every Lambda's (`App::builder`), serving every service at once.
     let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).build();
-    let app = Arc::new(app.map_err(|e| LocalError(e.to_string()))?);
+    let app = Arc::new(app.map_err(|e| LocalError(registry::error::chain(&e)))?);
     let s3 = IndexingS3::new(s3_service, storage.clone(), config, s3_log.clone(), faults.clone())
         .pulling_from(app.upstream());
     let pulls = s3.pulls();
@@ -366,7 +366,7 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, LocalError> {
 /// Replay the publish log of the data directory's bucket, or of a deployed bucket (AWS
 /// credentials from the environment), and compare it with every manifest.
 pub async fn audit(target: TokenTarget) -> Result<registry::publish_log::audit::Report, LocalError> {
-    let err = |e: registry::Error| LocalError(format!("audit: {e}"));
+    let err = |e: registry::Error| LocalError(format!("audit: {}", registry::error::chain(&e)));
     match target {
         TokenTarget::Bucket(bucket) => {
             let storage = registry::storage::S3Storage::from_env(&bucket, false).await;
@@ -404,7 +404,7 @@ pub async fn reindex(
     let running = start(LocalOptions { settings, ..LocalOptions::ephemeral(data_dir) }).await?;
     let indexer = registry::index::Indexer::new(&running.storage, running.app.config().limits.clone())
         .signing_for(running.app.config().hostname.clone());
-    let result = indexer.reindex_all().await.map_err(|e| LocalError(e.to_string()));
+    let result = indexer.reindex_all().await.map_err(|e| LocalError(registry::error::chain(&e)));
     running.stop().await;
     result
 }

@@ -160,7 +160,7 @@ async fn run_reindex(data_dir: &std::path::Path) -> Result<(), String> {
             Ok(outcome) => println!("{owner}: {outcome:?}"),
             Err(e) => {
                 failed += 1;
-                println!("{owner}: FAILED: {e}");
+                println!("{owner}: FAILED: {}", registry::error::chain(e));
             }
         }
     }

@@ -61,7 +61,7 @@ impl TokenTarget {
 
 async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String, LocalError> {
     use registry::auth::manage;
-    let err = |e: registry::Error| LocalError(format!("token store: {e}"));
+    let err = |e: registry::Error| LocalError(format!("token store: {}", registry::error::chain(&e)));
     match action {
         TokenAction::Create { name, modules, providers, expires_days, replace } => {
             check_token_name(&name)?;

@@ -88,9 +88,9 @@ pub struct ProviderEntry {
 impl Catalog {
     /// Read a stored catalog; unreadable or of another format: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        let c: Catalog = serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("catalog: {e}")))?;
+        let c: Catalog = serde_json::from_slice(bytes).map_err(|e| Error::internal_from("catalog", e))?;
         if c.format != CATALOG_FORMAT {
-            return Err(Error::Internal(format!("catalog format {} is not {CATALOG_FORMAT}", c.format)));
+            return Err(Error::internal(format!("catalog format {} is not {CATALOG_FORMAT}", c.format)));
         }
         Ok(c)
     }
@@ -98,7 +98,7 @@ impl Catalog {
     /// Stored as compact JSON: it is read whole on every list and search, and at thousands of
     /// modules pretty-printing would add a third to every read.
     pub fn to_bytes(&self) -> Result<bytes::Bytes, Error> {
-        let mut bytes = serde_json::to_vec(self).map_err(|e| Error::Internal(format!("serialise catalog: {e}")))?;
+        let mut bytes = serde_json::to_vec(self).map_err(|e| Error::internal_from("serialise catalog", e))?;
         bytes.push(b'\n');
         Ok(bytes.into())
     }

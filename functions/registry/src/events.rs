@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use aws_lambda_events::s3::S3Event;
 
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::index::{Indexer, Outcome, Pass};
 use crate::layout;
 use crate::storage::Storage;
@@ -82,7 +82,7 @@ pub async fn process<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: 
     for pass in passes {
         let outcome = indexer.run(&pass).await;
         if let Err(e) = &outcome {
-            tracing::error!(%pass, error = %e, "indexing failed");
+            tracing::error!(%pass, error = %chain(e), "indexing failed");
         }
         results.push((pass.to_string(), outcome));
     }
@@ -99,7 +99,7 @@ impl Summary {
                 Ok(Outcome::Unchanged) => self.unchanged.push(pass),
                 Ok(Outcome::Written { .. }) => self.indexed.push(pass),
                 Err(e) => {
-                    self.failed.push(format!("{pass}: {e}"));
+                    self.failed.push(format!("{pass}: {}", chain(&e)));
                     first_failure.get_or_insert(e);
                 }
             }
@@ -108,11 +108,10 @@ impl Summary {
             None => Ok(self),
             Some(e) => {
                 tracing::error!(indexed = self.indexed.len(), failed = ?self.failed, "indexing failed for some passes");
-                Err(Error::Unavailable(format!(
-                    "{} pass(es) failed, the first with {e}: {}",
-                    self.failed.len(),
-                    self.failed.join("; ")
-                )))
+                // Unavailable whatever the first failure was: the event is retried, as for a
+                // transient failure; the first is the cause, for the log.
+                let what = format!("{} pass(es) failed: {}; the first", self.failed.len(), self.failed.join("; "));
+                Err(Error::unavailable_from(what, e))
             }
         }
     }

@@ -40,7 +40,7 @@ impl Reply {
             Ok(body) => Reply { status, headers: vec![("content-type", CONTENT_TYPE_JSON.into())], body: body.into() },
             Err(e) => {
                 tracing::error!(error = %e, "answer not serialisable");
-                Reply::error(&Error::Internal(format!("serialise answer: {e}")))
+                Reply::error(&Error::internal_from("serialise answer", e))
             }
         }
     }

@@ -57,21 +57,21 @@ impl HttpClient {
         let (added, _) = roots.add_parsable_certificates(native.certs);
         if let Some(file) = ca_file {
             let certs = CertificateDer::pem_file_iter(file)
-                .map_err(|e| Error::Internal(format!("{ca_variable} {file}: {e}")))?;
+                .map_err(|e| Error::internal_from(format!("{ca_variable} {file}"), e))?;
             for cert in certs {
-                let cert = cert.map_err(|e| Error::Internal(format!("{ca_variable} {file}: {e}")))?;
-                roots.add(cert).map_err(|e| Error::Internal(format!("{ca_variable} {file}: {e}")))?;
+                let cert = cert.map_err(|e| Error::internal_from(format!("{ca_variable} {file}"), e))?;
+                roots.add(cert).map_err(|e| Error::internal_from(format!("{ca_variable} {file}"), e))?;
             }
         }
         if roots.is_empty() {
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "no trusted root certificates for outbound HTTPS ({added} system roots; set {ca_variable})"
             )));
         }
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| Error::Internal(format!("outbound TLS: {e}")))?
+            .map_err(|e| Error::internal_from("outbound TLS", e))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         let mut connector = HttpConnector::new();

@@ -23,8 +23,7 @@ pub const CONTENT_TYPE_JSON: &str = "application/json";
 /// A document as the registry stores it: pretty JSON with a final newline, so a person
 /// reading the bucket (`aws s3 cp … -`) sees something readable.
 pub fn to_json<T: Serialize>(value: &T) -> Result<bytes::Bytes, Error> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(format!("serialise document: {e}")))?;
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::internal_from("serialise document", e))?;
     bytes.push(b'\n');
     Ok(bytes.into())
 }
@@ -259,9 +258,9 @@ impl ModuleManifest {
     /// Read a stored manifest; unreadable or of another format: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         let m: ModuleManifest =
-            serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("module manifest: {e}")))?;
+            serde_json::from_slice(bytes).map_err(|e| Error::internal_from("module manifest", e))?;
         if m.format != MODULE_MANIFEST_FORMAT {
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "module manifest format {} is not {MODULE_MANIFEST_FORMAT}",
                 m.format
             )));
@@ -434,7 +433,7 @@ impl ProviderArchive {
 impl ProviderIndex {
     /// Read a stored `index.json`; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider index.json: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| Error::internal_from("provider index.json", e))
     }
 
     /// `GET :hostname/:namespace/:type/index.json`: only SemVer keys, each with `{}`.
@@ -454,7 +453,7 @@ impl ProviderIndex {
 impl ProviderVersion {
     /// Read a stored `VERSION.json`; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("provider VERSION.json: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| Error::internal_from("provider VERSION.json", e))
     }
 
     /// The version's line in `index.json`: `{}` for the mirror; for a signed release also its

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::address::ProviderAddress;
 use crate::cache::ManifestCache;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, Wanted};
 use crate::manifest::ProviderVersion;
 use crate::storage::{Object, Revalidated, Storage};
@@ -102,7 +102,7 @@ impl<S: Storage> Reader<S> {
             Some(hit) => {
                 let give_up = deadline.checked_sub(STALE_MARGIN).unwrap_or(deadline);
                 let read = tokio::time::timeout_at(give_up, self.storage.get_if_changed(key, &hit.etag)).await;
-                read.unwrap_or_else(|_| Err(Error::Unavailable(format!("GetObject {key}: no answer in time"))))
+                read.unwrap_or_else(|_| Err(Error::unavailable(format!("GetObject {key}: no answer in time"))))
             }
             None => self.storage.get(key).await.map(Revalidated::Changed),
         };
@@ -122,11 +122,11 @@ impl<S: Storage> Reader<S> {
                 self.manifests.remove(key);
                 (None, false)
             }
-            (Err(e @ (Error::Unavailable(_) | Error::Corrupt(_))), Some(hit)) => {
-                tracing::warn!(key, error = %e, "storage failed; serving the copy this container holds");
+            (Err(e @ (Error::Unavailable { .. } | Error::Corrupt(_))), Some(hit)) => {
+                tracing::warn!(key, error = %chain(&e), "storage failed; serving the copy this container holds");
                 (Some(hit.value), true)
             }
-            (Err(Error::Corrupt(why)), None) => return Err(Error::Unavailable(why)),
+            (Err(Error::Corrupt(why)), None) => return Err(Error::unavailable(why)),
             (Err(e), _) => return Err(e),
         };
         let value = value.ok_or_else(&missing)?;
@@ -144,7 +144,7 @@ impl<S: Storage> Reader<S> {
     ) -> Result<Option<Arc<T>>, Error> {
         let Some(object) = object else { return Ok(None) };
         let manifest =
-            Arc::new(parse(&object.bytes).map_err(|e| Error::Internal(format!("unreadable manifest {key}: {e}")))?);
+            Arc::new(parse(&object.bytes).map_err(|e| Error::internal_from(format!("unreadable manifest {key}"), e))?);
         // Without an ETag there is nothing to revalidate with.
         if !object.etag.is_empty() {
             self.manifests.insert(key, &object.etag, manifest.clone(), object.bytes.len());

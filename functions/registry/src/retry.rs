@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::error::{Error, chain};
 
 /// How often and how patiently to retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +42,16 @@ where
             }
             // Throttled (S3's SlowDown once the SDK's own retries or its retry quota are
             // spent): back off and read again, a few times; a store that stays down fails.
-            Err(Error::Unavailable(why)) if unavailable_left > 0 => {
+            Err(e @ Error::Unavailable { .. }) if unavailable_left > 0 => {
                 unavailable_left -= 1;
-                tracing::debug!(what, attempt = n, why, "storage unavailable; backing off");
+                tracing::debug!(what, attempt = n, why = %chain(&e), "storage unavailable; backing off");
                 tokio::time::sleep(jitter(wait)).await;
                 wait = (wait * 2).min(backoff.max);
             }
             other => return other,
         }
     }
-    Err(Error::Unavailable(format!("{what}: still contended after {} attempts; try again", backoff.attempts)))
+    Err(Error::unavailable(format!("{what}: still contended after {} attempts; try again", backoff.attempts)))
 }
 
 /// A random wait in [d/2, d].
@@ -80,7 +80,7 @@ mod tests {
         assert_eq!((won, calls.get()), (Ok(3), 3));
 
         let gave_up = on_conflict(QUICK, "the store", |_| async { Err::<(), _>(Error::Conflict("lost".into())) }).await;
-        assert_eq!(gave_up, Err(Error::Unavailable("the store: still contended after 3 attempts; try again".into())));
+        assert_eq!(gave_up, Err(Error::unavailable("the store: still contended after 3 attempts; try again")));
 
         let calls = std::cell::Cell::new(0);
         let failed = on_conflict(QUICK, "x", |n| {
@@ -95,10 +95,10 @@ mod tests {
         let calls = std::cell::Cell::new(0);
         let down = on_conflict(many, "x", |n| {
             calls.set(n);
-            async { Err::<(), _>(Error::Unavailable("SlowDown".into())) }
+            async { Err::<(), _>(Error::unavailable("SlowDown")) }
         })
         .await;
-        assert_eq!((down, calls.get()), (Err(Error::Unavailable("SlowDown".into())), 1 + UNAVAILABLE_RETRIES));
+        assert_eq!((down, calls.get()), (Err(Error::unavailable("SlowDown")), 1 + UNAVAILABLE_RETRIES));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::clock::Monotonic;
 use crate::config::Config;
 use crate::context::Context;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::exchange::etag_matches;
 pub use crate::exchange::{RawPath, Reply, Request, STALE_HEADER};
 use crate::router::{self, Service};
@@ -118,7 +118,7 @@ impl<S: Storage> App<S> {
                 let deadline = tokio::time::Instant::now() + budget;
                 let answered = tokio::time::timeout_at(deadline, self.dispatch(route, request, deadline)).await;
                 let result =
-                    answered.unwrap_or_else(|_| Err(Error::Unavailable(format!("no answer within {budget:?}"))));
+                    answered.unwrap_or_else(|_| Err(Error::unavailable(format!("no answer within {budget:?}"))));
                 (name, result)
             }
             Err(e) => ("none", Err(e)),
@@ -142,7 +142,7 @@ impl<S: Storage> App<S> {
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &result {
             Err(e) if e.is_server_error() => {
-                tracing::error!(%method, %path, route = route_name, status = reply.status.as_u16(), elapsed_ms, error = %e, "request failed")
+                tracing::error!(%method, %path, route = route_name, status = reply.status.as_u16(), elapsed_ms, error = %chain(e), "request failed")
             }
             _ => {
                 tracing::info!(%method, %path, route = route_name, status = reply.status.as_u16(), elapsed_ms, "request")

@@ -142,9 +142,7 @@ impl Verifier {
         {
             let _ = token;
             match self.issuers.configured {
-                true => {
-                    Err(Error::Internal("OpenID Connect issuers are configured but this build verifies no JWTs".into()))
-                }
+                true => Err(Error::internal("OpenID Connect issuers are configured but this build verifies no JWTs")),
                 false => Ok(None),
             }
         }
@@ -162,9 +160,9 @@ impl Verifier {
             return Ok(store.clone());
         }
         let read = storage.get(layout::TOKENS).await.map_err(|e| match e {
-            Error::Forbidden(why) => Error::Internal(format!("token store unreadable: {why}")),
+            Error::Forbidden(why) => Error::internal(format!("token store unreadable: {why}")),
             // Not served stale: a revoked token must not live on through an outage.
-            Error::Corrupt(why) => Error::Unavailable(why),
+            Error::Corrupt(why) => Error::unavailable(why),
             other => other,
         })?;
         let store = match read {

@@ -49,13 +49,13 @@ impl TokenStore {
     /// Read the store; a bad or unknown format is an error (fail closed).
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         let mut store: TokenStore =
-            serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("access/tokens.json: {e}")))?;
+            serde_json::from_slice(bytes).map_err(|e| Error::internal_from("access/tokens.json", e))?;
         // `find` compares lower-case hex; a hand-edited store may hold upper case.
         for record in &mut store.tokens {
             record.sha256.make_ascii_lowercase();
         }
         if store.format != TOKENS_FORMAT {
-            return Err(Error::Internal(format!("access/tokens.json format {} is not {TOKENS_FORMAT}", store.format)));
+            return Err(Error::internal(format!("access/tokens.json format {} is not {TOKENS_FORMAT}", store.format)));
         }
         Ok(store)
     }

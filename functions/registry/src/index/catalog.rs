@@ -18,7 +18,7 @@ use super::indexer::Indexer;
 use super::intake::read_document;
 use crate::address::{ModuleAddress, ProviderAddress};
 use crate::catalog::{self, Catalog, ModuleEntry, ProviderEntry};
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, ProviderIndex};
 use crate::module_docs::{self, ModuleDocs};
@@ -46,7 +46,7 @@ pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: 
             Some(Ok(catalog)) => (catalog, false),
             None => (every_entry(indexer, &Catalog::default()).await?, true),
             Some(Err(e)) => {
-                tracing::warn!(error = %e, "stored catalog unreadable; rebuilding it from every manifest");
+                tracing::warn!(error = %chain(&e), "stored catalog unreadable; rebuilding it from every manifest");
                 (every_entry(indexer, &Catalog::default()).await?, true)
             }
         };
@@ -114,14 +114,14 @@ async fn every_entry<S: Storage>(indexer: &Indexer<'_, S>, previous: &Catalog) -
                 Owner::Module(m) => match module_entry(indexer, m, previous.module(m)).await {
                     Ok(entry) => one.set_module(m, entry),
                     Err(e) => {
-                        tracing::warn!(%owner, error = %e, "manifest unreadable; its catalog entry kept as it was");
+                        tracing::warn!(%owner, error = %chain(&e), "manifest unreadable; its catalog entry kept as it was");
                         one.set_module(m, previous.module(m).cloned())
                     }
                 },
                 Owner::Provider(p) => match provider_entry(indexer, p, previous.provider(p)).await {
                     Ok(entry) => one.set_provider(p, entry),
                     Err(e) => {
-                        tracing::warn!(%owner, error = %e, "index unreadable; its catalog entry kept as it was");
+                        tracing::warn!(%owner, error = %chain(&e), "index unreadable; its catalog entry kept as it was");
                         one.set_provider(p, previous.provider(p).cloned())
                     }
                 },

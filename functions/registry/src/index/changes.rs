@@ -2,7 +2,7 @@
 //! who made it (as the indexer's events said), appended once that write has succeeded.
 
 use super::indexer::Indexer;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::publish_log::Change;
 use crate::storage::Storage;
 
@@ -15,7 +15,7 @@ pub(super) async fn log_changes<S: Storage>(indexer: &Indexer<'_, S>, changes: V
     if let Err(e) = crate::publish_log::append(indexer.storage, changes.clone()).await {
         // The manifest is written: this pass cannot undo it. Say loudly what is missing
         // from the log (audit will name it too).
-        tracing::error!(error = %e, ?changes, "published, but not on the publish log");
+        tracing::error!(error = %chain(&e), ?changes, "published, but not on the publish log");
         return Err(e);
     }
     Ok(())

@@ -31,7 +31,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::address::ProviderAddress;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner};
 use crate::retry::{self, Backoff};
 use crate::storage::Storage;
@@ -194,7 +194,7 @@ impl<S: Storage> Indexer<'_, S> {
         for owner in owners {
             let outcome = self.run_pass(&Pass::Owner(owner.clone())).await;
             if let Err(e) = &outcome {
-                tracing::error!(%owner, error = %e, "reindex failed for this owner; going on with the others");
+                tracing::error!(%owner, error = %chain(e), "reindex failed for this owner; going on with the others");
             }
             results.push((owner, outcome));
         }

@@ -13,7 +13,7 @@ use super::spool::{Spooled, blocking};
 use super::{deprecations, oci};
 use crate::address::ModuleAddress;
 use crate::archive;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, OciLayer, to_json};
 use crate::module_docs::{self, ModuleDocs};
@@ -55,7 +55,7 @@ async fn read_manifest<S: Storage>(
     let manifest_key = layout::module_manifest(module);
     let read = read_document(indexer.storage, &manifest_key).await?;
     let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
-        tracing::warn!(key = manifest_key, error = %e, "existing manifest unreadable; rebuilding it");
+        tracing::warn!(key = manifest_key, error = %chain(&e), "existing manifest unreadable; rebuilding it");
         None
     });
     Ok((read, existing))

@@ -174,7 +174,7 @@ async fn update_pointer<S: Storage>(storage: &S, key: &str, change: Change<'_>) 
     if matches!(change, Change::Add { .. }) {
         let mut fresh = Pointer::empty();
         fresh.apply(&change);
-        let bytes = serde_json::to_vec(&fresh).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
+        let bytes = serde_json::to_vec(&fresh).map_err(|e| Error::internal_from("serialise OCI blob", e))?;
         match storage.put(key, bytes.into(), CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
             Err(Error::Conflict(_)) => {}
             done => return done,
@@ -187,7 +187,7 @@ async fn update_pointer<S: Storage>(storage: &S, key: &str, change: Change<'_>) 
         }
         let mut pointer = read.as_ref().map_or_else(Pointer::empty, |o| Pointer::read(&o.bytes));
         pointer.apply(&change);
-        let bytes = serde_json::to_vec(&pointer).map_err(|e| Error::Internal(format!("serialise OCI blob: {e}")))?;
+        let bytes = serde_json::to_vec(&pointer).map_err(|e| Error::internal_from("serialise OCI blob", e))?;
         if read.as_ref().is_some_and(|o| o.bytes == bytes) {
             return Ok(());
         }
@@ -229,7 +229,7 @@ pub(super) async fn store_module_zip<S: Storage>(
         Ok::<_, std::io::Error>((hex::encode(hasher.finalize()), size))
     })
     .await?
-    .map_err(|e| Error::Internal(format!("hash the repacked zip: {e}")))?;
+    .map_err(|e| Error::internal_from("hash the repacked zip", e))?;
     storage
         .put_file(&layout::oci_module_zip(module, &sha256), zip.path(), "application/zip", Precondition::None)
         .await?;
@@ -253,8 +253,7 @@ pub(super) async fn store_module<S: Storage>(
         let Some(layer) = version.oci.as_ref().filter(|l| !l.sha256.is_empty() && !unchanged) else { continue };
         let file_name = format!("{}.zip", version.version);
         let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
-        let manifest =
-            module_artifact(&package).map_err(|e| Error::Internal(format!("serialise OCI manifest: {e}")))?;
+        let manifest = module_artifact(&package).map_err(|e| Error::internal_from("serialise OCI manifest", e))?;
         let tag = crate::oci::name::tag(&parsed);
         for key in [layout::oci_module_manifest(module, &manifest.digest), layout::oci_module_tag(module, &tag)] {
             storage.put(&key, manifest.bytes.clone().into(), MEDIA_TYPE_MANIFEST, Precondition::None).await?;
@@ -285,7 +284,7 @@ async fn tag_latest<S: Storage>(
     let Some(layer) = layer_of(after).filter(|l| !l.sha256.is_empty()) else { return Ok(()) };
     let file_name = format!("{latest}.zip");
     let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
-    let manifest = module_artifact(&package).map_err(|e| Error::Internal(format!("serialise OCI manifest: {e}")))?;
+    let manifest = module_artifact(&package).map_err(|e| Error::internal_from("serialise OCI manifest", e))?;
     let key = layout::oci_module_tag(module, crate::oci::name::LATEST);
     storage.put(&key, manifest.bytes.into(), MEDIA_TYPE_MANIFEST, Precondition::None).await
 }

@@ -19,7 +19,7 @@ use super::spool::{Spooled, blocking};
 use super::{deprecations, oci};
 use crate::address::ProviderAddress;
 use crate::archive;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner, Platform};
 use crate::manifest::{CONTENT_TYPE_JSON, Indexed, ProviderArchive, ProviderIndex, ProviderVersion, to_json};
 use crate::publish_log::{Action, Change};
@@ -114,7 +114,7 @@ pub(super) async fn provider_version_pass<S: Storage>(
         Some(o) => match ProviderIndex::parse(&o.bytes) {
             Ok(index) => index,
             Err(e) => {
-                tracing::warn!(key = index_key, error = %e, "unreadable; rebuilding the whole provider");
+                tracing::warn!(key = index_key, error = %chain(&e), "unreadable; rebuilding the whole provider");
                 return provider_pass(indexer, provider).await;
             }
         },
@@ -231,7 +231,7 @@ async fn update_version_document<S: Storage>(
     let key = layout::provider_version(provider, version);
     let existing = stored.and_then(|o| {
         ProviderVersion::parse(&o.bytes)
-            .inspect_err(|e| tracing::warn!(key, error = %e, "unreadable; rebuilding it"))
+            .inspect_err(|e| tracing::warn!(key, error = %chain(e), "unreadable; rebuilding it"))
             .ok()
     });
     let (platforms, release) = (&uploads.platforms, &uploads.release);

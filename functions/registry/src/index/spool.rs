@@ -5,7 +5,7 @@ use std::io::Write;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::storage::{Storage, Stored};
 
 /// An upload on local disk, with what reading it found.
@@ -32,12 +32,14 @@ pub(super) async fn spool<S: Storage>(
     // requests, not bodies. (`stream` reports a request that failed after the SDK's retries
     // the same way as a body that broke off, so that gets one more read too: off the request
     // path, it costs only time.)
+    let again = |why: String| async move {
+        tracing::warn!(key, why, "reading the upload again");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        spool_once(storage, key, limit).await
+    };
     let read = match spool_once(storage, key, limit).await {
-        Ok(Read::FailsIntegrity(why)) | Err(Error::Unavailable(why)) => {
-            tracing::warn!(key, why, "reading the upload again");
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            spool_once(storage, key, limit).await?
-        }
+        Ok(Read::FailsIntegrity(why)) => again(why).await?,
+        Err(e @ Error::Unavailable { .. }) => again(chain(&e)).await?,
         other => other?,
     };
     Ok(match read {
@@ -56,7 +58,7 @@ enum Read {
 }
 
 async fn spool_once<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Read, Error> {
-    let io = |e: std::io::Error| Error::Internal(format!("temporary file for {key}: {e}"));
+    let io = |e: std::io::Error| Error::internal_from(format!("temporary file for {key}"), e);
     let mut file = tempfile::tempfile().map_err(io)?;
     let mut hasher = Sha256::new();
     let (mut size, mut over) = (0u64, false);
@@ -86,5 +88,5 @@ async fn spool_once<S: Storage>(storage: &S, key: &str, limit: u64) -> Result<Re
 
 /// Run CPU-bound archive reading off the async threads.
 pub(super) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| Error::Internal(format!("archive check task: {e}")))
+    tokio::task::spawn_blocking(work).await.map_err(|e| Error::internal_from("archive check task", e))
 }

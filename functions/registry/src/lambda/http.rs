@@ -19,7 +19,7 @@ use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 
 use crate::app::{App, RawPath, Reply, Request};
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::storage::Storage;
 
 /// Respond to one API Gateway invocation (what the runtime calls). Never an `Err`: API Gateway
@@ -50,7 +50,7 @@ pub async fn respond_to_payload<S: Storage>(app: &App<S>, payload: Value) -> Api
     let response = response_event(app, payload, lambda_runtime::Context::default()).await;
     let json = serde_json::to_value(&response).unwrap_or_default();
     serde_json::from_value(json).unwrap_or_else(|e| {
-        api_gateway_response(Reply::error(&Error::Internal(format!("unreadable response event: {e}"))).into_http())
+        api_gateway_response(Reply::error(&Error::internal_from("unreadable response event", e)).into_http())
     })
 }
 
@@ -70,7 +70,7 @@ async fn response_event<S: Storage>(
     if let Err(refused) = guard(&mut event) {
         let raw_path = event.raw_path.as_deref().unwrap_or_default();
         let path = crate::app::loggable_path(raw_path);
-        tracing::info!(%path, status = refused.status().as_u16(), error = %refused, "refused before lambda_http");
+        tracing::info!(%path, status = refused.status().as_u16(), error = %chain(&refused), "refused before lambda_http");
         let request = Request::from_parts(&event.request_context.http.method, raw_path, None, &event.headers);
         return ResponseEvent::Refused(Box::new(api_gateway_response(app.refuse(&refused, &request).into_http())));
     }

@@ -5,7 +5,7 @@ use aws_lambda_events::s3::S3Event;
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 
-use super::{BoxError, IndexerState};
+use super::{BoxError, IndexerState, reported};
 use crate::maintenance::{Maintenance, MaintenanceRequest};
 use crate::storage::Storage;
 
@@ -34,8 +34,12 @@ pub async fn index_payload<S: Storage>(state: &IndexerState<S>, payload: Value) 
     let indexer = crate::index::Indexer::new(&state.storage, state.config.limits.clone())
         .signing_for(state.config.hostname.clone());
     let summary = match event {
-        IndexerEvent::Maintenance(request) => Maintenance::try_from(request)?.run(&indexer).await?,
-        IndexerEvent::S3(event) => crate::events::process(&indexer, &state.config.bucket, &event).await?,
+        IndexerEvent::Maintenance(request) => {
+            Maintenance::try_from(request).map_err(reported)?.run(&indexer).await.map_err(reported)?
+        }
+        IndexerEvent::S3(event) => {
+            crate::events::process(&indexer, &state.config.bucket, &event).await.map_err(reported)?
+        }
     };
     tracing::info!(indexed = ?summary.indexed, unchanged = summary.unchanged.len(), ignored = summary.ignored_keys, "indexer done");
     Ok(serde_json::to_value(summary)?)

@@ -17,15 +17,22 @@ pub mod puller;
 
 use crate::app::{App, Function};
 use crate::config::Config;
+use crate::error::Error;
 use crate::storage::{NoStorage, S3Storage};
 use crate::upstream::Upstream;
 
 /// What a function's start-up or an indexer or puller invocation fails with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// An `Error` as the runtime reports it: Lambda keeps only an error's text (`errorMessage`, or
+/// a start-up error's `Debug`), so the text is the whole chain (`error::chain`), causes included.
+fn reported(err: Error) -> BoxError {
+    crate::error::chain(&err).into()
+}
+
 /// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
 pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
-    Ok(App::builder(Config::from_env()?, NoStorage).function(Function::discovery()).build()?)
+    App::builder(Config::from_env()?, NoStorage).function(Function::discovery()).build().map_err(reported)
 }
 
 /// The modules, mirror, providers, web or oci function (`Function::modules()`, …): config and
@@ -33,7 +40,7 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
 /// (`Builder::build`: the mirror's upstreams, the OpenID Connect issuers' keys).
 pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    Ok(App::builder(config, storage).function(function).build()?)
+    App::builder(config, storage).function(function).build().map_err(reported)
 }
 
 /// The indexer function's state: config and the S3 client, built once per container.
@@ -64,7 +71,8 @@ pub struct PullerState<S> {
 /// upstream hosts there is nothing to pull: a configuration error.
 pub async fn puller_state() -> Result<PullerState<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    let upstream = Upstream::new(&config.upstream)?
+    let upstream = Upstream::new(&config.upstream)
+        .map_err(reported)?
         .ok_or("REGISTRY_UPSTREAM_HOSTS is empty: the puller has no upstream to copy from")?;
     Ok(PullerState { config, storage, upstream })
 }

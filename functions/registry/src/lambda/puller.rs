@@ -5,7 +5,7 @@ use aws_lambda_events::s3::S3Event;
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 
-use super::{BoxError, PullerState};
+use super::{BoxError, PullerState, reported};
 use crate::storage::Storage;
 
 /// Pull what one invocation's pull records name (what the runtime calls). An `Err` (storage or
@@ -20,6 +20,8 @@ pub async fn pull_payload<S: Storage>(state: &PullerState<S>, payload: Value) ->
     let event: S3Event = serde_json::from_value(payload).map_err(|e| format!("expected S3 notifications: {e}"))?;
     let record_keys = crate::events::pull_records(&event, &state.config.bucket);
     let limit = state.config.limits.provider_zip_bytes;
-    let reports = crate::upstream::copy::copy_batch(&state.storage, &state.upstream, record_keys, limit).await?;
+    let reports = crate::upstream::copy::copy_batch(&state.storage, &state.upstream, record_keys, limit)
+        .await
+        .map_err(reported)?;
     Ok(serde_json::to_value(reports)?)
 }

@@ -610,7 +610,7 @@ pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Erro
     if matches {
         Ok(key)
     } else {
-        Err(Error::Internal(format!(
+        Err(Error::internal(format!(
             "manifest entry {:?} is not the archive of {wanted:?}: not presigned",
             crate::address::printable(key)
         )))

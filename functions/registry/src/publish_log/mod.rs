@@ -171,7 +171,7 @@ async fn append_one<S: Storage>(storage: &S, mut at: Head, mut change: Change) -
             Err(e) => return Err(e),
         }
     }
-    Err(Error::Unavailable(format!("publish log: no sequence number won in {APPEND_ATTEMPTS} attempts")))
+    Err(Error::unavailable(format!("publish log: no sequence number won in {APPEND_ATTEMPTS} attempts")))
 }
 
 /// Move the head hint forward to `at` (never back).

@@ -24,7 +24,7 @@ impl<'a> Captures<'a> {
     /// hold: a bug in the table, which `router::tests` catches for every row.
     fn get(&self, name: &str) -> Result<&'a str, Error> {
         let found = self.segments.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
-        found.ok_or_else(|| Error::Internal(format!("the route table has no {{{name}}} in this path")))
+        found.ok_or_else(|| Error::internal(format!("the route table has no {{{name}}} in this path")))
     }
 }
 
@@ -80,7 +80,7 @@ impl Capture for Listing {
             Query::List => Listing::parse(c.query, false),
             Query::Search => Listing::parse(c.query, true),
             Query::Catalog => Listing::parse_page(c.query),
-            Query::None | Query::Oci => Err(Error::Internal("the route table reads no listing here".into())),
+            Query::None | Query::Oci => Err(Error::internal("the route table reads no listing here")),
         }
     }
 }

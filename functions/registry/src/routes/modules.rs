@@ -102,7 +102,7 @@ async fn manifest<S: Storage>(
 /// path's extension still tells it the archive type.
 fn with_checksum(url: String, sha256: &str) -> Result<String, Error> {
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        return Err(Error::Internal(format!("the manifest records no valid SHA-256 ({sha256:?})")));
+        return Err(Error::internal(format!("the manifest records no valid SHA-256 ({sha256:?})")));
     }
     let separator = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{separator}checksum=sha256:{sha256}"))
@@ -258,5 +258,5 @@ impl ModuleView {
 }
 
 fn parse_docs(bytes: &[u8]) -> Result<ModuleDocs, Error> {
-    serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("module docs: {e}")))
+    serde_json::from_slice(bytes).map_err(|e| Error::internal_from("module docs", e))
 }

@@ -278,7 +278,7 @@ async fn stored<S: Storage>(
 ) -> Result<(Bytes, bool), Error> {
     let read = ctx.reader.manifest(key, |b| Ok(Bytes::copy_from_slice(b)), Bytes::is_empty, missing, deadline).await?;
     if digest.is_some_and(|d| digest_of(&read.value) != d) {
-        return Err(Error::Internal(format!("stored manifest {key} does not hash to its digest")));
+        return Err(Error::internal(format!("stored manifest {key} does not hash to its digest")));
     }
     Ok(((*read.value).clone(), read.stale))
 }
@@ -300,7 +300,7 @@ async fn blob<S: Storage>(
         Repository::Provider(provider) => (layout::oci_blob(provider, digest), Wanted::OciProviderBlob { provider }),
         Repository::Module(module) => (layout::oci_module_blob(module, digest), Wanted::OciModuleBlob { module }),
     };
-    let parse = |b: &[u8]| serde_json::from_slice::<OciBlob>(b).map_err(|e| Error::Internal(format!("OCI blob: {e}")));
+    let parse = |b: &[u8]| serde_json::from_slice::<OciBlob>(b).map_err(|e| Error::internal_from("OCI blob", e));
     let read = ctx.reader.manifest(&key, parse, |b| b.key.is_empty(), missing, deadline).await?;
     let pointer = &read.value;
     let mut reply = match head {

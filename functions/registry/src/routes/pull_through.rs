@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::address::ProviderAddress;
 use crate::context::Context;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::exchange::{NO_CACHE, Reply};
 use crate::layout::{self, Platform};
 use crate::manifest::{CONTENT_TYPE_JSON, ProviderIndex, ProviderVersion};
@@ -140,10 +140,10 @@ async fn upstream_versions<S: Storage>(
             match crate::manifest::to_json(&list) {
                 Ok(body) => {
                     if let Err(e) = ctx.storage().put(&key, body, CONTENT_TYPE_JSON, Precondition::None).await {
-                        tracing::warn!(key, error = %e, "upstream version list not kept; asked again next time");
+                        tracing::warn!(key, error = %chain(&e), "upstream version list not kept; asked again next time");
                     }
                 }
-                Err(e) => tracing::warn!(key, error = %e, "upstream version list not kept"),
+                Err(e) => tracing::warn!(key, error = %chain(&e), "upstream version list not kept"),
             }
             Ok((Some(Arc::new(list)), false))
         }
@@ -151,11 +151,11 @@ async fn upstream_versions<S: Storage>(
         Ok(None) => Ok((None, false)),
         Err(e) => match kept {
             Some(kept) => {
-                tracing::warn!(%provider, error = %e, "upstream failed; serving the version list kept in the bucket");
+                tracing::warn!(%provider, error = %chain(&e), "upstream failed; serving the version list kept in the bucket");
                 Ok((Some(kept.value), true))
             }
             None if in_bucket => {
-                tracing::warn!(%provider, error = %e, "upstream failed; serving the bucket's versions only");
+                tracing::warn!(%provider, error = %chain(&e), "upstream failed; serving the bucket's versions only");
                 Ok((None, true))
             }
             None => Err(e),
@@ -183,9 +183,11 @@ async fn first_pull<S: Storage>(
         Ok(body) => match ctx.storage().put(pull_key, body, CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
             // Conflict: another request recorded it first; its write invoked the puller.
             Ok(()) | Err(Error::Conflict(_)) => {}
-            Err(e) => tracing::error!(pull_key, error = %e, "pull record not written; nothing will be copied yet"),
+            Err(e) => {
+                tracing::error!(pull_key, error = %chain(&e), "pull record not written; nothing will be copied yet")
+            }
         },
-        Err(e) => tracing::error!(pull_key, error = %e, "pull record not written"),
+        Err(e) => tracing::error!(pull_key, error = %chain(&e), "pull record not written"),
     }
     let mut archives = serde_json::Map::new();
     for (platform, archive) in &release.record.archives {
@@ -244,7 +246,7 @@ async fn copy_under_way<S: Storage>(
     match failure {
         Some(e) if archives.is_empty() => Err(e),
         Some(e) => {
-            tracing::warn!(%provider, %version, error = %e, "upstream failed; serving the platforms copied so far");
+            tracing::warn!(%provider, %version, error = %chain(&e), "upstream failed; serving the platforms copied so far");
             Ok(Reply::json(StatusCode::OK, &json!({ "archives": archives }))
                 .header("cache-control", "no-store")
                 .upstream_stale(true))
@@ -277,6 +279,6 @@ async fn ask_again_if_overdue<S: Storage>(ctx: &Context<S>, pull_key: &str, reco
     };
     match written {
         Ok(()) => tracing::info!(pull_key, "copy overdue; asked for again"),
-        Err(e) => tracing::warn!(pull_key, error = %e, "copy overdue; could not ask again"),
+        Err(e) => tracing::warn!(pull_key, error = %chain(&e), "copy overdue; could not ask again"),
     }
 }

@@ -127,7 +127,7 @@ impl MemoryStorage {
     fn begin(&self) -> Result<(), Error> {
         self.requests.fetch_add(1, Ordering::SeqCst);
         if self.unavailable.load(Ordering::SeqCst) {
-            return Err(Error::Unavailable("memory storage switched off".into()));
+            return Err(Error::unavailable("memory storage switched off"));
         }
         Ok(())
     }
@@ -181,7 +181,8 @@ impl Storage for MemoryStorage {
         content_type: &str,
         precondition: Precondition,
     ) -> Result<(), Error> {
-        let body = tokio::fs::read(path).await.map_err(|e| Error::Internal(format!("read {}: {e}", path.display())))?;
+        let body =
+            tokio::fs::read(path).await.map_err(|e| Error::internal_from(format!("read {}", path.display()), e))?;
         self.put(key, Bytes::from(body), content_type, precondition).await
     }
 

@@ -142,33 +142,33 @@ pub struct NoStorage;
 
 impl Storage for NoStorage {
     async fn get(&self, _: &str) -> Result<Option<Object>, Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn get_if_changed(&self, _: &str, _: &str) -> Result<Revalidated, Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn etag(&self, _: &str) -> Result<Option<String>, Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn put(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<(), Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn put_file(&self, _: &str, _: &std::path::Path, _: &str, _: Precondition) -> Result<(), Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn delete(&self, _: &str) -> Result<(), Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn list(&self, _: &str) -> Result<Vec<ObjectInfo>, Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn stream<F>(&self, _: &str, _: F) -> Result<Option<Stored>, Error>
     where
         F: FnMut(&[u8]) -> Result<(), Error> + Send,
     {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
     async fn presign_get(&self, _: &str, _: Option<&str>, _: Duration) -> Result<String, Error> {
-        Err(Error::Internal("this function has no storage".into()))
+        Err(Error::internal("this function has no storage"))
     }
 }

@@ -81,7 +81,7 @@ impl Presigner {
         now: SystemTime,
     ) -> Result<String, Error> {
         if ttl.is_zero() || ttl > MAX_LIFETIME {
-            return Err(Error::Internal(format!("presign lifetime {ttl:?}: between 1 s and 7 days")));
+            return Err(Error::internal(format!("presign lifetime {ttl:?}: between 1 s and 7 days")));
         }
         let endpoint = self.endpoint.get_or_try_init(|| self.probe()).await?;
         let credentials = self.credentials(now).await?;
@@ -111,12 +111,12 @@ impl Presigner {
             .time(now)
             .settings(settings)
             .build()
-            .map_err(|e| Error::Internal(format!("presign {key}: {e}")))?
+            .map_err(|e| Error::internal_from(format!("presign {key}"), e))?
             .into();
         let request = SignableRequest::new("GET", url.as_str(), std::iter::empty(), SignableBody::UnsignedPayload)
-            .map_err(|e| Error::Internal(format!("presign {key}: {e}")))?;
+            .map_err(|e| Error::internal_from(format!("presign {key}"), e))?;
         let (instructions, _signature) =
-            sign(request, &params).map_err(|e| Error::Internal(format!("presign {key}: {e}")))?.into_parts();
+            sign(request, &params).map_err(|e| Error::internal_from(format!("presign {key}"), e))?.into_parts();
         let (_headers, query) = instructions.into_parts();
         for (name, value) in query {
             url.push('&');
@@ -140,11 +140,9 @@ impl Presigner {
         let provider = self
             .provider
             .as_ref()
-            .ok_or_else(|| Error::Internal("presign: no credentials provider for the S3 client".into()))?;
-        let fetched = provider
-            .provide_credentials()
-            .await
-            .map_err(|e| Error::Internal(format!("presign: credentials: {}", crate::error::chain(&e))))?;
+            .ok_or_else(|| Error::internal("presign: no credentials provider for the S3 client"))?;
+        let fetched =
+            provider.provide_credentials().await.map_err(|e| Error::internal_from("presign: credentials", e))?;
         *slot = Some(fetched.clone());
         Ok(fetched)
     }
@@ -152,7 +150,7 @@ impl Presigner {
     /// The endpoint and signing region, from one URL the SDK presigns.
     async fn probe(&self) -> Result<Endpoint, Error> {
         let config = PresigningConfig::expires_in(Duration::from_secs(60))
-            .map_err(|e| Error::Internal(format!("presign probe: {e}")))?;
+            .map_err(|e| Error::internal_from("presign probe", e))?;
         let probe = self
             .client
             .get_object()
@@ -160,14 +158,14 @@ impl Presigner {
             .key(PROBE_KEY)
             .presigned(config)
             .await
-            .map_err(|e| Error::Internal(format!("presign probe: {}", crate::error::chain(&e))))?;
+            .map_err(|e| Error::internal_from("presign probe", e))?;
         endpoint_of(probe.uri())
     }
 }
 
 /// The base URL (before the probe key) and the signing scope of the SDK's probe URL.
 fn endpoint_of(probe: &str) -> Result<Endpoint, Error> {
-    let unexpected = || Error::Internal(format!("presign probe: unexpected URL shape {probe}"));
+    let unexpected = || Error::internal(format!("presign probe: unexpected URL shape {probe}"));
     let (before_query, query) = probe.split_once('?').ok_or_else(unexpected)?;
     let base = before_query.strip_suffix(PROBE_KEY).filter(|b| b.ends_with('/')).ok_or_else(unexpected)?;
     // X-Amz-Credential=AKID%2FDATE%2FREGION%2FSERVICE%2Faws4_request

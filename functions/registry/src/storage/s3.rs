@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::presign::Presigner;
 use super::{Object, ObjectInfo, Precondition, Revalidated, Storage, Stored};
-use crate::error::Error;
+use crate::error::{Error, chain};
 
 #[derive(Debug, Clone)]
 /// The registry's bucket through aws-sdk-s3.
@@ -96,7 +96,7 @@ impl S3Storage {
 /// anything else is S3 being unavailable.
 fn classify_error<E>(op: &str, key: &str, err: SdkError<E, HttpResponse>) -> Result<(), Error>
 where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     if let SdkError::ServiceError(se) = &err {
         match (se.err().code(), se.raw().status().as_u16()) {
@@ -116,10 +116,9 @@ async fn read_object(key: &str, out: aws_sdk_s3::operation::get_object::GetObjec
     let etag = out.e_tag.clone().unwrap_or_default();
     match out.body.collect().await {
         Ok(body) => Ok(Object { bytes: body.into_bytes(), etag }),
-        Err(e) if fails_integrity_check(&e) => Err(Error::Corrupt(format!(
-            "GetObject {key} ({etag}) fails its integrity check: {}",
-            crate::error::chain(&e)
-        ))),
+        Err(e) if fails_integrity_check(&e) => {
+            Err(Error::Corrupt(format!("GetObject {key} ({etag}) fails its integrity check: {}", chain(&e))))
+        }
         Err(e) => Err(unavailable("GetObject body", key, e)),
     }
 }
@@ -142,7 +141,7 @@ where
         Err(Failed::Request(e)) => return Err(e),
         Err(Failed::Body(e)) => e,
     };
-    tracing::warn!(key, error = %first, "the body failed on the way; reading the object again");
+    tracing::warn!(key, error = %chain(&first), "the body failed on the way; reading the object again");
     tokio::time::sleep(BODY_RETRY_AFTER).await;
     read().await.map_err(|(Failed::Request(e) | Failed::Body(e))| e)
 }
@@ -163,9 +162,10 @@ fn fails_integrity_check(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-fn unavailable<E: std::error::Error + 'static>(op: &str, key: &str, err: E) -> Error {
-    // The full error chain goes to the log only; clients see a generic 503 body.
-    Error::Unavailable(format!("{op} {key}: {}", crate::error::chain(&err)))
+/// `Unavailable`: `op` on `key` failed, the SDK's error beneath it (its chain goes to the log
+/// only; clients see a generic 503 body).
+fn unavailable<E: std::error::Error + Send + Sync + 'static>(op: &str, key: &str, err: E) -> Error {
+    Error::unavailable_from(format!("{op} {key}"), err)
 }
 
 impl S3Storage {
@@ -246,8 +246,9 @@ impl Storage for S3Storage {
         content_type: &str,
         precondition: Precondition,
     ) -> Result<(), Error> {
-        let body =
-            ByteStream::from_path(path).await.map_err(|e| Error::Internal(format!("read {}: {e}", path.display())))?;
+        let body = ByteStream::from_path(path)
+            .await
+            .map_err(|e| Error::internal_from(format!("read {}", path.display()), e))?;
         self.put_stream(key, body, content_type, precondition).await
     }
 
@@ -293,10 +294,7 @@ impl Storage for S3Storage {
             let chunk = match chunk {
                 Ok(chunk) => chunk,
                 Err(e) if fails_integrity_check(&e) => {
-                    return Err(Error::Corrupt(format!(
-                        "the stored bytes fail S3's integrity check ({})",
-                        crate::error::chain(&e)
-                    )));
+                    return Err(Error::Corrupt(format!("the stored bytes fail S3's integrity check ({})", chain(&e))));
                 }
                 Err(e) => return Err(unavailable("GetObject body", key, e)),
             };
@@ -307,5 +305,31 @@ impl Storage for S3Storage {
 
     async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
         self.presign_get_at(key, version_id, ttl, std::time::SystemTime::now()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_s3::operation::get_object::GetObjectError;
+    use aws_smithy_runtime_api::client::result::ConnectorError;
+
+    use super::*;
+
+    /// S3 unreachable: the SDK's error is the cause, reachable through `source()` and in the
+    /// chain a log line shows, and never in what a client reads.
+    #[test]
+    fn an_s3_failure_keeps_the_sdk_error_as_its_cause() {
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let sdk = SdkError::<GetObjectError, HttpResponse>::dispatch_failure(ConnectorError::io(Box::new(refused)));
+        let err = classify_error("GetObject", "modules/acme/vpc/aws/1.0.0.zip", sdk).unwrap_err();
+        assert_eq!(err.to_string(), "unavailable: GetObject modules/acme/vpc/aws/1.0.0.zip");
+        let cause = std::error::Error::source(&err).expect("the SDK's error");
+        assert!(cause.downcast_ref::<SdkError<GetObjectError, HttpResponse>>().is_some(), "{cause:?}");
+        assert_eq!(
+            chain(&err),
+            "unavailable: GetObject modules/acme/vpc/aws/1.0.0.zip: dispatch failure: io error: connection refused"
+        );
+        assert_eq!(err.public_message(), "storage is unavailable, try again");
+        assert_eq!(err.body(), br#"{"errors":["storage is unavailable, try again"]}"#);
     }
 }

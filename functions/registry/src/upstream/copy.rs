@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::Upstream;
 use super::records::{PullRecord, PulledArchive};
 use crate::address::ProviderAddress;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, Platform};
 use crate::storage::{Precondition, Storage};
 
@@ -50,7 +50,7 @@ pub async fn copy_batch<S: Storage>(
                 reports.insert(key, report);
             }
             Err(e) => {
-                tracing::error!(key, error = %e, "pull failed; the event will be retried");
+                tracing::error!(key, error = %chain(&e), "pull failed; the event will be retried");
                 failure.get_or_insert(e);
             }
         }
@@ -80,7 +80,7 @@ pub async fn copy_release<S: Storage>(
     let record = PullRecord::parse(&object.bytes)?;
     let now = crate::clock::now_unix();
     if record.provider != provider.to_string() || record.version != version.to_string() {
-        return Err(Error::Internal(format!("pull record {record_key} names {} {}", record.provider, record.version)));
+        return Err(Error::internal(format!("pull record {record_key} names {} {}", record.provider, record.version)));
     }
     if let Err(why) = record.verify(u64::try_from(now).unwrap_or(0)) {
         tracing::error!(record_key, why, "pull record does not verify; nothing copied");
@@ -114,8 +114,8 @@ pub async fn copy_release<S: Storage>(
             }
             // Transient: the others are still tried, then the invocation fails and is retried.
             Err(e) => {
-                tracing::warn!(%provider, %version, platform = %platform_key, error = %e, "copy failed; will be retried");
-                report.failed.push((platform_key.clone(), e.to_string()));
+                tracing::warn!(%provider, %version, platform = %platform_key, error = %chain(&e), "copy failed; will be retried");
+                report.failed.push((platform_key.clone(), chain(&e)));
                 retry = Some(e);
             }
         }
@@ -149,8 +149,8 @@ async fn copy_one<S: Storage>(
             archive.sha256
         )));
     }
-    let temporary = tempfile::NamedTempFile::new().map_err(|e| Error::Internal(format!("temporary file: {e}")))?;
-    let mut file = temporary.as_file().try_clone().map_err(|e| Error::Internal(format!("temporary file: {e}")))?;
+    let temporary = tempfile::NamedTempFile::new().map_err(|e| Error::internal_from("temporary file", e))?;
+    let mut file = temporary.as_file().try_clone().map_err(|e| Error::internal_from("temporary file", e))?;
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     let fetched = upstream
@@ -162,7 +162,7 @@ async fn copy_one<S: Storage>(
                 )));
             }
             hasher.update(chunk);
-            file.write_all(chunk).map_err(|e| Error::Internal(format!("temporary file: {e}")))
+            file.write_all(chunk).map_err(|e| Error::internal_from("temporary file", e))
         })
         .await;
     match fetched {
@@ -171,7 +171,7 @@ async fn copy_one<S: Storage>(
         Err(Error::Corrupt(why)) => return Ok(Err(why)),
         Err(e) => return Err(e),
     }
-    file.flush().map_err(|e| Error::Internal(format!("temporary file: {e}")))?;
+    file.flush().map_err(|e| Error::internal_from("temporary file", e))?;
     let sha256 = hex::encode(hasher.finalize());
     if sha256 != archive.sha256 {
         return Ok(Err(format!(

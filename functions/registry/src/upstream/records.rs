@@ -34,7 +34,7 @@ pub struct UpstreamVersion {
 impl UpstreamVersions {
     /// Read a stored list; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("upstream version list: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| Error::internal_from("upstream version list", e))
     }
 
     /// Still to be used without asking the upstream at `now`: fetched less than `ttl` ago (a
@@ -96,7 +96,7 @@ pub const PULL_RETRY_SECONDS: i64 = 600;
 impl PullRecord {
     /// Read a stored record; unreadable: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes).map_err(|e| Error::Internal(format!("upstream pull record: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| Error::internal_from("upstream pull record", e))
     }
 
     /// Check again what the mirror checked before writing it: the signature over `shasums`

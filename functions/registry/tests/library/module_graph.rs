@@ -5,6 +5,7 @@
 //! tests use does not count.
 //! Within a folder, its files (named by `super::FILE`) may not close a loop either; in
 //! `index/`, they name only each other, never an item of the folder's `mod.rs`.
+//! And only the HTTP edge (`HTTP_EDGE`) maps an `Error` to a status or a client's body.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -362,5 +363,76 @@ fn the_route_code_map_shows_is_a_row_of_the_table() {
     assert!(
         !row.trim().is_empty() && table.contains(row),
         "docs/CODE_MAP.md shows a row the table does not have:\n{row}"
+    );
+}
+
+/// The HTTP edge: the files that turn an `Error` into what a client gets (`Error::status`,
+/// `public_message`, `body`, and `is_server_error`, the edge's choice of log level). Everywhere
+/// else (the indexer, the puller, maintenance, the publish log, storage) code matches on the
+/// variant, or asks a method named for what it decides (`retry::on_conflict` matches
+/// `Error::Unavailable`): a status is the client's business, and a decision read off it would
+/// change whenever a mapping does (issue 47).
+const HTTP_EDGE: &[&str] =
+    &["error.rs", "exchange.rs", "app/mod.rs", "lambda/http.rs", "routes/web.rs", "routes/oci.rs"];
+
+/// Receivers of `.status()` that are an HTTP response, not an `Error`: the SDK's raw response
+/// (`se.raw().status()`, storage/s3.rs) and hyper's (`response.status()`, http_client.rs).
+const HTTP_RESPONSES: &[&str] = &["raw()", "response"];
+
+/// The lines of `code` that map an error to the client's terms: a call of `.status()` (on
+/// anything but an HTTP response), `.public_message()`, `.body()` or `.is_server_error()`.
+fn status_calls(code: &str) -> Vec<String> {
+    let mut found = vec![];
+    for line in code.lines() {
+        let calls = [".status()", ".public_message()", ".body()", ".is_server_error()"];
+        let mapped = calls.iter().flat_map(|call| line.match_indices(call)).any(|(at, call)| {
+            call != ".status()" || !HTTP_RESPONSES.iter().any(|response| line[..at].ends_with(response))
+        });
+        if mapped {
+            found.push(line.trim().to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn status_calls_finds_an_errors_status_and_not_a_responses() {
+    let code = "let s = err.status();\nlet c = se.raw().status().as_u16();\nlet r = response.status();\n\
+                let f = reply.status;\nlet b = e.body();\nif e.is_server_error() {}";
+    assert_eq!(status_calls(code), ["let s = err.status();", "let b = e.body();", "if e.is_server_error() {}"]);
+    assert!(status_calls(&code_only("// err.status()\n#[cfg(test)]\nfn t() { e.status(); }")).is_empty());
+}
+
+/// Only the HTTP edge maps an error to a status or a client's body (`HTTP_EDGE`); tests
+/// (a `tests.rs`, a file's `#[cfg(test)]` tail) and comments do not count.
+#[test]
+fn only_the_http_edge_maps_errors_to_statuses() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (mut outside, mut at_the_edge) = (vec![], 0);
+    let mut folders = vec![src.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path.file_name().is_some_and(|n| n == "tests.rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(&src).expect("under src/").to_string_lossy().replace('\\', "/");
+            let calls = status_calls(&code_only(&std::fs::read_to_string(&path).expect("readable source")));
+            if HTTP_EDGE.contains(&relative.as_str()) {
+                at_the_edge += calls.len();
+            } else {
+                outside.extend(calls.into_iter().map(|line| format!("src/{relative}: {line}")));
+            }
+        }
+    }
+    assert!(at_the_edge >= 10, "the edge's own calls are found ({at_the_edge})");
+    assert!(
+        outside.is_empty(),
+        "an error mapped to a status outside the HTTP edge (match on the variant instead, or add a method \
+         named for the decision): {outside:#?}"
     );
 }
