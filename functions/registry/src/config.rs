@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::index::Limits;
-use crate::router::{BasePaths, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT, PROVIDERS_BASE_PATH_DEFAULT};
+use crate::router::{
+    BasePaths, DISCOVERY_PATH, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT, PROVIDERS_BASE_PATH_DEFAULT,
+    UI_PATH,
+};
 pub use crate::upstream::{UPSTREAM_HOST_DEFAULT, UpstreamSettings};
 
 /// Bounds for presigned URL lifetimes: long enough for a slow `terraform init` to start the
@@ -207,7 +210,8 @@ impl Env<'_> {
     }
 }
 
-/// The three base paths, which must not overlap (a route must belong to one protocol).
+/// The three base paths, which must not overlap each other or the fixed paths (the pages'
+/// `/ui/`, OCI's `/v2/`, discovery's): a route must belong to one protocol.
 fn paths(env: &Env<'_>) -> Result<BasePaths, ConfigError> {
     let path = |var: &str, default: &str| base_path(var, env.raw(var), default);
     let paths = BasePaths {
@@ -225,6 +229,10 @@ fn paths(env: &Env<'_>) -> Result<BasePaths, ConfigError> {
             if pa.starts_with(pb.as_str()) || pb.starts_with(pa.as_str()) {
                 return Err(ConfigError(format!("{a} ({pa}) and {b} ({pb}) must not overlap")));
             }
+        }
+        let fixed = [UI_PATH, crate::oci::BASE_PATH, DISCOVERY_PATH];
+        if let Some(taken) = fixed.iter().find(|f| pa.starts_with(**f) || f.starts_with(pa.as_str())) {
+            return Err(ConfigError(format!("{a} ({pa}) must not overlap {taken}, which the registry serves itself")));
         }
     }
     Ok(paths)
@@ -407,6 +415,9 @@ mod tests {
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "v1/modules")], "REGISTRY_MODULES_BASE_PATH"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/")], "REGISTRY_MIRROR_BASE_PATH"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/")], "must not overlap"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "/ui/x/")], "must not overlap /ui/"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v2/m/")], "must not overlap /v2/"),
+            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PROVIDERS_BASE_PATH", "/.well-known/")], "must not overlap"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_TOKENS_CACHE_SECONDS", "3600")], "REGISTRY_TOKENS_CACHE_SECONDS"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_SECONDS", "61")], "REGISTRY_MANIFEST_CACHE_SECONDS"),
             (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_BYTES", "-1")], "REGISTRY_MANIFEST_CACHE_BYTES"),

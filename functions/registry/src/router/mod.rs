@@ -3,6 +3,8 @@
 //! decoded or normalised one, so `%2e%2e` or `%2f` cannot turn into `..` or `/` later: `%`
 //! is not in the grammar of any segment, and such paths are rejected here.
 
+use std::sync::OnceLock;
+
 use http::Method;
 
 use crate::address::printable;
@@ -167,7 +169,7 @@ impl Base {
     fn of<'p>(path: &'p str, paths: &BasePaths) -> (Base, Option<&'p str>) {
         for base in Base::PREFIXED {
             let prefix = base.prefix(paths);
-            if path == prefix.trim_end_matches('/') {
+            if path == prefix.trim_end_matches('/') && base.takes_bare() {
                 return (base, None);
             }
             if let Some(rest) = path.strip_prefix(prefix) {
@@ -183,24 +185,40 @@ impl Base {
     /// What a path under this base that fits no row gets: 400 under a protocol's base path,
     /// naming the routes there; 404 elsewhere.
     fn miss(self, path: &str, rest: &str) -> Error {
-        let what = match self {
-            Base::Modules => "module",
-            Base::Mirror => "mirror",
-            Base::Providers => "provider",
+        // Each base's list is built once from the table: a hostile path costs no more than a
+        // good one.
+        static LISTED: [OnceLock<String>; 3] = [const { OnceLock::new() }; 3];
+        let (what, slot) = match self {
+            Base::Modules => ("module", 0),
+            Base::Mirror => ("mirror", 1),
+            Base::Providers => ("provider", 2),
             Base::Ui => return Error::NotFound(format!("no page at {UI_PATH}{:?}", printable(rest))),
             Base::Root | Base::Oci => return Error::NotFound(format!("no endpoint at {:?}", printable(path))),
         };
-        let shapes: Vec<String> = ROUTES
-            .iter()
-            .filter(|row| row.base == self && !row.path.is_empty())
-            .map(|row| row.path.replace('{', ":").replace('}', ""))
-            .collect();
-        let (last, first) = shapes.split_last().map_or(("", &[][..]), |(l, f)| (l.as_str(), f));
-        let listed = match first.is_empty() {
-            true => last.to_string(),
-            false => format!("{} and {last}", first.join(", ")),
-        };
+        let listed = LISTED[slot].get_or_init(|| {
+            let shapes: Vec<String> = ROUTES
+                .iter()
+                .filter(|row| row.base == self && !row.path.is_empty())
+                .map(|row| row.path.replace('{', ":").replace('}', ""))
+                .collect();
+            match shapes.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, first)) => format!("{} and {last}", first.join(", ")),
+                None => String::new(),
+            }
+        });
         Error::BadRequest(format!("{what} routes are {listed}"))
+    }
+
+    /// Whether a row takes the base itself without its trailing `/` (the module list's `""`,
+    /// OCI's `{proxy+}` for `/v2`); for the others that path is not ours (404).
+    fn takes_bare(self) -> bool {
+        ROUTES.iter().any(|row| row.base == self && (row.path.is_empty() || row.path.ends_with("+}")))
+    }
+
+    /// Its catch-all row (`{proxy+}`), if it has one.
+    fn catch_all(self) -> Option<&'static RouteDef> {
+        ROUTES.iter().find(|row| row.base == self && row.path.ends_with("+}"))
     }
 
     /// Whether a path under it is held to the segment grammar (no empty segment, at most 8):
@@ -328,37 +346,42 @@ pub fn is_page_path(raw_path: &str) -> bool {
 /// of the route table whose path fits is the route (for a form, the row of that path that
 /// takes the method).
 pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
-    check_path_len(raw_path)?;
     let (base, rest) = Base::of(raw_path, paths);
+    // A catch-all's grammar is its protocol's: a push to OCI (POST to blobs/uploads/, PUT of a
+    // manifest, DELETE) is refused as such, 405 `UNSUPPORTED`, before its path is judged.
+    if base.catch_all().is_some_and(|row| !row.methods.allow(method)) {
+        return Err(Error::MethodNotAllowed);
+    }
+    check_path_len(raw_path)?;
     let segments = match rest {
         None => Vec::new(),
         Some(rest) if base.strict() => segments(rest)?,
-        Some(rest) => rest.split('/').collect(),
+        // No row has more than 8 segments: a longer path is not ours, whatever it holds.
+        Some(rest) => rest.split('/').take(9).collect(),
     };
-    let mut fitting = ROUTES
-        .iter()
-        .filter(|row| row.base == base)
-        .filter_map(|row| fit(row.path, rest.is_none(), &segments).map(|captured| (row, captured)));
-    let Some((first, captured)) = fitting.next() else {
+    // The first row that fits and takes the method; else the first that fits, whose grammar and
+    // query string are judged before the method (400 before 405).
+    let (mut taking, mut first) = (None, None);
+    for row in ROUTES.iter().filter(|row| row.base == base) {
+        let Some(captured) = fit(row.path, rest.is_none(), &segments) else { continue };
+        if row.methods.allow(method) {
+            taking = Some((row, captured));
+            break;
+        }
+        first = first.or(Some((row, captured)));
+    }
+    let Some((row, captured)) = taking.or(first) else {
         return Err(base.miss(raw_path, rest.unwrap_or_default()));
     };
     let query = query.filter(|q| !q.is_empty());
-    // A catch-all's grammar is its protocol's: a push to OCI (POST to blobs/uploads/, PUT of a
-    // manifest, DELETE) is refused as such, 405 `UNSUPPORTED`, before its path is judged.
-    if first.path.ends_with("+}") && !first.methods.allow(method) {
-        return Err(Error::MethodNotAllowed);
-    }
-    let captures = |segments| Captures { segments, rest: rest.unwrap_or_default(), query, query_use: first.query };
-    let route = (first.build)(&captures(captured))?;
-    if first.query == Query::None && query.is_some() {
+    let captures = Captures { segments: captured, rest: rest.unwrap_or_default(), query, query_use: row.query };
+    let route = (row.build)(&captures)?;
+    if row.query == Query::None && query.is_some() {
         return Err(Error::BadRequest("query strings are not part of this API".into()));
     }
-    if first.methods.allow(method) {
-        return Ok(route);
-    }
-    match fitting.find(|(row, _)| row.methods.allow(method)) {
-        Some((row, captured)) => (row.build)(&Captures { query_use: row.query, ..captures(captured) }),
-        None => Err(Error::MethodNotAllowed),
+    match row.methods.allow(method) {
+        true => Ok(route),
+        false => Err(Error::MethodNotAllowed),
     }
 }
 
@@ -380,16 +403,15 @@ fn fit<'a>(template: &'static str, exact: bool, segments: &[&'a str]) -> Option<
     if template.is_empty() || exact {
         return (template.is_empty() && exact).then(Vec::new);
     }
-    let parts: Vec<&'static str> = template.split('/').collect();
-    if parts.len() != segments.len() {
+    if template.split('/').count() != segments.len() {
         return None;
     }
-    let mut captured = Vec::with_capacity(parts.len());
-    for (part, segment) in parts.iter().zip(segments) {
+    let mut captured = Vec::new();
+    for (part, segment) in template.split('/').zip(segments) {
         match part.strip_prefix('{').and_then(|p| p.split_once('}')) {
             Some((name, "")) => captured.push((name, *segment)),
             Some((name, suffix)) => captured.push((name, segment.strip_suffix(suffix)?)),
-            None if part == segment => {}
+            None if part == *segment => {}
             None => return None,
         }
     }
