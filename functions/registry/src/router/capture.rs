@@ -11,9 +11,9 @@ use crate::query::Listing;
 use super::{Asset, Query, UI_PATH};
 
 /// The placeholders a path filled, the rest of the path for a `{proxy+}`, and the raw query.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Captures<'a> {
-    pub(super) segments: Vec<(&'static str, &'a str)>,
+    pub(super) filled: super::fit::Filled<'a>,
     pub(super) rest: &'a str,
     pub(super) query: Option<&'a str>,
     pub(super) query_use: Query,
@@ -23,7 +23,8 @@ impl<'a> Captures<'a> {
     /// The segment that filled `{name}`. Missing means a row names a value its path does not
     /// hold: a bug in the table, which `router::tests` catches for every row.
     fn get(&self, name: &str) -> Result<&'a str, Error> {
-        let found = self.segments.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
+        let (filled, count) = &self.filled;
+        let found = filled[..*count].iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
         found.ok_or_else(|| Error::internal(format!("the route table has no {{{name}}} in this path")))
     }
 }

@@ -11,6 +11,7 @@ use crate::address::printable;
 use crate::error::Error;
 
 mod capture;
+mod fit;
 mod table;
 
 pub use capture::{Capture, Captures};
@@ -149,6 +150,9 @@ pub enum Base {
 }
 
 impl Base {
+    /// Every base, in declaration order (`Base as usize` indexes it).
+    const ALL: [Base; 6] = [Base::Root, Base::Modules, Base::Mirror, Base::Providers, Base::Ui, Base::Oci];
+
     /// The bases a path is tried against, in order (the root takes what none of them does).
     const PREFIXED: [Base; 5] = [Base::Oci, Base::Ui, Base::Modules, Base::Mirror, Base::Providers];
 
@@ -213,12 +217,7 @@ impl Base {
     /// Whether a row takes the base itself without its trailing `/` (the module list's `""`,
     /// OCI's `{proxy+}` for `/v2`); for the others that path is not ours (404).
     fn takes_bare(self) -> bool {
-        ROUTES.iter().any(|row| row.base == self && (row.path.is_empty() || row.path.ends_with("+}")))
-    }
-
-    /// Its catch-all row (`{proxy+}`), if it has one.
-    fn catch_all(self) -> Option<&'static RouteDef> {
-        ROUTES.iter().find(|row| row.base == self && row.path.ends_with("+}"))
+        fit::rows_of(self).iter().any(|c| c.is_catch_all() || c.row.path.is_empty())
     }
 
     /// Whether a path under it is held to the segment grammar (no empty segment, at most 8):
@@ -347,34 +346,35 @@ pub fn is_page_path(raw_path: &str) -> bool {
 /// takes the method).
 pub fn route(method: &Method, raw_path: &str, query: Option<&str>, paths: &BasePaths) -> Result<Route, Error> {
     let (base, rest) = Base::of(raw_path, paths);
+    let rows = fit::rows_of(base);
     // A catch-all's grammar is its protocol's: a push to OCI (POST to blobs/uploads/, PUT of a
     // manifest, DELETE) is refused as such, 405 `UNSUPPORTED`, before its path is judged.
-    if base.catch_all().is_some_and(|row| !row.methods.allow(method)) {
+    if rows.iter().any(|c| c.is_catch_all() && !c.row.methods.allow(method)) {
         return Err(Error::MethodNotAllowed);
     }
     check_path_len(raw_path)?;
-    let segments = match rest {
-        None => Vec::new(),
-        Some(rest) if base.strict() => segments(rest)?,
-        // No row has more than 8 segments: a longer path is not ours, whatever it holds.
-        Some(rest) => rest.split('/').take(9).collect(),
+    let mut parts = [""; fit::MAX_SEGMENTS + 1];
+    let count = match rest {
+        None => 0,
+        Some(rest) => split(rest, &mut parts, base.strict())?,
     };
+    let segments = &parts[..count];
     // The first row that fits and takes the method; else the first that fits, whose grammar and
     // query string are judged before the method (400 before 405).
     let (mut taking, mut first) = (None, None);
-    for row in ROUTES.iter().filter(|row| row.base == base) {
-        let Some(captured) = fit(row.path, rest.is_none(), &segments) else { continue };
-        if row.methods.allow(method) {
-            taking = Some((row, captured));
+    for compiled in rows {
+        let Some(filled) = compiled.fit(rest.is_none(), segments) else { continue };
+        if compiled.row.methods.allow(method) {
+            taking = Some((compiled.row, filled));
             break;
         }
-        first = first.or(Some((row, captured)));
+        first = first.or(Some((compiled.row, filled)));
     }
-    let Some((row, captured)) = taking.or(first) else {
+    let Some((row, filled)) = taking.or(first) else {
         return Err(base.miss(raw_path, rest.unwrap_or_default()));
     };
     let query = query.filter(|q| !q.is_empty());
-    let captures = Captures { segments: captured, rest: rest.unwrap_or_default(), query, query_use: row.query };
+    let captures = Captures { filled, rest: rest.unwrap_or_default(), query, query_use: row.query };
     let route = (row.build)(&captures)?;
     if row.query == Query::None && query.is_some() {
         return Err(Error::BadRequest("query strings are not part of this API".into()));
@@ -393,38 +393,22 @@ pub fn check_path_len(path: &str) -> Result<(), Error> {
     }
 }
 
-/// The placeholders a row's path fills from a request's segments, if it fits: a literal equal,
-/// a `{x}` any segment, a `{x}.json` a segment of that suffix, a `{proxy+}` whatever is left.
-/// `""` fits only the base itself (`exact`).
-fn fit<'a>(template: &'static str, exact: bool, segments: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
-    if template.ends_with("+}") {
-        return Some(Vec::new());
-    }
-    if template.is_empty() || exact {
-        return (template.is_empty() && exact).then(Vec::new);
-    }
-    if template.split('/').count() != segments.len() {
-        return None;
-    }
-    let mut captured = Vec::new();
-    for (part, segment) in template.split('/').zip(segments) {
-        match part.strip_prefix('{').and_then(|p| p.split_once('}')) {
-            Some((name, "")) => captured.push((name, *segment)),
-            Some((name, suffix)) => captured.push((name, segment.strip_suffix(suffix)?)),
-            None if part == *segment => {}
-            None => return None,
+/// Split a route's tail into `parts`, returning how many. Under a strict base an empty segment
+/// (`//`, a trailing `/`) or more than `MAX_SEGMENTS` breaks the grammar (400); elsewhere a path
+/// of more segments than any row has fits none, so the count stops there.
+fn split<'a>(rest: &'a str, parts: &mut [&'a str; fit::MAX_SEGMENTS + 1], strict: bool) -> Result<usize, Error> {
+    let mut count = 0;
+    for segment in rest.split('/') {
+        if strict && (segment.is_empty() || count == fit::MAX_SEGMENTS) {
+            return Err(Error::BadRequest("empty path segment or too many segments".into()));
         }
+        if count == parts.len() {
+            break;
+        }
+        parts[count] = segment;
+        count += 1;
     }
-    Some(captured)
-}
-
-/// Split a route's tail into segments; empty segments (`//`, a trailing `/`) break the grammar.
-fn segments(rest: &str) -> Result<Vec<&str>, Error> {
-    let parts: Vec<&str> = rest.split('/').collect();
-    if parts.len() > 8 || parts.iter().any(|s| s.is_empty()) {
-        return Err(Error::BadRequest("empty path segment or too many segments".into()));
-    }
-    Ok(parts)
+    Ok(count)
 }
 
 #[cfg(test)]
