@@ -270,3 +270,17 @@ fn bare_bases_and_long_pushes_answer_as_before_the_table() {
     let deep_root = format!("/{}", "/".repeat(1020));
     assert_eq!(r(Method::GET, &deep_root), Err(404));
 }
+
+/// `fit::rows_of` indexes its rows by `Base as usize`: `Base::ALL` must list every base in its
+/// declaration order, and `PREFIXED` every base but the root.
+#[test]
+fn every_base_is_listed_where_it_is_indexed() {
+    for (i, base) in Base::ALL.iter().enumerate() {
+        assert_eq!(*base as usize, i, "{base:?}");
+    }
+    assert!(Base::PREFIXED.iter().all(|b| *b != Base::Root && Base::ALL.contains(b)));
+    assert_eq!(Base::PREFIXED.len(), Base::ALL.len() - 1);
+    for row in ROUTES {
+        assert!(fit::rows_of(row.base).iter().any(|c| std::ptr::eq(c.row, row)), "{} not indexed", row.name);
+    }
+}
