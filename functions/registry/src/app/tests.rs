@@ -902,7 +902,8 @@ async fn discovery_offers_login_only_with_an_issuers_login_client() {
 /// Every row of the route table is answered by its own function (no arm missing from its
 /// protocol's `answer`, which would fall to "this function does not serve"), and every row that
 /// reads a module or provider asks the verifier before it reads anything: without a token,
-/// where nothing is anonymous, each answers 401 having read no manifest.
+/// where nothing is anonymous, each answers 401 having read no manifest. A row that reads
+/// nothing private (discovery, the sign-in form, the assets) asks for no token.
 #[tokio::test]
 async fn every_row_is_answered_by_its_function_and_access_checked() {
     use crate::router::{ROUTES, Reads};
@@ -919,6 +920,9 @@ async fn every_row_is_answered_by_its_function_and_access_checked() {
         if matches!(route.reads(), Reads::Module(_) | Reads::Provider(_) | Reads::OwnProvider(_)) {
             assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}: served without an access check");
             assert_eq!(app.storage().request_count(), 0, "{method} {path}: read before the access check");
+        }
+        if route.reads() == Reads::Anyone {
+            assert_ne!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}: public, yet asks for a token");
         }
     }
 }

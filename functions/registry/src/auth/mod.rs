@@ -5,7 +5,8 @@
 //! from a configured OpenID Connect issuer (`oidc`). What it may read is its scopes plus the
 //! anonymous policy (`scopes`). Every route asks [`Verifier`] the same way. Decisions (see
 //! docs/SECURITY.md):
-//! - discovery: always allowed (the CLI must discover before it can authenticate);
+//! - discovery: always allowed (the CLI must discover before it can authenticate): its row of
+//!   the route table reads `Anyone`, so it is never checked, as the sign-in form and assets;
 //! - anonymous read configured for the namespace/provider: allowed without a token;
 //! - no token, a token we do not know, or an expired one: 401 with `WWW-Authenticate: Bearer`;
 //! - a valid token outside its scopes: 404, exactly as if the module or provider did not
@@ -93,9 +94,6 @@ impl Verifier {
         resource: Resource<'_>,
         hidden: impl Fn() -> Error,
     ) -> Result<(), Error> {
-        if matches!(resource, Resource::Discovery) {
-            return Ok(());
-        }
         match decision(&self.policy, &self.caller(storage, authorization).await?, resource) {
             Decision::Allow => Ok(()),
             Decision::Unauthenticated(why) => Err(Error::Unauthorized(why.into())),

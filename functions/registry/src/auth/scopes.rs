@@ -18,8 +18,6 @@ pub struct Policy {
 /// What a request reads.
 #[derive(Debug, Clone, Copy)]
 pub enum Resource<'a> {
-    /// The service discovery document: public.
-    Discovery,
     /// A module's versions or download.
     Module(&'a ModuleAddress),
     /// A mirrored provider's versions or packages.
@@ -41,7 +39,6 @@ impl Policy {
     /// Whether `resource` may be read without a token.
     pub fn anonymous(&self, resource: Resource<'_>) -> bool {
         match resource {
-            Resource::Discovery => true,
             Resource::Module(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.namespace)),
             Resource::Provider(p) => self.anonymous_providers.iter().any(|g| glob(g, &p.to_string())),
         }
@@ -72,7 +69,6 @@ impl Viewer {
 /// Whether a token's scopes cover `resource`.
 fn scopes_cover(record: &TokenRecord, resource: Resource<'_>) -> bool {
     match resource {
-        Resource::Discovery => true,
         Resource::Module(m) => record.modules.iter().any(|g| glob(g, &m.namespace)),
         Resource::Provider(p) => record.providers.iter().any(|g| glob(g, &p.to_string())),
     }
@@ -106,9 +102,6 @@ pub fn decision_for_header(
     resource: Resource<'_>,
     now_unix: i64,
 ) -> Decision {
-    if matches!(resource, Resource::Discovery) {
-        return Decision::Allow;
-    }
     match viewer(store, authorization, now_unix) {
         Err(why) => Decision::Unauthenticated(why),
         Ok(viewer) => decision(policy, &viewer, resource),
@@ -119,7 +112,6 @@ pub fn decision_for_header(
 /// what `decision_for_header` does once the token is resolved.
 pub fn decision(policy: &Policy, viewer: &Viewer, resource: Resource<'_>) -> Decision {
     match viewer {
-        _ if matches!(resource, Resource::Discovery) => Decision::Allow,
         viewer if viewer.may_read(policy, resource) => Decision::Allow,
         Viewer::Anonymous => Decision::Unauthenticated("a bearer token is required"),
         Viewer::Token(_) => Decision::Hidden,
@@ -218,8 +210,6 @@ mod tests {
         use Decision::*;
         use Resource::*;
         let cases: Vec<(Option<&str>, Resource<'_>, Decision)> = vec![
-            (None, Discovery, Allow),
-            (Some("Bearer nonsense"), Discovery, Allow),
             (None, Module(&acme), Unauthenticated("a bearer token is required")),
             (None, Module(&public), Allow),
             (None, Provider(&aws), Unauthenticated("a bearer token is required")),
