@@ -6,7 +6,8 @@
 # or signing-keys/, and the reverse.
 # The indexer reads the uploads but writes only indexed/ and rejections/. The mirror writes
 # only what it keeps of upstreams (upstream/); the puller reads pull records and writes copies
-# only under the upstream hosts' provider prefixes.
+# only under the upstream hosts' provider prefixes; the modules function, where the modules
+# pull-through fetches (var.upstream_modules), writes only upstream-modules/.
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -29,8 +30,9 @@ locals {
   # What each read function may GetObject: its manifests, its archives, the token store.
   read_objects = {
     discovery = []
+    # And the modules pull-through's copies, pins and version lists (upstream-modules/).
     modules = concat(
-      ["indexed/modules/*", "access/tokens.json"],
+      ["indexed/modules/*", "access/tokens.json", "upstream-modules/*"],
       [for suffix in local.module_archive_suffixes : "modules/*${suffix}"],
     )
     mirror = ["indexed/providers/*", "access/tokens.json", "providers/*.zip", "upstream/*"]
@@ -136,6 +138,16 @@ data "aws_iam_policy_document" "function" {
       sid       = "MirrorKeepsUpstreamAnswers"
       actions   = ["s3:PutObject"]
       resources = [for p in local.mirror_prefixes : "${local.bucket_arn}/${p}*"]
+    }
+  }
+
+  dynamic "statement" {
+    # Only where the modules pull-through fetches: a bundle synced in needs no write.
+    for_each = each.key == "modules" && length(var.upstream_modules) > 0 ? [1] : []
+    content {
+      sid       = "ModulesKeepUpstreamCopies"
+      actions   = ["s3:PutObject"]
+      resources = [for p in local.modules_prefixes : "${local.bucket_arn}/${p}*"]
     }
   }
 

@@ -9,7 +9,9 @@ locals {
   # One function per Lambda binary in functions/ (the consistency test checks this list).
   functions = {
     discovery = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
-    modules   = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    # A first download of an upstream module copies it while the CLI waits (config.rs
+    # COPY_BUDGET, 25 s): the modules function then needs 28 s, inside API Gateway's 29 s.
+    modules   = { memory = var.read_memory_mb, timeout = length(var.upstream_modules) > 0 ? max(var.read_timeout_seconds, 28) : var.read_timeout_seconds, storage = 512 }
     mirror    = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     providers = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     # For people and tools: the module list, search and details API.
@@ -27,12 +29,15 @@ locals {
   # $default gives a path no key matches to the router too (404 or 400, JSON), never API
   # Gateway's own {"message":"Not Found"}.
   routes = {
-    "ANY /.well-known/terraform.json"                                     = "discovery"
-    "ANY /v1/modules/{namespace}/{name}/{system}/versions"                = "modules"
-    "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download"      = "modules"
-    "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}"                 = "mirror"
-    "ANY /v1/providers/{namespace}/{type}/versions"                       = "providers"
-    "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}" = "providers"
+    "ANY /.well-known/terraform.json"                                = "discovery"
+    "ANY /v1/modules/{namespace}/{name}/{system}/versions"           = "modules"
+    "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download" = "modules"
+    # The modules pull-through: an upstream registry's modules.v1 (the CLI's `host` block).
+    "ANY /v1/modules/upstream/{hostname}/{namespace}/{name}/{system}/versions"           = "modules"
+    "ANY /v1/modules/upstream/{hostname}/{namespace}/{name}/{system}/{version}/download" = "modules"
+    "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}"                                = "mirror"
+    "ANY /v1/providers/{namespace}/{type}/versions"                                      = "providers"
+    "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}"                = "providers"
     # API Gateway prefers the literal `versions` and `search` over a {version} or {namespace}.
     "ANY /v1/modules"                                       = "web"
     "ANY /v1/modules/search"                                = "web"
@@ -65,6 +70,9 @@ locals {
   # The mirror function keeps what it learned of upstream registries here (version lists, pull
   # records); nobody else writes it (layout::UPSTREAM_PREFIX).
   mirror_prefixes = ["upstream/"]
+  # The modules function keeps upstream modules' copies, pins and version lists here
+  # (layout::UPSTREAM_MODULES_PREFIX); an air-gap bundle is synced here too.
+  modules_prefixes = ["upstream-modules/"]
 
   # The uploads and deletes that invoke the indexer: exactly layout::NOTIFICATIONS, which the
   # local registry's embedded S3 follows too (the consistency test compares). None lies under
@@ -110,6 +118,10 @@ locals {
     REGISTRY_UPSTREAM_HOSTS                = join(",", var.upstream_hosts)
     REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS = tostring(var.upstream_versions_ttl_seconds)
     REGISTRY_UPSTREAM_TIMEOUT_SECONDS      = tostring(var.upstream_timeout_seconds)
+    # Modules pull-through: only the modules function reaches these.
+    REGISTRY_UPSTREAM_MODULES          = join(",", var.upstream_modules)
+    REGISTRY_UPSTREAM_GIT_HOSTS        = join(",", var.upstream_git_hosts)
+    REGISTRY_UPSTREAM_MODULE_MAX_BYTES = tostring(var.upstream_module_max_bytes)
     # The host the CLI knows the registry by: providers under it are served by providers.v1,
     # as signed releases only.
     REGISTRY_HOSTNAME = local.hostname

@@ -100,6 +100,36 @@ variable "upstream_hosts" {
   }
 }
 
+variable "upstream_modules" {
+  description = "Module registries the modules pull-through fetches from (REGISTRY_UPSTREAM_MODULES): HOST, HOST/NAMESPACE (a glob) or either with =https://ADDRESS[:PORT]. A version's first download copies its archive into the bucket and pins its SHA-256. Empty (the default) fetches nothing; copies already in the bucket (an air-gap bundle) are served either way. Suggested: [\"registry.terraform.io\", \"registry.opentofu.org\"]. See docs/UPSTREAM-MODULES.md."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for h in var.upstream_modules : can(regex("^[a-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9_*?-]+)?(=https://[^/?#@]+/?)?$", h))])
+    error_message = "Each module upstream is HOST or HOST/NAMESPACE_GLOB, optionally =https://ADDRESS[:PORT]."
+  }
+}
+
+variable "upstream_git_hosts" {
+  description = "Git hosts whose archives an upstream module's location may name (REGISTRY_UPSTREAM_GIT_HOSTS): git::https://HOST/OWNER/REPO?ref=REF is fetched as https://HOST/OWNER/REPO/archive/REF.tar.gz. HOST=https://ADDRESS reaches HOST elsewhere (GitHub Enterprise)."
+  type        = list(string)
+  default     = ["github.com"]
+  validation {
+    condition     = alltrue([for h in var.upstream_git_hosts : can(regex("^[a-z0-9.-]+(:[0-9]+)?(=https://[^/?#@]+/?)?$", h))])
+    error_message = "Each git host is a lower-case host name, or NAME=https://ADDRESS[:PORT]."
+  }
+}
+
+variable "upstream_module_max_bytes" {
+  description = "Largest upstream module archive copied while the CLI waits (REGISTRY_UPSTREAM_MODULE_MAX_BYTES, at most 64 MiB); a larger one is refused with a message naming the air-gap bundle."
+  type        = number
+  default     = 33554432
+  validation {
+    condition     = floor(var.upstream_module_max_bytes) == var.upstream_module_max_bytes && var.upstream_module_max_bytes >= 1 && var.upstream_module_max_bytes <= 67108864
+    error_message = "upstream_module_max_bytes must be 1 to 67108864 (64 MiB)."
+  }
+}
+
 variable "upstream_versions_ttl_seconds" {
   description = "How long an upstream provider's version list kept in the bucket is used without asking the upstream (new upstream releases appear after this)."
   type        = number

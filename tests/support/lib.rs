@@ -15,6 +15,7 @@ pub mod hostile;
 pub mod load;
 pub mod oidc;
 pub mod presigned;
+pub mod public_registry;
 pub mod pull_through;
 pub mod raw_s3;
 

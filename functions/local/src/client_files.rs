@@ -19,6 +19,19 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(
         running.app.config().hostname.as_deref(),
         &format!("{}{mirror_path}", running.base_url()),
     );
+    let config = running.app.config();
+    // The hosts fetched from; with none (an air gap), the public ones, whose copies a bundle
+    // synced into the bucket holds.
+    let module_hosts = config.upstream_modules.hosts();
+    let mut module_hosts: Vec<&str> = module_hosts.iter().map(String::as_str).collect();
+    if module_hosts.is_empty() {
+        module_hosts = registry::upstream::UPSTREAM_MODULE_HOSTS_DEFAULT.to_vec();
+    }
+    let modules = registry::cli_config::upstream_modules(
+        &module_hosts,
+        &format!("{}{}", running.base_url(), config.paths.modules),
+        &running.dev_token,
+    );
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\
@@ -26,7 +39,7 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(
          {installation}\n\
          # The local-dev token (every module and provider). The CLI sends it to discovery,\n\
          # module, providers.v1 and mirror requests, never to the archive URLs.\n\
-         credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n",
+         credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n\n{modules}",
         rc = dir.join("terraform.rc").display(),
         ca = dir.join(tls::CA_FILE).display(),
         host = running.registry_addr,

@@ -66,6 +66,37 @@ impl fmt::Display for ProviderAddress {
     }
 }
 
+/// A module of an upstream registry, as the pull-through names it: `HOSTNAME/NAMESPACE/NAME/SYSTEM`
+/// (`registry.terraform.io/terraform-aws-modules/vpc/aws`). The hostname follows the provider
+/// hostname grammar (a dot, lower case), so it can never be a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UpstreamModule {
+    /// The upstream registry's host (`registry.terraform.io`).
+    pub hostname: String,
+    /// The module's address at that host.
+    pub module: ModuleAddress,
+}
+
+impl UpstreamModule {
+    /// Validate each part against the protocol grammar (400 otherwise).
+    pub fn parse(hostname: &str, namespace: &str, name: &str, system: &str) -> Result<Self, Error> {
+        check("hostname", hostname, is_hostname)?;
+        Ok(UpstreamModule { hostname: hostname.into(), module: ModuleAddress::parse(namespace, name, system)? })
+    }
+
+    /// `HOSTNAME/NAMESPACE`: what a token's module scopes and the anonymous policy match for it
+    /// (an upstream host is a scope as a namespace is: `registry.terraform.io/*`).
+    pub fn scope(&self) -> String {
+        format!("{}/{}", self.hostname, self.module.namespace)
+    }
+}
+
+impl fmt::Display for UpstreamModule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.hostname, self.module)
+    }
+}
+
 /// A provider of this registry's own host, as providers.v1 names it (`NAMESPACE/TYPE`; the
 /// host is the one the request was sent to, `REGISTRY_HOSTNAME`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

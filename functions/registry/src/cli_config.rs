@@ -26,6 +26,27 @@ pub fn provider_installation(own_host: Option<&str>, mirror_url: &str) -> String
     }
 }
 
+/// The `host` and `credentials` blocks that send every module lookup of each upstream `host`
+/// (`registry.terraform.io`) to this registry's modules pull-through under `modules_url` (the
+/// modules.v1 base URL, `https://…/v1/modules/`), with `token`. A `host` block replaces the
+/// host's service discovery with the services it lists, and the CLI sends the credentials of
+/// the host a `source` names (not of the URL it is sent to), so the token goes only to this
+/// registry: the block lists no other service. Providers of the host still need the network
+/// mirror (`provider_installation`), which never asks the host.
+pub fn upstream_modules(hosts: &[&str], modules_url: &str, token: &str) -> String {
+    let mut text = String::from(
+        "# Public modules through this registry, with no `source` line changed: each `host` block\n\
+         # replaces that host's service discovery, and the CLI sends the host's credentials to it.\n",
+    );
+    for host in hosts {
+        text.push_str(&format!(
+            "host \"{host}\" {{\n  services = {{\n    \"modules.v1\" = \"{modules_url}upstream/{host}/\"\n  }}\n}}\n\
+             credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n"
+        ));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +58,18 @@ mod tests {
         assert!(block.contains("direct {\n    include = [\"registry.example.com/*/*\"]"), "{block}");
         let mirror_only = provider_installation(None, "https://r.example/v1/mirror/");
         assert!(!mirror_only.contains("direct"), "{mirror_only}");
+    }
+
+    #[test]
+    fn each_upstream_host_gets_its_modules_service_and_the_token() {
+        let blocks = upstream_modules(&["registry.terraform.io"], "https://r.example/v1/modules/", "T");
+        assert!(
+            blocks.contains(
+                "host \"registry.terraform.io\" {\n  services = {\n    \"modules.v1\" = \"https://r.example/v1/modules/upstream/registry.terraform.io/\"\n  }\n}"
+            ),
+            "{blocks}"
+        );
+        assert!(blocks.contains("credentials \"registry.terraform.io\" {\n  token = \"T\"\n}"), "{blocks}");
+        assert!(!blocks.contains("providers.v1"), "only modules.v1 is sent here: {blocks}");
     }
 }

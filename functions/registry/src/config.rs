@@ -8,7 +8,7 @@ use crate::router::{
     BasePaths, DISCOVERY_PATH, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT, PROVIDERS_BASE_PATH_DEFAULT,
     UI_PATH,
 };
-pub use crate::upstream::{UPSTREAM_HOST_DEFAULT, UpstreamSettings};
+pub use crate::upstream::{ModuleUpstreamSettings, UPSTREAM_HOST_DEFAULT, UpstreamSettings};
 
 /// Bounds for presigned URL lifetimes: long enough for a slow `terraform init` to start the
 /// download, short enough that a URL printed in a CI log is useless soon after.
@@ -52,8 +52,14 @@ pub struct Config {
     /// The longest a request may take before it is answered 503 with `Retry-After`
     /// (`REQUEST_BUDGET`; not a variable: infra's `read_timeout_seconds` is bounded by it).
     pub request_budget: Duration,
+    /// The longest the first download of an upstream module may take, copying it
+    /// (`COPY_BUDGET`): the modules function's timeout is at least this plus 2 s where the
+    /// modules pull-through fetches (infra).
+    pub copy_budget: Duration,
     /// The pull-through mirror's upstream registries.
     pub upstream: UpstreamSettings,
+    /// The modules pull-through's upstream registries and git hosts.
+    pub upstream_modules: ModuleUpstreamSettings,
     /// `REGISTRY_OIDC_ISSUERS` (a JSON array, `oidc::parse_issuers`; unset or empty: none):
     /// OpenID Connect issuers whose JWTs are accepted as bearer tokens, each with its audience
     /// and claims-to-scopes rules, one of them optionally with the `terraform login` client.
@@ -62,6 +68,9 @@ pub struct Config {
     /// roots (an issuer inside the organisation, or the tests' issuer on loopback).
     pub oidc_ca_file: Option<String>,
 }
+
+/// `Config::copy_budget`: inside API Gateway's 29 s, with room for the answer.
+pub const COPY_BUDGET: Duration = Duration::from_secs(25);
 
 /// Default (and deployed value) of `Config::request_budget`. One storage read gives up after
 /// about 12 s (`storage::s3::timeouts`, then a body read again) and a request may make two (the
@@ -100,7 +109,9 @@ impl Config {
             manifest_cache_bytes: MANIFEST_CACHE_BYTES_DEFAULT,
             manifest_cache_ttl: Duration::ZERO,
             request_budget: REQUEST_BUDGET,
+            copy_budget: COPY_BUDGET,
             upstream: UpstreamSettings::off(),
+            upstream_modules: ModuleUpstreamSettings::off(),
             oidc_issuers: Vec::new(),
             oidc_ca_file: None,
         }
@@ -121,6 +132,7 @@ impl Config {
         };
         let hostname = hostname(&env)?;
         let upstream = upstream(&env, hostname.as_deref())?;
+        let upstream_modules = upstream_modules(&env, hostname.as_deref())?;
         let oidc_issuers = match env.text("REGISTRY_OIDC_ISSUERS") {
             None => Vec::new(),
             Some(raw) => crate::auth::oidc::parse_issuers(&raw)
@@ -148,7 +160,9 @@ impl Config {
                 "seconds",
             )?),
             request_budget: REQUEST_BUDGET,
+            copy_budget: COPY_BUDGET,
             upstream,
+            upstream_modules,
             oidc_issuers,
             oidc_ca_file: env.text("REGISTRY_OIDC_CA_FILE"),
         })
@@ -316,8 +330,71 @@ fn upstream(env: &Env<'_>, hostname: Option<&str>) -> Result<UpstreamSettings, C
     })
 }
 
+/// The modules pull-through's upstreams (`REGISTRY_UPSTREAM_MODULES`), git hosts
+/// (`REGISTRY_UPSTREAM_GIT_HOSTS`) and archive bound; never this registry's own host.
+fn upstream_modules(env: &Env<'_>, hostname: Option<&str>) -> Result<ModuleUpstreamSettings, ConfigError> {
+    use crate::upstream::{
+        UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT,
+    };
+    let var = "REGISTRY_UPSTREAM_MODULES";
+    let raw = env.raw(var).unwrap_or_else(|| UPSTREAM_MODULE_HOSTS_DEFAULT.join(","));
+    let (mut allowed, mut plain) = (Vec::new(), Vec::new());
+    for item in raw.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let (address, endpoint) = match item.split_once('=') {
+            Some((a, e)) => (a.trim(), Some(e)),
+            None => (item, None),
+        };
+        let (host, namespace) = address.split_once('/').unwrap_or((address, "*"));
+        let glob_ok = !namespace.is_empty()
+            && namespace.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*' | b'?'));
+        if !glob_ok {
+            return Err(ConfigError(format!(
+                "{var}: {:?} is not a namespace glob (HOST/NAMESPACE, NAMESPACE of letters, digits, -, _, * and ?)",
+                crate::address::printable(namespace)
+            )));
+        }
+        plain.push(match endpoint {
+            Some(e) => format!("{host}={e}"),
+            None => host.to_string(),
+        });
+        allowed.push((host.to_string(), namespace.to_string()));
+    }
+    let (hosts, endpoints) = endpoint_list(var, &plain.join(","))?;
+    debug_assert_eq!(hosts.len(), allowed.len());
+    if let Some(own) = hostname.filter(|own| hosts.iter().any(|h| h == own)) {
+        return Err(ConfigError(format!(
+            "{var} holds this registry's own host {own:?} (REGISTRY_HOSTNAME): it would be its own upstream"
+        )));
+    }
+    let git_var = "REGISTRY_UPSTREAM_GIT_HOSTS";
+    let git_raw = env.raw(git_var).unwrap_or_else(|| UPSTREAM_GIT_HOST_DEFAULT.to_string());
+    let (git_names, git_endpoints) = endpoint_list(git_var, &git_raw)?;
+    let git_hosts = git_names
+        .into_iter()
+        .map(|h| {
+            let origin = git_endpoints.get(&h).cloned().unwrap_or_else(|| format!("https://{h}"));
+            (h, origin)
+        })
+        .collect();
+    let max_bytes = match env.bounded(
+        "REGISTRY_UPSTREAM_MODULE_MAX_BYTES",
+        UPSTREAM_MODULE_MAX_BYTES_DEFAULT,
+        64 << 20,
+        "bytes",
+    )? {
+        0 => return Err(ConfigError("REGISTRY_UPSTREAM_MODULE_MAX_BYTES must be more than 0".into())),
+        n => n,
+    };
+    Ok(ModuleUpstreamSettings { allowed, endpoints, git_hosts, max_bytes })
+}
+
 /// `REGISTRY_UPSTREAM_HOSTS`: `HOST` or `HOST=https://ADDRESS[:PORT]`, comma-separated.
 fn upstream_hosts(raw: &str) -> Result<(Vec<String>, BTreeMap<String, String>), ConfigError> {
+    endpoint_list("REGISTRY_UPSTREAM_HOSTS", raw)
+}
+
+/// A list of `HOST` or `HOST=https://ADDRESS[:PORT]`, comma-separated, read for `var`.
+fn endpoint_list(var: &str, raw: &str) -> Result<(Vec<String>, BTreeMap<String, String>), ConfigError> {
     let (mut hosts, mut endpoints) = (Vec::new(), BTreeMap::new());
     for item in raw.split(',').map(str::trim).filter(|h| !h.is_empty()) {
         let (host, endpoint) = match item.split_once('=') {
@@ -326,8 +403,7 @@ fn upstream_hosts(raw: &str) -> Result<(Vec<String>, BTreeMap<String, String>), 
         };
         if crate::address::ProviderAddress::parse(host, "x", "x").is_err() {
             return Err(ConfigError(format!(
-                "REGISTRY_UPSTREAM_HOSTS holds {:?}, not a lower-case provider host name \
-                 (registry.terraform.io, or NAME=https://ADDRESS:PORT)",
+                "{var} holds {:?}, not a lower-case host name (registry.terraform.io, or NAME=https://ADDRESS:PORT)",
                 crate::address::printable(host)
             )));
         }
@@ -339,7 +415,7 @@ fn upstream_hosts(raw: &str) -> Result<(Vec<String>, BTreeMap<String, String>), 
                 }
                 _ => {
                     return Err(ConfigError(format!(
-                        "REGISTRY_UPSTREAM_HOSTS: {host} is reached at {:?}, not an https://ADDRESS[:PORT]",
+                        "{var}: {host} is reached at {:?}, not an https://ADDRESS[:PORT]",
                         crate::address::printable(endpoint)
                     )));
                 }
@@ -385,120 +461,4 @@ fn base_path(var: &str, raw: Option<String>, default: &str) -> Result<String, Co
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Config::from_lookup(|k| map.get(k).cloned())
-    }
-
-    #[test]
-    fn defaults() {
-        let c = load(&[("REGISTRY_BUCKET", "b")]).unwrap();
-        let upstream = UpstreamSettings { hosts: vec!["registry.terraform.io".into()], ..UpstreamSettings::off() };
-        assert_eq!(c, Config { upstream, ..Config::new("b") });
-        let off = load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", " ")]).unwrap();
-        assert_eq!(off, Config::new("b"), "an empty REGISTRY_UPSTREAM_HOSTS turns the pull-through off");
-        assert_eq!(c.presign_ttl, Duration::from_secs(300));
-    }
-
-    #[test]
-    fn errors_name_the_variable() {
-        let cases: &[(&[(&str, &str)], &str)] = &[
-            (&[], "REGISTRY_BUCKET"),
-            (&[("REGISTRY_BUCKET", " ")], "REGISTRY_BUCKET"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PRESIGN_TTL_SECONDS", "abc")], "REGISTRY_PRESIGN_TTL_SECONDS"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PRESIGN_TTL_SECONDS", "0")], "REGISTRY_PRESIGN_TTL_SECONDS"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PRESIGN_TTL_SECONDS", "86400")], "REGISTRY_PRESIGN_TTL_SECONDS"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "v1/modules")], "REGISTRY_MODULES_BASE_PATH"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/a/../b/")], "REGISTRY_MIRROR_BASE_PATH"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/")], "must not overlap"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "/ui/x/")], "must not overlap /ui/"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v2/m/")], "must not overlap /v2/"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PROVIDERS_BASE_PATH", "/.well-known/")], "must not overlap"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_TOKENS_CACHE_SECONDS", "3600")], "REGISTRY_TOKENS_CACHE_SECONDS"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_SECONDS", "61")], "REGISTRY_MANIFEST_CACHE_SECONDS"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_BYTES", "-1")], "REGISTRY_MANIFEST_CACHE_BYTES"),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_ANONYMOUS_MODULES", "acme, bad glob")],
-                "REGISTRY_ANONYMOUS_MODULES",
-            ),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_PROVIDER_ZIP_BYTES", "1GB")],
-                "REGISTRY_MAX_PROVIDER_ZIP_BYTES",
-            ),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_UNPACKED_BYTES", "0")], "REGISTRY_MAX_UNPACKED_BYTES"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_ARCHIVE_ENTRIES", "2000000")], "REGISTRY_MAX_ARCHIVE_ENTRIES"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MAX_ARCHIVE_ENTRIES", "0")], "REGISTRY_MAX_ARCHIVE_ENTRIES"),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_S3_FORCE_PATH_STYLE", "yes")], "REGISTRY_S3_FORCE_PATH_STYLE"),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io,https://x.y")],
-                "REGISTRY_UPSTREAM_HOSTS",
-            ),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "up.example=http://127.0.0.1:1")],
-                "https://ADDRESS",
-            ),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_HOSTS", "up.example=https://a/b")], "https://ADDRESS"),
-            (
-                &[
-                    ("REGISTRY_BUCKET", "b"),
-                    ("REGISTRY_HOSTNAME", "r.example.com"),
-                    ("REGISTRY_UPSTREAM_HOSTS", "r.example.com"),
-                ],
-                "its own upstream",
-            ),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_TIMEOUT_SECONDS", "0")],
-                "REGISTRY_UPSTREAM_TIMEOUT_SECONDS",
-            ),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_TIMEOUT_SECONDS", "30")],
-                "REGISTRY_UPSTREAM_TIMEOUT_SECONDS",
-            ),
-            (
-                &[("REGISTRY_BUCKET", "b"), ("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS", "ten")],
-                "REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS",
-            ),
-            (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_OIDC_ISSUERS", "[{}]")], "REGISTRY_OIDC_ISSUERS"),
-        ];
-        for (vars, needle) in cases {
-            let err = load(vars).unwrap_err();
-            assert!(err.0.contains(needle), "{vars:?}: {err}");
-        }
-    }
-
-    #[test]
-    fn custom_values() {
-        let c = load(&[
-            ("REGISTRY_BUCKET", "b"),
-            ("REGISTRY_PRESIGN_TTL_SECONDS", "60"),
-            ("REGISTRY_MODULES_BASE_PATH", "/modules/"),
-            ("REGISTRY_MIRROR_BASE_PATH", "/providers/"),
-        ])
-        .unwrap();
-        assert_eq!(c.presign_ttl, Duration::from_secs(60));
-        assert_eq!(c.paths.modules, "/modules/");
-        assert_eq!(c.paths.mirror, "/providers/");
-        let c = load(&[
-            ("REGISTRY_BUCKET", "b"),
-            ("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io, 127.0.0.1:8443, up.example=https://127.0.0.1:9443/"),
-            ("REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS", "0"),
-            ("REGISTRY_UPSTREAM_CA_FILE", "/tmp/ca.pem"),
-        ])
-        .unwrap();
-        assert_eq!(c.upstream.hosts, ["registry.terraform.io", "127.0.0.1:8443", "up.example"]);
-        assert_eq!(c.upstream.endpoints.get("up.example").map(String::as_str), Some("https://127.0.0.1:9443"));
-        assert_eq!(c.upstream.versions_ttl, Duration::ZERO);
-        assert_eq!(c.upstream.ca_file.as_deref(), Some("/tmp/ca.pem"));
-        let issuers = r#"[{"issuer": "https://token.actions.githubusercontent.com", "audience": "https://r.example.com",
-                           "rules": [{"claim": "repository_owner", "equals": "acme", "modules": ["acme"]}]}]"#;
-        let c = load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_OIDC_ISSUERS", issuers), ("REGISTRY_OIDC_CA_FILE", " ")])
-            .unwrap();
-        assert_eq!(c.oidc_issuers.len(), 1);
-        assert_eq!(c.oidc_ca_file, None);
-        assert_eq!(load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_OIDC_ISSUERS", " ")]).unwrap().oidc_issuers, []);
-    }
-}
+mod tests;

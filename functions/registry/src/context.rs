@@ -22,30 +22,51 @@ pub struct Context<S> {
     /// The mirror's upstream registries (pull-through); `None`: off.
     #[cfg(feature = "aws")]
     pub upstream: Option<Arc<crate::upstream::Upstream>>,
+    /// The modules pull-through's upstream registries; `None`: nothing is fetched (copies in
+    /// the bucket are still served).
+    #[cfg(feature = "aws")]
+    pub module_upstream: Option<Arc<crate::upstream::modules::ModuleUpstream>>,
+}
+
+/// Which upstream clients a process builds: only those of the services it serves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Upstreams {
+    /// The mirror's (providers).
+    pub providers: bool,
+    /// The modules pull-through's.
+    pub modules: bool,
 }
 
 impl<S: crate::storage::Storage> Context<S> {
     /// The context for `config` and `storage`, with the clients its configuration asks for
     /// built once: the OpenID Connect issuers' key sets where any are configured, and the
-    /// upstream registries' where `with_upstream` (the process serves the mirror). Both read
-    /// time from `clock`. Fails on a CA file that cannot be read.
-    pub fn new(config: Config, storage: S, with_upstream: bool, clock: Monotonic) -> Result<Self, Error> {
+    /// upstream registries' that `upstreams` names (those of the services the process serves).
+    /// All read time from `clock`. Fails on a CA file that cannot be read.
+    pub fn new(config: Config, storage: S, upstreams: Upstreams, clock: Monotonic) -> Result<Self, Error> {
         let reader = Reader::new(storage, config.manifest_cache_bytes, config.manifest_cache_ttl, config.presign_ttl);
         let issuers = Issuers::new(&config.oidc_issuers, config.oidc_ca_file.as_deref(), clock.clone())?;
         let verifier = Verifier::new(config.access.clone(), config.tokens_cache, issuers);
         #[cfg(feature = "aws")]
-        let upstream = match with_upstream {
-            true => crate::upstream::Upstream::new(&config.upstream)?.map(|u| Arc::new(u.with_clock(clock))),
+        let upstream = match upstreams.providers {
+            true => crate::upstream::Upstream::new(&config.upstream)?.map(|u| Arc::new(u.with_clock(clock.clone()))),
+            false => None,
+        };
+        #[cfg(feature = "aws")]
+        let module_upstream = match upstreams.modules {
+            true => crate::upstream::modules::ModuleUpstream::new(&config.upstream_modules, &config.upstream)?
+                .map(|u| Arc::new(u.with_clock(clock))),
             false => None,
         };
         #[cfg(not(feature = "aws"))]
-        let _ = (with_upstream, clock);
+        let _ = (upstreams, clock);
         Ok(Context {
             config,
             reader,
             verifier,
             #[cfg(feature = "aws")]
             upstream,
+            #[cfg(feature = "aws")]
+            module_upstream,
         })
     }
 

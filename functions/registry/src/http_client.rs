@@ -125,16 +125,39 @@ impl HttpClient {
     /// A small body (a registry answer, `SHA256SUMS`, a signature, a key set), at most `limit`
     /// bytes.
     pub(crate) async fn get(&self, url: Url, limit: usize, api: bool) -> Result<Got<Bytes>, String> {
+        Ok(match self.get_with(url, limit, api, None).await? {
+            Got::Found(url, (body, _)) => Got::Found(url, body),
+            Got::NotFound => Got::NotFound,
+        })
+    }
+
+    /// `get`, with the value of the response header `header` if it has one (a module registry's
+    /// `X-Terraform-Get`).
+    pub(crate) async fn get_with(
+        &self,
+        url: Url,
+        limit: usize,
+        api: bool,
+        header: Option<&str>,
+    ) -> Result<Got<(Bytes, Option<String>)>, String> {
         let (url, response) = match self.response(url, api).await? {
             Got::Found(url, response) => (url, response),
             Got::NotFound => return Ok(Got::NotFound),
         };
+        let value = header
+            .and_then(|h| response.headers().get(h))
+            .map(|v| {
+                v.to_str()
+                    .map(str::to_string)
+                    .map_err(|_| format!("{}: its {} header is not text", shown(&url), header.unwrap_or("")))
+            })
+            .transpose()?;
         let body = http_body_util::Limited::new(response.into_body(), limit).collect();
         let body = tokio::time::timeout(self.timeout, body)
             .await
             .map_err(|_| format!("{}: the body did not arrive within {:?}", shown(&url), self.timeout))?
             .map_err(|e| format!("{}: body unreadable or over {limit} bytes: {e}", shown(&url)))?;
-        Ok(Got::Found(url, body.to_bytes()))
+        Ok(Got::Found(url, (body.to_bytes(), value)))
     }
 
     /// Feed an archive's bytes to `sink` as they arrive; how many. A `sink` error stops the

@@ -127,6 +127,27 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
                 }
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }
+            Route::UpstreamModuleVersions { module: m } | Route::UpstreamModuleDownload { module: m, .. } => {
+                let keys = match &route {
+                    Route::UpstreamModuleDownload { version: v, .. } => {
+                        let archive = layout::upstream_module_archive(m, v, &"0".repeat(64), "tar.gz");
+                        if layout::upstream_module_archive_parts(&archive)
+                            .is_none_or(|(am, av, _)| am != *m || av != *v)
+                        {
+                            return Err(format!("{target:?} -> archive key {archive:?} does not read back"));
+                        }
+                        vec![layout::upstream_module_pin(m, v), archive]
+                    }
+                    _ => vec![layout::upstream_module_index(m)],
+                };
+                for key in keys {
+                    let under = key.starts_with(&layout::upstream_module_prefix(m));
+                    if !key_is_clean(&key) || !under || layout::classify(&key).is_some() {
+                        return Err(format!("{target:?} -> key {key:?} unclean, outside its module or taken"));
+                    }
+                }
+                continue;
+            }
             Route::ModuleVersions { module: m } | Route::ModuleDownload { module: m, .. } => {
                 (layout::module_manifest(m), ObjectKind::ModuleManifest(m.clone()))
             }

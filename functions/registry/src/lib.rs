@@ -24,6 +24,7 @@ pub mod error;
 #[cfg(feature = "aws")]
 pub mod events;
 pub mod exchange;
+pub mod glob;
 #[cfg(feature = "aws")]
 mod http_client;
 pub mod index;

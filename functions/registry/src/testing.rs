@@ -81,6 +81,44 @@ pub fn tar_gz_items(items: &[Item<'_>]) -> Vec<u8> {
     gzip(&tar(items))
 }
 
+/// A git host's archive of a ref as GitHub makes one (`git archive`): a pax global header
+/// naming the commit, then a top-level directory `top/` holding `files`.
+pub fn git_archive(top: &str, commit: &str, files: &[(&str, &str)]) -> Vec<u8> {
+    let record = |body: &str| {
+        // A pax record's length counts its own digits.
+        let mut length = body.len() + 2;
+        while format!("{length} {body}\n").len() != length {
+            length += 1;
+        }
+        format!("{length} {body}\n")
+    };
+    let comment = record(&format!("comment={commit}"));
+    let mut global = tar::Header::new_ustar();
+    global.set_path("pax_global_header").unwrap();
+    global.set_entry_type(tar::EntryType::XGlobalHeader);
+    global.set_size(comment.len() as u64);
+    global.set_mode(0o666);
+    global.set_mtime(0);
+    global.set_cksum();
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.append(&global, comment.as_bytes()).unwrap();
+    let mut inner = tar(&[Item::Dir(&format!("{top}/"))]);
+    inner.truncate(inner.len() - 1024);
+    let mut bytes = builder.into_inner().unwrap();
+    bytes.truncate(bytes.len() - 1024);
+    bytes.extend(inner);
+    let named: Vec<(String, &str)> = files.iter().map(|(n, d)| (format!("{top}/{n}"), *d)).collect();
+    let items: Vec<Item<'_>> = named.iter().map(|(n, d)| Item::File(n, d.as_bytes())).collect();
+    bytes.extend(tar(&items));
+    gzip(&bytes)
+}
+
+/// The entry names of a `.tar.gz`, in order.
+pub fn tar_gz_names(tar_gz: &[u8]) -> Vec<String> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tar_gz));
+    archive.entries().unwrap().map(|e| e.unwrap().path().unwrap().display().to_string()).collect()
+}
+
 /// A `.tar.gz` holding these files.
 pub fn tar_gz(files: &[(&str, &[u8])]) -> Vec<u8> {
     tar_gz_items(&files.iter().map(|(n, d)| Item::File(n, d)).collect::<Vec<_>>())

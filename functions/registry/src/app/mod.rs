@@ -60,11 +60,14 @@ impl<S: Storage> Builder<S> {
     }
 
     /// The app, with the clients its configuration asks for built once: the upstream
-    /// registries' where it serves the mirror, the OpenID Connect issuers' where any are
-    /// configured. Fails on a CA file that cannot be read.
+    /// registries' where it serves the mirror or the modules, the OpenID Connect issuers' where
+    /// any are configured. Fails on a CA file that cannot be read.
     pub fn build(self) -> Result<App<S>, Error> {
-        let with_upstream = self.services.contains(&Service::Mirror);
-        let context = Context::new(self.config, self.storage, with_upstream, self.clock)?;
+        let upstreams = crate::context::Upstreams {
+            providers: self.services.contains(&Service::Mirror),
+            modules: self.services.contains(&Service::Modules),
+        };
+        let context = Context::new(self.config, self.storage, upstreams, self.clock)?;
         Ok(App { context, services: self.services, answer: self.answer })
     }
 }
@@ -114,7 +117,13 @@ impl<S: Storage> App<S> {
         let routed = router::route(method, raw_path, query, &self.context.config.paths);
         let (route_name, result) = match routed {
             Ok(route) => {
-                let (name, budget) = (route.name(), self.context.config.request_budget);
+                let config = &self.context.config;
+                // A first download of an upstream module copies it while the CLI waits.
+                let budget = match route.kind() {
+                    router::RouteKind::UpstreamModuleDownload => config.copy_budget.max(config.request_budget),
+                    _ => config.request_budget,
+                };
+                let name = route.name();
                 let deadline = tokio::time::Instant::now() + budget;
                 let answered = tokio::time::timeout_at(deadline, self.dispatch(route, request, deadline)).await;
                 let result =

@@ -917,7 +917,10 @@ async fn every_row_is_answered_by_its_function_and_access_checked() {
         let body = String::from_utf8_lossy(&reply.body);
         assert!(!body.contains("does not serve"), "{method} {path}: not answered by its function: {body}");
         let route = crate::router::route(&method, &path, query, &config.paths).unwrap();
-        if matches!(route.reads(), Reads::Module(_) | Reads::Provider(_) | Reads::OwnProvider(_)) {
+        if matches!(
+            route.reads(),
+            Reads::Module(_) | Reads::Provider(_) | Reads::OwnProvider(_) | Reads::UpstreamModule(_)
+        ) {
             assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}: served without an access check");
             assert_eq!(app.storage().request_count(), 0, "{method} {path}: read before the access check");
         }

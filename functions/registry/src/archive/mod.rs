@@ -34,6 +34,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 mod bounded;
+mod flatten;
 mod headers;
 mod keep;
 mod readers;
@@ -42,6 +43,7 @@ mod repack;
 mod tests;
 mod tree;
 
+pub use flatten::strip_top_directory;
 use keep::Keeper;
 use readers::{tar_gz_entries, zip_entries};
 pub use repack::tar_gz_to_zip;

@@ -1,7 +1,7 @@
 //! What a caller may read: the anonymous policy, a token's scopes (globs over module
 //! namespaces and provider addresses), and the decision for one resource.
 
-use crate::address::{ModuleAddress, ProviderAddress};
+use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 
 use super::tokens::{TokenRecord, TokenStore, bearer};
 
@@ -22,6 +22,10 @@ pub enum Resource<'a> {
     Module(&'a ModuleAddress),
     /// A mirrored provider's versions or packages.
     Provider(&'a ProviderAddress),
+    /// An upstream registry's module (the modules pull-through): module globs match
+    /// `HOSTNAME/NAMESPACE` (`UpstreamModule::scope`), so `registry.terraform.io/*` grants
+    /// every module of that host and a glob of private namespaces (`acme`) none.
+    UpstreamModule(&'a UpstreamModule),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +45,7 @@ impl Policy {
         match resource {
             Resource::Module(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.namespace)),
             Resource::Provider(p) => self.anonymous_providers.iter().any(|g| glob(g, &p.to_string())),
+            Resource::UpstreamModule(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.scope())),
         }
     }
 }
@@ -71,6 +76,7 @@ fn scopes_cover(record: &TokenRecord, resource: Resource<'_>) -> bool {
     match resource {
         Resource::Module(m) => record.modules.iter().any(|g| glob(g, &m.namespace)),
         Resource::Provider(p) => record.providers.iter().any(|g| glob(g, &p.to_string())),
+        Resource::UpstreamModule(m) => record.modules.iter().any(|g| glob(g, &m.scope())),
     }
 }
 
@@ -118,33 +124,7 @@ pub fn decision(policy: &Policy, viewer: &Viewer, resource: Resource<'_>) -> Dec
     }
 }
 
-/// `*` matches any run of characters (including `/`), `?` one character; everything else
-/// matches itself.
-pub fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
-}
+pub use crate::glob::glob;
 
 #[cfg(test)]
 mod tests {

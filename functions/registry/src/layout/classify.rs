@@ -207,6 +207,15 @@ pub enum Wanted<'a> {
         /// The module whose repository the request names.
         module: &'a ModuleAddress,
     },
+    /// The pinned copy of an upstream module's version (the modules pull-through).
+    UpstreamModuleArchive {
+        /// The module the request names.
+        module: &'a crate::address::UpstreamModule,
+        /// The version the request names.
+        version: &'a semver::Version,
+        /// The SHA-256 its pin records.
+        sha256: &'a str,
+    },
     /// A signed release's `SHA256SUMS` or its signature (providers.v1 `…/download/OS/ARCH`).
     ProviderReleaseFile {
         /// The provider the request names.
@@ -240,6 +249,8 @@ pub fn archive_key<'k>(key: &'k str, wanted: Wanted<'_>) -> Result<&'k str, Erro
         (Some(ObjectKind::ModuleArchive { module, extension, .. }), Wanted::OciModuleBlob { module: m }) => {
             module == *m && extension == "zip"
         }
+        (None, Wanted::UpstreamModuleArchive { module, version, sha256 }) => super::upstream_module_archive_parts(key)
+            .is_some_and(|(m, v, s)| m == *module && v == *version && s == sha256),
         (None, Wanted::OciModuleBlob { module }) => {
             let zips = format!("{}zips/", oci_module_prefix(module));
             key.strip_prefix(&zips).and_then(|f| f.strip_suffix(".zip")).is_some_and(|hex| {

@@ -27,7 +27,7 @@
 //! function presigns a key only after [`archive_key`] classified it as the very archive the
 //! request named, so nothing in a manifest can point a download elsewhere.
 
-use crate::address::{ModuleAddress, ProviderAddress};
+use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use crate::error::Error;
 
 mod classify;
@@ -58,6 +58,12 @@ pub const UPSTREAM_PREFIX: &str = "upstream/";
 pub const UPSTREAM_VERSIONS_PREFIX: &str = "upstream/versions/";
 /// Pull records: upstream releases whose signature verified, to be copied into the bucket.
 pub const UPSTREAM_PULLS_PREFIX: &str = "upstream/pulls/";
+/// Modules copied from upstream registries (the modules pull-through): each module's kept
+/// version list, each version's pin and its archive. Written by the modules function only (and
+/// by `aws s3 sync` of an air-gap bundle, which lays them out the same way); read by it.
+pub const UPSTREAM_MODULES_PREFIX: &str = "upstream-modules/";
+/// The end of a pin's key (`…/1.2.0.pin.json`).
+pub const UPSTREAM_MODULE_PIN_SUFFIX: &str = ".pin.json";
 /// The file name of a module manifest.
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 /// The file name of a provider's version list (the network mirror's).
@@ -132,6 +138,51 @@ pub fn upstream_versions(p: &ProviderAddress) -> String {
 /// Where the mirror records an upstream release to copy.
 pub fn upstream_pull(p: &ProviderAddress, version: &semver::Version) -> String {
     format!("{UPSTREAM_PULLS_PREFIX}{}/{}/{}/{version}.json", p.hostname, p.namespace, p.r#type)
+}
+
+/// Where an upstream module's keys start: `upstream-modules/HOST/NS/NAME/SYSTEM/`.
+pub fn upstream_module_prefix(m: &UpstreamModule) -> String {
+    format!("{UPSTREAM_MODULES_PREFIX}{}/{}/", m.hostname, m.module)
+}
+
+/// An upstream module's versions: the upstream's list as last fetched, and every version
+/// copied (`upstream::module_records::ModuleIndex`).
+pub fn upstream_module_index(m: &UpstreamModule) -> String {
+    format!("{}index.json", upstream_module_prefix(m))
+}
+
+/// A copied version's pin: the SHA-256 of the first copy, written once (`If-None-Match: *`).
+pub fn upstream_module_pin(m: &UpstreamModule, version: &semver::Version) -> String {
+    format!("{}{version}{UPSTREAM_MODULE_PIN_SUFFIX}", upstream_module_prefix(m))
+}
+
+/// A copied archive, named by its SHA-256, so two copies of different bytes never overwrite
+/// each other: only the one the pin names is served.
+pub fn upstream_module_archive(m: &UpstreamModule, version: &semver::Version, sha256: &str, extension: &str) -> String {
+    format!("{}{version}/{sha256}.{extension}", upstream_module_prefix(m))
+}
+
+/// Bytes fetched for a pinned version that differ from the pin (a moved tag): the record of
+/// the refusal, one per SHA-256 refused.
+pub fn upstream_module_refusal(m: &UpstreamModule, version: &semver::Version, sha256: &str) -> String {
+    format!("{}{version}/{sha256}.refused.json", upstream_module_prefix(m))
+}
+
+/// The module, version and SHA-256 of an upstream module archive's key (`None` for any other
+/// key): what the presign check compares with the request.
+pub fn upstream_module_archive_parts(key: &str) -> Option<(UpstreamModule, semver::Version, &str)> {
+    let rest = key.strip_prefix(UPSTREAM_MODULES_PREFIX)?;
+    let mut parts = rest.split('/');
+    let (host, namespace, name, system, version, file) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let module = UpstreamModule::parse(host, namespace, name, system).ok()?;
+    let version = crate::address::parse_version(version).ok()?;
+    let sha256 = file.strip_suffix(".tar.gz").or_else(|| file.strip_suffix(".zip"))?;
+    let hex = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    hex.then_some((module, version, sha256))
 }
 
 /// The provider and version a pull record's key names (`None` for any other key).

@@ -2,7 +2,7 @@
 //! names its values by type, and each type reads its own placeholders (`ModuleAddress` reads
 //! `{namespace}/{name}/{system}`), so a new route needs no parsing code of its own.
 
-use crate::address::{ModuleAddress, ProviderAddress, ProviderName, parse_version, printable};
+use crate::address::{ModuleAddress, ProviderAddress, ProviderName, UpstreamModule, parse_version, printable};
 use crate::error::Error;
 use crate::layout::Platform;
 use crate::oci::name::OciRoute;
@@ -44,6 +44,12 @@ impl Capture for ModuleAddress {
 impl Capture for ProviderAddress {
     fn capture(c: &Captures<'_>, _: &str) -> Result<Self, Error> {
         ProviderAddress::parse(c.get("hostname")?, c.get("namespace")?, c.get("type")?)
+    }
+}
+
+impl Capture for UpstreamModule {
+    fn capture(c: &Captures<'_>, _: &str) -> Result<Self, Error> {
+        UpstreamModule::parse(c.get("hostname")?, c.get("namespace")?, c.get("name")?, c.get("system")?)
     }
 }
 

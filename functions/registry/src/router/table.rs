@@ -13,7 +13,7 @@
 //! order: the first whose path fits wins, so a literal (`versions`) comes before a placeholder
 //! that would take it.
 
-use crate::address::{ModuleAddress, ProviderAddress, ProviderName};
+use crate::address::{ModuleAddress, ProviderAddress, ProviderName, UpstreamModule};
 use crate::layout::Platform;
 use crate::oci::name::OciRoute;
 use crate::query::Listing;
@@ -164,6 +164,8 @@ pub enum Reads<'a> {
     Module(&'a ModuleAddress),
     /// A provider, by its full address.
     Provider(&'a ProviderAddress),
+    /// A module of an upstream registry (the modules pull-through).
+    UpstreamModule(&'a UpstreamModule),
     /// A providers.v1 provider: its name at this registry's own host.
     OwnProvider(&'a ProviderName),
 }
@@ -183,6 +185,17 @@ route_table! {
     ModuleDownload { module: ModuleAddress, version: Version }
         name "module_download", service Modules, path Modules "{namespace}/{name}/{system}/{version}/download",
         reads Module(module), absent "module {module} not found";
+    /// `GET …/upstream/HOSTNAME/NAMESPACE/NAME/SYSTEM/versions`: modules.v1 of an upstream
+    /// registry through this one (the CLI's `host` block points the upstream's modules.v1 here).
+    UpstreamModuleVersions { module: UpstreamModule }
+        name "upstream_module_versions", service Modules,
+        path Modules "upstream/{hostname}/{namespace}/{name}/{system}/versions",
+        reads UpstreamModule(module), absent "module {module} not found";
+    /// `GET …/upstream/HOSTNAME/NAMESPACE/NAME/SYSTEM/VERSION/download`: the pinned copy.
+    UpstreamModuleDownload { module: UpstreamModule, version: Version }
+        name "upstream_module_download", service Modules,
+        path Modules "upstream/{hostname}/{namespace}/{name}/{system}/{version}/download",
+        reads UpstreamModule(module), absent "module {module} has no version {version}";
     /// `GET …/HOSTNAME/NAMESPACE/TYPE/index.json` (the network mirror)
     MirrorIndex { provider: ProviderAddress }
         name "mirror_index", service Mirror, path Mirror "{hostname}/{namespace}/{type}/index.json",

@@ -207,7 +207,7 @@ fn custom_base_paths() {
     );
     assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
     let templates = route_templates(&paths);
-    assert_eq!(templates.len(), 22);
+    assert_eq!(templates.len(), 24);
     assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
     assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList { listing: Listing::default() }));
     assert!(
@@ -282,5 +282,42 @@ fn every_base_is_listed_where_it_is_indexed() {
     assert_eq!(Base::PREFIXED.len(), Base::ALL.len() - 1);
     for row in ROUTES {
         assert!(fit::rows_of(row.base).iter().any(|c| std::ptr::eq(c.row, row)), "{} not indexed", row.name);
+    }
+}
+
+#[test]
+fn upstream_modules_are_named_by_host_and_never_taken_for_a_namespace() {
+    let paths = BasePaths::default();
+    let up =
+        crate::address::UpstreamModule::parse("registry.terraform.io", "terraform-aws-modules", "vpc", "aws").unwrap();
+    assert_eq!(
+        route(
+            &Method::GET,
+            "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/versions",
+            None,
+            &paths
+        ),
+        Ok(Route::UpstreamModuleVersions { module: up.clone() })
+    );
+    assert_eq!(
+        route(
+            &Method::GET,
+            "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0/download",
+            None,
+            &paths
+        ),
+        Ok(Route::UpstreamModuleDownload { module: up, version: semver::Version::new(5, 1, 0) })
+    );
+    // A private namespace named "upstream" keeps its routes.
+    assert_eq!(
+        route(&Method::GET, "/v1/modules/upstream/vpc/aws/versions", None, &paths),
+        Ok(Route::ModuleVersions { module: m("upstream", "vpc", "aws") })
+    );
+    for bad in [
+        "/v1/modules/upstream/localhost/a/b/c/versions",
+        "/v1/modules/upstream/Registry.io/a/b/c/versions",
+        "/v1/modules/upstream/registry.terraform.io/a/b/c/v1.0.0/download",
+    ] {
+        assert_eq!(route(&Method::GET, bad, None, &paths).unwrap_err().status().as_u16(), 400, "{bad}");
     }
 }

@@ -1,5 +1,6 @@
 //! The answers, one file per protocol: `discovery` (`/.well-known/terraform.json`),
-//! `modules` (modules.v1, and the reads behind the v1 list, search and details API), `mirror`
+//! `modules` (modules.v1, with `module_pull_through` for upstream registries' modules, and the
+//! reads behind the v1 list, search and details API), `mirror`
 //! (the provider network mirror, with `pull_through` for upstream providers), `providers`
 //! (providers.v1), `web` (the list, search and details API and the pages) and `oci` (OCI
 //! Distribution). Each file's `answer` takes its service's routes (rows of the route
@@ -9,6 +10,7 @@
 
 mod discovery;
 mod mirror;
+mod module_pull_through;
 mod modules;
 mod oci;
 mod providers;
@@ -137,6 +139,7 @@ pub(crate) async fn authorize<S: Storage>(
         Reads::Anyone => return Ok(()),
         Reads::Module(m) => Resource::Module(m),
         Reads::Provider(p) => Resource::Provider(p),
+        Reads::UpstreamModule(m) => Resource::UpstreamModule(m),
         Reads::OwnProvider(name) => {
             own = providers::own(ctx, name)?;
             Resource::Provider(&own)
@@ -146,4 +149,18 @@ pub(crate) async fn authorize<S: Storage>(
         Reads::Listed | Reads::Oci => return Err(route.not_found()),
     };
     ctx.verifier.check(ctx.storage(), authorization, resource, || route.not_found()).await
+}
+
+/// A module download URL with the archive's SHA-256 for go-getter to check: it reads
+/// `checksum=sha256:HEX` from the URL, removes it before the request (so the presigned
+/// signature still matches) and refuses bytes that differ with "Checksums did not match". So
+/// the CLI installs exactly the bytes the indexer hashed, even if the object is replaced or
+/// altered in the bucket afterwards. Last in the query: go-getter finds it anywhere, and the
+/// path's extension still tells it the archive type.
+pub(crate) fn with_checksum(url: String, sha256: &str) -> Result<String, Error> {
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(Error::internal(format!("the manifest records no valid SHA-256 ({sha256:?})")));
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}checksum=sha256:{sha256}"))
 }

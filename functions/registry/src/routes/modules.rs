@@ -23,7 +23,8 @@ use crate::query::Listing;
 use crate::router::Route;
 use crate::storage::Storage;
 
-/// modules.v1: the versions and the download of a module. (The v1 list, search and details
+/// modules.v1: the versions and the download of a module, and of an upstream registry's
+/// module (`module_pull_through`). (The v1 list, search and details
 /// API is the web function's: `web::answer` reads through `listing` and `details` here.)
 pub(super) async fn answer<S: Storage>(
     ctx: &Context<S>,
@@ -39,6 +40,14 @@ pub(super) async fn answer<S: Storage>(
         Route::ModuleDownload { module, version } => {
             super::authorize(ctx, &route, request.authorization).await?;
             download(ctx, module, version, || route.not_found(), deadline).await
+        }
+        Route::UpstreamModuleVersions { module } => {
+            super::authorize(ctx, &route, request.authorization).await?;
+            super::module_pull_through::versions(ctx, module, || route.not_found(), deadline).await
+        }
+        Route::UpstreamModuleDownload { module, version } => {
+            super::authorize(ctx, &route, request.authorization).await?;
+            super::module_pull_through::download(ctx, module, version, || route.not_found(), deadline).await
         }
         _ => Err(super::elsewhere(&route)),
     }
@@ -72,7 +81,7 @@ async fn download<S: Storage>(
         read.value.find(version).ok_or_else(|| Error::NotFound(format!("module {module} has no version {version}")))?;
     let wanted = Wanted::ModuleArchive { module, version };
     let url = ctx.reader.presign(&entry.archive, entry.version_id.as_deref(), wanted).await?;
-    let url = with_checksum(url, &entry.sha256)?;
+    let url = super::with_checksum(url, &entry.sha256)?;
     // Terraform 1.11 reads the header (204 or 200); OpenTofu prefers the body.
     // A 200 with both works for both and keeps every answer JSON.
     Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
@@ -92,20 +101,6 @@ async fn manifest<S: Storage>(
     ctx.reader
         .manifest(&layout::module_manifest(module), ModuleManifest::parse, |m| m.versions.is_empty(), absent, deadline)
         .await
-}
-
-/// A module download URL with the archive's SHA-256 for go-getter to check: it reads
-/// `checksum=sha256:HEX` from the URL, removes it before the request (so the presigned
-/// signature still matches) and refuses bytes that differ with "Checksums did not match". So
-/// the CLI installs exactly the bytes the indexer hashed, even if the object is replaced or
-/// altered in the bucket afterwards. Last in the query: go-getter finds it anywhere, and the
-/// path's extension still tells it the archive type.
-fn with_checksum(url: String, sha256: &str) -> Result<String, Error> {
-    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        return Err(Error::internal(format!("the manifest records no valid SHA-256 ({sha256:?})")));
-    }
-    let separator = if url.contains('?') { '&' } else { '?' };
-    Ok(format!("{url}{separator}checksum=sha256:{sha256}"))
 }
 
 /// `GET /v1/modules` and `GET /v1/modules/search`: a page of the catalog's modules this

@@ -15,15 +15,24 @@
 //!   bucket, each checked against the signed SHA-256 before it is stored (`copy_release`), for
 //!   each pull record of a notification batch (`copy_batch`).
 
+pub mod module_records;
+pub mod module_source;
 pub mod records;
 pub mod release;
 mod settings;
 
 #[cfg(feature = "aws")]
 pub mod copy;
+#[cfg(feature = "aws")]
+pub mod module_copy;
+#[cfg(feature = "aws")]
+pub mod modules;
 
 pub use release::{Download, Release};
-pub use settings::{UPSTREAM_HOST_DEFAULT, UpstreamSettings};
+pub use settings::{
+    ModuleUpstreamSettings, UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_HOST_DEFAULT, UPSTREAM_MODULE_HOSTS_DEFAULT,
+    UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UpstreamSettings,
+};
 
 #[cfg(feature = "aws")]
 pub use client::{DOWN_BACKOFF, Upstream};
@@ -57,6 +66,9 @@ mod client {
     const VERSIONS_MAX_BYTES: usize = 8 << 20;
     const DOWNLOAD_MAX_BYTES: usize = 1 << 20;
 
+    /// A host's service (`providers.v1`, `modules.v1`), as discovery names it.
+    type ServiceOf = (String, &'static str);
+
     /// The allowed upstream registries and the client that reaches them (one per container).
     pub struct Upstream {
         hosts: Vec<String>,
@@ -64,8 +76,8 @@ mod client {
         endpoints: BTreeMap<String, String>,
         versions_ttl: Duration,
         http: HttpClient,
-        /// Host → its providers.v1 base URL, and when it was discovered.
-        services: Mutex<HashMap<String, (Instant, Url)>>,
+        /// (Host, service) → its base URL, and when it was discovered.
+        services: Mutex<HashMap<ServiceOf, (Instant, Url)>>,
         /// Host → when it last failed to answer, and why (`DOWN_BACKOFF`).
         down: Mutex<HashMap<String, (Instant, String)>>,
         clock: crate::clock::Monotonic,
@@ -115,7 +127,28 @@ mod client {
 
         /// GET through the client, unless `host` failed within `DOWN_BACKOFF`; a failure to
         /// answer (unreachable, time-out, an error status) starts its back-off, an answer ends it.
-        async fn get(&self, host: &str, url: Url, limit: usize, api: bool) -> Result<Got<bytes::Bytes>, Error> {
+        pub(super) async fn get(
+            &self,
+            host: &str,
+            url: Url,
+            limit: usize,
+            api: bool,
+        ) -> Result<Got<bytes::Bytes>, Error> {
+            Ok(match self.get_with(host, url, limit, api, None).await? {
+                Got::Found(url, (body, _)) => Got::Found(url, body),
+                Got::NotFound => Got::NotFound,
+            })
+        }
+
+        /// `get`, with the value of the response header `header`.
+        pub(super) async fn get_with(
+            &self,
+            host: &str,
+            url: Url,
+            limit: usize,
+            api: bool,
+            header: Option<&str>,
+        ) -> Result<Got<(bytes::Bytes, Option<String>)>, Error> {
             let down = || self.down.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((at, why)) = down().get(host)
                 && self.clock.since(*at) < DOWN_BACKOFF
@@ -125,7 +158,7 @@ mod client {
                     format!("{why} (not asked again for {} s after a failure)", DOWN_BACKOFF.as_secs()),
                 ));
             }
-            match self.http.get(url, limit, api).await {
+            match self.http.get_with(url, limit, api, header).await {
                 Ok(got) => {
                     down().remove(host);
                     Ok(got)
@@ -147,12 +180,12 @@ mod client {
             self.versions_ttl
         }
 
-        fn failed(host: &str, what: impl std::fmt::Display) -> Error {
+        pub(super) fn failed(host: &str, what: impl std::fmt::Display) -> Error {
             super::release::failed(host, what)
         }
 
         /// GET a small JSON answer of the registry API.
-        async fn api<T: serde::de::DeserializeOwned>(
+        pub(super) async fn api<T: serde::de::DeserializeOwned>(
             &self,
             host: &str,
             url: Url,
@@ -168,10 +201,12 @@ mod client {
             }
         }
 
-        /// The host's providers.v1 base URL (service discovery), kept for `DISCOVERY_TTL`.
-        async fn providers_base(&self, host: &str) -> Result<Url, Error> {
+        /// The host's base URL of `service` (`providers.v1`, `modules.v1`) by service
+        /// discovery, kept for `DISCOVERY_TTL`.
+        pub(super) async fn service_base(&self, host: &str, service: &'static str) -> Result<Url, Error> {
             let lock = || self.services.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((at, base)) = lock().get(host)
+            let cached = (host.to_string(), service);
+            if let Some((at, base)) = lock().get(&cached)
                 && self.clock.since(*at) < DISCOVERY_TTL
             {
                 return Ok(base.clone());
@@ -184,22 +219,22 @@ mod client {
             else {
                 return Err(Self::failed(host, "has no service discovery document (/.well-known/terraform.json)"));
             };
-            let Some(path) = services.get("providers.v1").and_then(|v| v.as_str()) else {
-                return Err(Self::failed(host, "offers no providers.v1 service"));
+            let Some(path) = services.get(service).and_then(|v| v.as_str()) else {
+                return Err(Self::failed(host, format!("offers no {service} service")));
             };
             // Relative to the discovery document's URL after redirects, as the CLI resolves it.
-            let mut base = url.join(path).map_err(|e| Self::failed(host, format!("bad providers.v1 URL: {e}")))?;
+            let mut base = url.join(path).map_err(|e| Self::failed(host, format!("bad {service} URL: {e}")))?;
             if base.scheme() != "https" {
-                return Err(Self::failed(host, "providers.v1 is not an HTTPS URL"));
+                return Err(Self::failed(host, format!("{service} is not an HTTPS URL")));
             }
             if !base.path().ends_with('/') {
                 base.set_path(&format!("{}/", base.path()));
             }
-            lock().insert(host.to_string(), (self.clock.now(), base.clone()));
+            lock().insert(cached, (self.clock.now(), base.clone()));
             Ok(base)
         }
 
-        fn endpoint(&self, host: &str, base: &Url, path: &str) -> Result<Url, Error> {
+        pub(super) fn endpoint(&self, host: &str, base: &Url, path: &str) -> Result<Url, Error> {
             base.join(path).map_err(|e| Self::failed(host, format!("bad URL: {e}")))
         }
 
@@ -208,7 +243,7 @@ mod client {
         /// name an impossible platform are left out.
         pub async fn versions(&self, provider: &ProviderAddress, now: i64) -> Result<Option<UpstreamVersions>, Error> {
             let host = provider.hostname.as_str();
-            let base = self.providers_base(host).await?;
+            let base = self.service_base(host, "providers.v1").await?;
             let url = self.endpoint(host, &base, &format!("{}/{}/versions", provider.namespace, provider.r#type))?;
             let Some((_, body)) = self.api::<VersionsBody>(host, url, VERSIONS_MAX_BYTES).await? else {
                 return Ok(None);
@@ -235,7 +270,7 @@ mod client {
             platform: &Platform,
         ) -> Result<Option<Download>, Error> {
             let host = provider.hostname.as_str();
-            let base = self.providers_base(host).await?;
+            let base = self.service_base(host, "providers.v1").await?;
             let path = format!(
                 "{}/{}/{version}/download/{}/{}",
                 provider.namespace, provider.r#type, platform.os, platform.arch
@@ -302,8 +337,8 @@ mod client {
             Release::verified(provider, version, downloads, sums, &signature, now).map(Some)
         }
 
-        /// Stream the zip at `url` into `sink`; how many bytes. An error of `sink` comes back
-        /// as it was; the upstream's are `BadGateway`.
+        /// Stream the archive at `url` into `sink`; how many bytes. An error of `sink` comes
+        /// back as it was; the upstream's are `BadGateway`.
         pub async fn fetch_archive(
             &self,
             host: &str,

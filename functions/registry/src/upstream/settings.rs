@@ -43,3 +43,58 @@ impl UpstreamSettings {
         }
     }
 }
+
+/// Where the modules pull-through may fetch a module the bucket holds no copy of, read by
+/// `config` from the environment. Copies already in the bucket (`layout::UPSTREAM_MODULES_PREFIX`)
+/// are served whatever this says, so an air-gap bundle synced into the bucket needs none of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleUpstreamSettings {
+    /// `REGISTRY_UPSTREAM_MODULES`: comma-separated `HOST[/NAMESPACE][=https://ADDRESS[:PORT]]`,
+    /// NAMESPACE a glob (`*` when left out). Unset: `registry.terraform.io` and
+    /// `registry.opentofu.org`, every namespace; empty: nothing is fetched.
+    pub allowed: Vec<(String, String)>,
+    /// Hosts reached at another address than their name (as `UpstreamSettings::endpoints`).
+    pub endpoints: std::collections::BTreeMap<String, String>,
+    /// `REGISTRY_UPSTREAM_GIT_HOSTS`: comma-separated `HOST[=https://ADDRESS[:PORT]]` (default
+    /// `github.com`): the git hosts whose archives a module location may name
+    /// (`git::https://HOST/OWNER/REPO?ref=REF`), fetched as
+    /// `https://ADDRESS/OWNER/REPO/archive/REF.tar.gz` (GitHub and GitHub Enterprise's archive
+    /// URL; ADDRESS is HOST when not given).
+    pub git_hosts: std::collections::BTreeMap<String, String>,
+    /// `REGISTRY_UPSTREAM_MODULE_MAX_BYTES` (default 32 MiB, at most 64 MiB): the largest
+    /// archive copied while the CLI waits. A larger one is refused with a message that names
+    /// the air-gap bundle, which has no such limit.
+    pub max_bytes: u64,
+}
+
+/// The module registries fetched from when `REGISTRY_UPSTREAM_MODULES` is unset.
+pub const UPSTREAM_MODULE_HOSTS_DEFAULT: [&str; 2] = ["registry.terraform.io", "registry.opentofu.org"];
+/// The git host whose archives a module location may name when `REGISTRY_UPSTREAM_GIT_HOSTS`
+/// is unset.
+pub const UPSTREAM_GIT_HOST_DEFAULT: &str = "github.com";
+/// Default of `ModuleUpstreamSettings::max_bytes`.
+pub const UPSTREAM_MODULE_MAX_BYTES_DEFAULT: u64 = 32 << 20;
+
+impl ModuleUpstreamSettings {
+    /// Nothing fetched: only copies already in the bucket are served.
+    pub fn off() -> Self {
+        ModuleUpstreamSettings {
+            allowed: Vec::new(),
+            endpoints: Default::default(),
+            git_hosts: [(UPSTREAM_GIT_HOST_DEFAULT.to_string(), format!("https://{UPSTREAM_GIT_HOST_DEFAULT}"))].into(),
+            max_bytes: UPSTREAM_MODULE_MAX_BYTES_DEFAULT,
+        }
+    }
+
+    /// The registry hosts anything may be fetched from.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = self.allowed.iter().map(|(h, _)| h.clone()).collect();
+        hosts.dedup();
+        hosts
+    }
+
+    /// Whether modules of `namespace` at `host` may be fetched.
+    pub fn allows(&self, host: &str, namespace: &str) -> bool {
+        self.allowed.iter().any(|(h, glob)| h == host && crate::glob::glob(glob, namespace))
+    }
+}

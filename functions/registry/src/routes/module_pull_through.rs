@@ -1,0 +1,172 @@
+//! The modules pull-through: modules.v1 of an upstream registry (`registry.terraform.io`)
+//! answered by this registry, which the CLI's `host` block sends there without a `source`
+//! line changed. A version's first download copies its archive into the bucket
+//! (`layout::UPSTREAM_MODULES_PREFIX`) and pins its SHA-256; from then on it is served from the
+//! bucket, presigned, as any module, whether the upstream answers or not, and bytes that
+//! differ from the pin are refused and recorded, never served. Copies laid out by an air-gap
+//! bundle are served the same way with no upstream at all. `docs/UPSTREAM-MODULES.md` tells
+//! how to use it; `docs/HOW-IT-WORKS.md` ("Modules pull-through") how it works.
+
+use http::StatusCode;
+use serde_json::json;
+
+use crate::address::UpstreamModule;
+use crate::context::Context;
+use crate::error::Error;
+use crate::exchange::{NO_CACHE, Reply};
+use crate::layout::{self, Wanted};
+use crate::reader::Fetched;
+use crate::storage::Storage;
+use crate::upstream::module_records::{ModuleIndex, ModulePin};
+
+/// A read where absence is an answer, not an error.
+fn optional<T>(read: Result<Fetched<T>, Error>) -> Result<Option<Fetched<T>>, Error> {
+    match read {
+        Ok(read) => Ok(Some(read)),
+        Err(Error::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn not_found() -> Error {
+    Error::NotFound(String::new())
+}
+
+/// `GET …/upstream/HOST/NS/NAME/SYSTEM/versions`: the upstream's versions (its list kept for
+/// `REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS`) and every version copied. Upstream down: what is
+/// kept, marked stale; nothing kept: 502 naming the upstream.
+pub(super) async fn versions<S: Storage>(
+    ctx: &Context<S>,
+    module: &UpstreamModule,
+    absent: impl Fn() -> Error,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let key = layout::upstream_module_index(module);
+    let kept = optional(ctx.reader.manifest(&key, ModuleIndex::parse, |_| false, not_found, deadline).await)?;
+    #[cfg(feature = "aws")]
+    let (index, stale, upstream_stale) = fetching::versions(ctx, module, kept).await?;
+    #[cfg(not(feature = "aws"))]
+    let (index, stale, upstream_stale) = match kept {
+        Some(kept) => (kept.value, kept.stale, false),
+        None => return Err(absent()),
+    };
+    if index.all().is_empty() {
+        return Err(absent());
+    }
+    Ok(Reply::json(StatusCode::OK, &index.response())
+        .header("cache-control", NO_CACHE)
+        .etag()
+        .stale(stale)
+        .upstream_stale(upstream_stale))
+}
+
+/// `GET …/upstream/HOST/NS/NAME/SYSTEM/VERSION/download`: the pinned copy, presigned, with
+/// its SHA-256 for go-getter to check; a version never copied is copied first (the CLI waits).
+pub(super) async fn download<S: Storage>(
+    ctx: &Context<S>,
+    module: &UpstreamModule,
+    version: &semver::Version,
+    absent: impl Fn() -> Error,
+    deadline: tokio::time::Instant,
+) -> Result<Reply, Error> {
+    let key = layout::upstream_module_pin(module, version);
+    let pin = optional(ctx.reader.manifest(&key, ModulePin::parse, |_| false, not_found, deadline).await)?;
+    let (pin, stale) = match pin {
+        Some(pin) => ((*pin.value).clone(), pin.stale),
+        #[cfg(feature = "aws")]
+        None => (fetching::copy(ctx, module, version, &absent).await?, false),
+        #[cfg(not(feature = "aws"))]
+        None => return Err(absent()),
+    };
+    if pin.module != module.to_string() || pin.version != version.to_string() {
+        return Err(Error::internal(format!("the pin of {module} {version} names {} {}", pin.module, pin.version)));
+    }
+    let archive = layout::upstream_module_archive(module, version, &pin.sha256, &pin.archive);
+    let wanted = Wanted::UpstreamModuleArchive { module, version, sha256: &pin.sha256 };
+    let url = ctx.reader.presign(&archive, None, wanted).await?;
+    let url = super::with_checksum(url, &pin.sha256)?;
+    // As for a published module: a 200 with both forms works for every Terraform and OpenTofu.
+    Ok(Reply::json(StatusCode::OK, &json!({ "location": url }))
+        .header("x-terraform-get", url)
+        .header("cache-control", "no-store")
+        .stale(stale))
+}
+
+/// What asks the upstream: only where the process has a module upstream client (feature `aws`).
+#[cfg(feature = "aws")]
+mod fetching {
+    use std::sync::Arc;
+
+    use crate::address::UpstreamModule;
+    use crate::context::Context;
+    use crate::error::{Error, chain};
+    use crate::reader::Fetched;
+    use crate::storage::Storage;
+    use crate::upstream::module_copy;
+    use crate::upstream::module_records::{ModuleIndex, ModulePin};
+    use crate::upstream::modules::ModuleUpstream;
+
+    fn upstream_for<S>(ctx: &Context<S>, module: &UpstreamModule) -> Option<Arc<ModuleUpstream>> {
+        ctx.module_upstream.as_ref().filter(|u| u.allows(module)).cloned()
+    }
+
+    /// The index to answer with: the kept one while fresh (or when nothing may be fetched),
+    /// else the upstream's list (kept for next time) with the copied versions; through an
+    /// upstream failure, the kept one. `(index, stale, upstream_stale)`.
+    pub(super) async fn versions<S: Storage>(
+        ctx: &Context<S>,
+        module: &UpstreamModule,
+        kept: Option<Fetched<ModuleIndex>>,
+    ) -> Result<(ModuleIndex, bool, bool), Error> {
+        let now = crate::clock::now_unix();
+        let upstream = match upstream_for(ctx, module) {
+            Some(u) if !kept.as_ref().is_some_and(|k| k.value.fresh(now, u.versions_ttl())) => u,
+            _ => {
+                return match kept {
+                    Some(kept) => Ok(((*kept.value).clone(), kept.stale, false)),
+                    None => Ok((ModuleIndex::default(), false, false)),
+                };
+            }
+        };
+        match upstream.versions(module).await {
+            Ok(listed) => {
+                let copied = kept.as_ref().map(|k| k.value.copied.clone()).unwrap_or_default();
+                // "No such module" is never kept: the next request asks again.
+                let Some(listed) = listed.filter(|l| !l.is_empty()) else {
+                    return Ok((ModuleIndex { fetched_at: 0, versions: Default::default(), copied }, false, false));
+                };
+                let index = ModuleIndex { fetched_at: now, versions: listed, copied };
+                module_copy::keep_index(ctx.storage(), module, |old| ModuleIndex {
+                    fetched_at: now,
+                    versions: index.versions.clone(),
+                    copied: old.copied,
+                })
+                .await;
+                Ok((index, false, false))
+            }
+            Err(e) => match kept {
+                Some(kept) => {
+                    tracing::warn!(%module, error = %chain(&e), "upstream failed; serving the versions kept in the bucket");
+                    Ok(((*kept.value).clone(), kept.stale, true))
+                }
+                None => Err(e),
+            },
+        }
+    }
+
+    /// Copy a version never copied (`module_copy::copy`), if its host and namespace may be
+    /// fetched from.
+    pub(super) async fn copy<S: Storage>(
+        ctx: &Context<S>,
+        module: &UpstreamModule,
+        version: &semver::Version,
+        absent: impl Fn() -> Error,
+    ) -> Result<ModulePin, Error> {
+        let upstream = upstream_for(ctx, module).ok_or_else(&absent)?;
+        let bounds = crate::archive::Bounds {
+            unpacked_bytes: ctx.config.limits.unpacked_bytes,
+            entries: ctx.config.limits.archive_entries,
+        };
+        module_copy::copy(ctx.storage(), &upstream, module, version, bounds).await?.ok_or_else(absent)
+    }
+}

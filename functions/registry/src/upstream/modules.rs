@@ -1,0 +1,196 @@
+//! The modules pull-through's client: an upstream registry's modules.v1 read as the CLI reads
+//! it (discovery, versions, the download answer's location), and the archive it points at
+//! fetched, bounded, checked as a published archive is and made the archive the bucket keeps
+//! (a git host's archive without its top-level directory). `docs/HOW-IT-WORKS.md` ("Modules
+//! pull-through") tells the whole flow.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use url::Url;
+
+use super::module_source::{LOCATION_MAX_BYTES, ModuleSource, parse_location, prepare};
+use super::{ModuleUpstreamSettings, Upstream, UpstreamSettings};
+use crate::address::UpstreamModule;
+use crate::archive::Bounds;
+use crate::error::Error;
+use crate::http_client::Got;
+
+/// Most versions an upstream module may list (the public registry's largest list a few
+/// hundred): a longer list is refused, not kept.
+pub const MAX_VERSIONS: usize = 10_000;
+/// Longest versions answer read.
+const VERSIONS_MAX_BYTES: usize = 4 << 20;
+
+/// The allowed upstream module registries and the client that reaches them (one per container).
+pub struct ModuleUpstream {
+    registries: Upstream,
+    settings: ModuleUpstreamSettings,
+}
+
+/// An archive fetched for a version, as the bucket keeps it.
+#[derive(Debug, Clone)]
+pub struct FetchedModule {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Their SHA-256, hex.
+    pub sha256: String,
+    /// `tar.gz` or `zip`.
+    pub archive: &'static str,
+    /// Where it came from, without credentials (`ModuleSource::shown`).
+    pub source: String,
+}
+
+#[derive(Deserialize)]
+struct VersionsBody {
+    modules: Vec<VersionsModule>,
+}
+
+#[derive(Deserialize)]
+struct VersionsModule {
+    versions: Vec<VersionEntry>,
+}
+
+#[derive(Deserialize)]
+struct VersionEntry {
+    version: String,
+}
+
+#[derive(Deserialize, Default)]
+struct DownloadBody {
+    #[serde(default)]
+    location: Option<String>,
+}
+
+impl ModuleUpstream {
+    /// The upstreams of `settings`, reached with `shared`'s time-out, CA file and version TTL;
+    /// `None` when nothing may be fetched.
+    pub fn new(settings: &ModuleUpstreamSettings, shared: &UpstreamSettings) -> Result<Option<Self>, Error> {
+        let hosts = settings.hosts();
+        let registries = UpstreamSettings { hosts, endpoints: settings.endpoints.clone(), ..shared.clone() };
+        Ok(Upstream::new(&registries)?.map(|registries| ModuleUpstream { registries, settings: settings.clone() }))
+    }
+
+    /// The same upstreams, with the back-off read from `clock`.
+    pub fn with_clock(self, clock: crate::clock::Monotonic) -> Self {
+        ModuleUpstream { registries: self.registries.with_clock(clock), ..self }
+    }
+
+    /// Whether `module` may be fetched (its host and namespace allowed).
+    pub fn allows(&self, module: &UpstreamModule) -> bool {
+        self.settings.allows(&module.hostname, &module.module.namespace)
+    }
+
+    /// How long a kept version list is used without asking.
+    pub fn versions_ttl(&self) -> std::time::Duration {
+        self.registries.versions_ttl()
+    }
+
+    /// The largest archive copied.
+    pub fn max_bytes(&self) -> u64 {
+        self.settings.max_bytes
+    }
+
+    fn module_url(&self, host: &str, base: &Url, module: &UpstreamModule, rest: &str) -> Result<Url, Error> {
+        self.registries.endpoint(host, base, &format!("{}/{rest}", module.module))
+    }
+
+    /// The versions the upstream lists (canonical SemVer; a leading `v` dropped, others left
+    /// out); `None` if it has no such module.
+    pub async fn versions(&self, module: &UpstreamModule) -> Result<Option<BTreeSet<String>>, Error> {
+        let host = module.hostname.as_str();
+        let base = self.registries.service_base(host, "modules.v1").await?;
+        let url = self.module_url(host, &base, module, "versions")?;
+        let Some((_, body)) = self.registries.api::<VersionsBody>(host, url, VERSIONS_MAX_BYTES).await? else {
+            return Ok(None);
+        };
+        let listed: usize = body.modules.iter().map(|m| m.versions.len()).sum();
+        if listed > MAX_VERSIONS {
+            return Err(Upstream::failed(host, format!("{module} lists {listed} versions, more than {MAX_VERSIONS}")));
+        }
+        let versions = body
+            .modules
+            .iter()
+            .flat_map(|m| &m.versions)
+            .filter_map(|v| {
+                let raw = v.version.strip_prefix('v').unwrap_or(&v.version);
+                crate::address::parse_version(raw).ok().map(|v| v.to_string())
+            })
+            .collect();
+        Ok(Some(versions))
+    }
+
+    /// Where the upstream says `version`'s package is; `None` if it has no such version.
+    pub async fn location(
+        &self,
+        module: &UpstreamModule,
+        version: &semver::Version,
+    ) -> Result<Option<ModuleSource>, Error> {
+        let host = module.hostname.as_str();
+        let base = self.registries.service_base(host, "modules.v1").await?;
+        let url = self.module_url(host, &base, module, &format!("{version}/download"))?;
+        let got = self.registries.get_with(host, url, LOCATION_MAX_BYTES, true, Some("x-terraform-get")).await?;
+        let Got::Found(url, (body, header)) = got else { return Ok(None) };
+        // Terraform reads only the header; OpenTofu's registry answers a JSON `location`.
+        let location = match header.filter(|h| !h.is_empty()) {
+            Some(header) => header,
+            None => serde_json::from_slice::<DownloadBody>(&body).unwrap_or_default().location.unwrap_or_default(),
+        };
+        if location.is_empty() {
+            return Err(Upstream::failed(host, format!("{module} {version}: the download answer names no location")));
+        }
+        parse_location(&location, &url, &self.settings.git_hosts)
+            .map(Some)
+            .map_err(|why| Upstream::failed(host, format!("{module} {version}: {why}")))
+    }
+
+    /// Fetch `source`'s archive (at most `max_bytes`), check it as a published archive is
+    /// checked (within `bounds`) and make it the archive the bucket keeps: a git host's
+    /// without its top-level directory.
+    pub async fn fetch(
+        &self,
+        module: &UpstreamModule,
+        source: &ModuleSource,
+        bounds: Bounds,
+    ) -> Result<FetchedModule, Error> {
+        let host = module.hostname.as_str();
+        let (url, strip_top, demanded) = match source {
+            ModuleSource::Git { archive, .. } => (archive.clone(), true, None),
+            ModuleSource::Https { url, strip_top, sha256, .. } => (url.clone(), *strip_top, sha256.clone()),
+        };
+        let max = self.settings.max_bytes;
+        let mut bytes = Vec::new();
+        let fetched = self
+            .registries
+            .fetch_archive(host, url.as_str(), |chunk| {
+                if bytes.len() as u64 + chunk.len() as u64 > max {
+                    return Err(Error::BadGateway(format!(
+                        "upstream registry {host}: {module}: the archive is larger than {max} bytes \
+                         (REGISTRY_UPSTREAM_MODULE_MAX_BYTES); copy it with the air-gap bundle (docs/UPSTREAM-MODULES.md)"
+                    )));
+                }
+                bytes.extend_from_slice(chunk);
+                Ok(())
+            })
+            .await;
+        fetched?;
+        if let Some(demanded) = demanded {
+            let got = hex::encode(Sha256::digest(&bytes));
+            if got != demanded {
+                return Err(Upstream::failed(
+                    host,
+                    format!("{module}: the archive's SHA-256 is {got}, its location's checksum {demanded}"),
+                ));
+            }
+        }
+        let archive = source.archive_type();
+        let checked = tokio::task::spawn_blocking(move || prepare(bytes, archive, strip_top, &bounds))
+            .await
+            .map_err(|e| Error::internal_from("the archive check", e))?;
+        let bytes =
+            checked.map_err(|why| Upstream::failed(host, format!("{module}: the archive is refused: {why}")))?;
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        Ok(FetchedModule { bytes, sha256, archive, source: source.shown() })
+    }
+}

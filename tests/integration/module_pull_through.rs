@@ -1,0 +1,207 @@
+//! The modules pull-through against a stand-in for the public registry and GitHub's archive
+//! host (`support::public_registry`): a version's first download copies the tag's archive into
+//! the bucket, without its top-level directory, and pins its SHA-256; later downloads are
+//! served from the bucket whatever the upstream does (down, or its tag moved); scopes treat the
+//! upstream host as a namespace; hostile upstream answers fail cleanly and store nothing.
+//! (`e2e/module_pull_through.rs` runs it with the real CLI.)
+
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+use sha2::Digest;
+use support::Harness;
+use support::public_registry::{Answer, PublicRegistry};
+
+const HOST: &str = "registry.terraform.io";
+const VPC: &str = "terraform-aws-modules/vpc/aws";
+const MAIN_TF: &str = "variable \"cidr\" {}\noutput \"cidr\" { value = var.cidr }\n";
+
+async fn downstream(up: &PublicRegistry, more: &[(&str, &str)]) -> Harness {
+    let settings = up.settings(HOST);
+    let mut all: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .filter(|(k, _)| !more.iter().any(|(m, _)| m == k))
+        .collect();
+    all.extend_from_slice(more);
+    Harness::start_with(&all).await
+}
+
+fn base(module: &str) -> String {
+    format!("/v1/modules/upstream/{HOST}/{module}")
+}
+
+/// The archive a download answer points at, fetched as go-getter fetches it (without the
+/// `checksum=` it reads first), checked against that checksum.
+async fn fetch_download(location: &str) -> Vec<u8> {
+    let (url, checksum) = location.rsplit_once("&checksum=sha256:").expect("a checksum");
+    let (status, bytes) = support::presigned::fetch(url).await;
+    assert_eq!(status, 200, "{url}");
+    assert_eq!(hex::encode(sha2::Sha256::digest(&bytes)), checksum, "the bytes the checksum names");
+    bytes.to_vec()
+}
+
+fn names(tar_gz: &[u8]) -> Vec<String> {
+    registry::testing::tar_gz_names(tar_gz)
+}
+
+async fn keys_under(h: &Harness, prefix: &str) -> Vec<String> {
+    support::pull_through::keys_under(h, prefix).await
+}
+
+// One scenario told in order: list, first download (the copy), served from the copy, upstream
+// down, tag moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_module_is_copied_on_first_download_pinned_and_then_served_from_the_bucket() {
+    let up = PublicRegistry::start().await;
+    let files = [("main.tf", MAIN_TF), ("modules/subnets/main.tf", "output \"n\" { value = 3 }\n")];
+    up.publish(VPC, "5.0.0", &files, Answer::Header);
+    up.publish(VPC, "5.1.0", &files, Answer::Header);
+    let down = downstream(&up, &[]).await;
+
+    let (status, versions) = down.get_json(&format!("{}/versions", base(VPC))).await;
+    assert_eq!(status, 200, "{versions}");
+    assert_eq!(versions, json!({"modules": [{"versions": [{"version": "5.0.0"}, {"version": "5.1.0"}]}]}));
+    assert_eq!(
+        up.take_requests(),
+        ["/.well-known/terraform.json", "/v1/modules/terraform-aws-modules/vpc/aws/versions"]
+    );
+    let (_, again) = down.get_json(&format!("{}/versions", base(VPC))).await;
+    assert_eq!(again, versions);
+    assert!(up.take_requests().is_empty(), "a fresh kept list costs no upstream request");
+
+    // The first download: asked, fetched from the git host, stored flat, pinned.
+    let (status, answer) = down.get_json(&format!("{}/5.1.0/download", base(VPC))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        up.take_requests(),
+        [
+            "/v1/modules/terraform-aws-modules/vpc/aws/5.1.0/download",
+            "/terraform-aws-modules/terraform-aws-vpc/archive/v5.1.0.tar.gz"
+        ]
+    );
+    let location = answer["location"].as_str().unwrap();
+    let archive = fetch_download(location).await;
+    assert_eq!(names(&archive), ["main.tf", "modules/subnets/main.tf"], "the module at the root");
+    let sha = hex::encode(sha2::Sha256::digest(&archive));
+    let prefix = format!("upstream-modules/{HOST}/{VPC}/");
+    assert_eq!(
+        keys_under(&down, &prefix).await,
+        [format!("{prefix}5.1.0.pin.json"), format!("{prefix}5.1.0/{sha}.tar.gz"), format!("{prefix}index.json")]
+    );
+    let pin: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(down.object_path(&format!("{prefix}5.1.0.pin.json"))).unwrap()).unwrap();
+    assert_eq!(pin["sha256"], sha.as_str());
+    assert_eq!(pin["source"], "git::https://github.com/terraform-aws-modules/terraform-aws-vpc?ref=v5.1.0");
+
+    // Served from the copy: no upstream request, whatever the upstream does.
+    let (_, second) = down.get_json(&format!("{}/5.1.0/download", base(VPC))).await;
+    assert_eq!(fetch_download(second["location"].as_str().unwrap()).await, archive);
+    assert!(up.take_requests().is_empty(), "a copied version costs no upstream request");
+    up.set_tag("terraform-aws-modules", "terraform-aws-vpc", "v5.1.0", &[("main.tf", "# moved\n")]);
+    up.down(true);
+    let (status, third) = down.get_json(&format!("{}/5.1.0/download", base(VPC))).await;
+    assert_eq!(status, 200, "{third}");
+    assert_eq!(
+        fetch_download(third["location"].as_str().unwrap()).await,
+        archive,
+        "the pinned bytes, not the moved tag's"
+    );
+    // Versions through the outage: the kept list (stale once its TTL passes) and the copies.
+    let (status, listed) = down.get_json(&format!("{}/versions", base(VPC))).await;
+    assert_eq!((status, listed), (200, versions));
+    // A version never copied cannot be copied while the upstream is down: 502 naming it.
+    let (status, body) = down.get_json(&format!("{}/5.0.0/download", base(VPC))).await;
+    assert_eq!(status, 502, "{body}");
+    assert!(body["errors"][0].as_str().unwrap().contains(HOST), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opentofus_json_location_and_v_prefixed_versions_are_read() {
+    let up = PublicRegistry::start().await;
+    up.publish("cloudposse/label/null", "v0.25.0", &[("main.tf", MAIN_TF)], Answer::Json);
+    let down = downstream(&up, &[]).await;
+    let (status, versions) = down.get_json(&format!("{}/versions", base("cloudposse/label/null"))).await;
+    assert_eq!((status, versions), (200, json!({"modules": [{"versions": [{"version": "0.25.0"}]}]})));
+    let (status, answer) = down.get_json(&format!("{}/0.25.0/download", base("cloudposse/label/null"))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(names(&fetch_download(answer["location"].as_str().unwrap()).await), ["main.tf"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_treat_the_upstream_host_as_a_namespace_and_the_allow_list_is_kept() {
+    let up = PublicRegistry::start().await;
+    up.publish(VPC, "5.1.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    up.publish("other/thing/aws", "1.0.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    let allow = format!("{HOST}/terraform-aws-*={}", up.url);
+    let down = downstream(&up, &[("REGISTRY_UPSTREAM_MODULES", &allow)]).await;
+    let token = |name: &str, modules: &[&str]| {
+        let record = registry::auth::manage::record(
+            name,
+            &format!("trg_{name}_0123456789abcdef0123456789"),
+            modules.iter().map(|s| s.to_string()).collect(),
+            vec![],
+            None,
+        );
+        (record, format!("trg_{name}_0123456789abcdef0123456789"))
+    };
+    let storage = &down.running.storage;
+    let (private, private_token) = token("private", &["acme"]);
+    let (public, public_token) = token("public", &[&format!("{HOST}/*")]);
+    registry::auth::manage::upsert(storage, private).await.unwrap();
+    registry::auth::manage::upsert(storage, public).await.unwrap();
+    let versions = format!("{}/versions", base(VPC));
+
+    let (status, body) = down.get_json_as(&versions, &private_token).await;
+    assert_eq!(status, 404, "a token for private namespaces does not see upstream modules: {body}");
+    let (status, _) = down.get_json_as(&versions, &public_token).await;
+    assert_eq!(status, 200);
+    let request = registry::app::Request::get(&versions);
+    assert_eq!(down.running.app.handle(&request).await.status.as_u16(), 401, "no token: 401");
+    // A namespace outside the allow-list is not fetched: as absent as a module that is not there.
+    up.take_requests();
+    let (status, body) = down.get_json_as(&format!("{}/versions", base("other/thing/aws")), &public_token).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(up.take_requests().is_empty(), "nothing asked of the upstream for a namespace not allowed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_upstream_answers_fail_cleanly_and_store_nothing() {
+    let up = PublicRegistry::start().await;
+    let traversal = registry::testing::tar_gz_items(&[
+        registry::testing::Item::Dir("r/"),
+        registry::testing::Item::File("r/main.tf", b"x"),
+        registry::testing::Item::File("r/../../etc/cron.d/x", b"x"),
+    ]);
+    let huge: Vec<u8> = (0..3 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let url = up.url.clone();
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("huge/one/aws", format!("{url}/huge.tar.gz"), "larger than"),
+        ("loop/one/aws", format!("{url}/loop.tar.gz"), "redirects"),
+        ("traversal/one/aws", format!("{url}/traversal.tar.gz"), "refused"),
+        ("s3/one/aws", "s3::https://s3.amazonaws.com/b/m.zip".into(), "s3 source"),
+        ("subdir/one/aws", "git::https://github.com/o/r//modules/x?ref=v1.0.0".into(), "subdirectory"),
+        ("gitlab/one/aws", "git::https://gitlab.com/o/r?ref=v1.0.0".into(), "not allowed"),
+        ("plain/one/aws", format!("http://{}/m.tar.gz", url.trim_start_matches("https://")), "only HTTPS"),
+    ];
+    up.set_archive("/huge.tar.gz", huge);
+    up.set_archive("/traversal.tar.gz", traversal);
+    for (module, location, _) in &cases {
+        up.set_location(module, "1.0.0", location, Answer::Header);
+    }
+    let many: Vec<_> = (0..100_000).map(|i| json!({ "version": format!("0.0.{i}") })).collect();
+    up.set_raw_versions("many/one/aws", json!({"modules": [{"versions": many}]}).to_string());
+    let down = downstream(&up, &[("REGISTRY_UPSTREAM_MODULE_MAX_BYTES", "1048576")]).await;
+
+    for (module, _, says) in &cases {
+        let (status, body) = down.get_json(&format!("{}/1.0.0/download", base(module))).await;
+        assert_eq!(status, 502, "{module}: {body}");
+        let message = body["errors"][0].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{module}: {message}");
+    }
+    let (status, body) = down.get_json(&format!("{}/versions", base("many/one/aws"))).await;
+    assert_eq!(status, 502, "{body}");
+    assert!(body["errors"][0].as_str().unwrap().contains("100000 versions"), "{body}");
+    assert!(keys_under(&down, "upstream-modules/").await.is_empty(), "nothing stored for any of them");
+}
