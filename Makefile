@@ -27,7 +27,7 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help proof browser-deps bench-micro fuzz not-local token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
+.PHONY: help proof browser-deps bench-micro fuzz not-local bundle token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -161,6 +161,16 @@ reindex:
 ## Fails if the chain is broken or a served archive has no publish entry.
 audit: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
+
+## The air-gap bundle (docs/UPSTREAM-MODULES.md): copy the public registry modules a
+## configuration uses (MODULES_JSON=path/.terraform/modules/modules.json, or LIST=file of
+## HOST/NAMESPACE/NAME/SYSTEM VERSION lines) into OUT=dir, or straight into the local registry's
+## DATA_DIR (no OUT), or a deployed bucket (BUCKET=name or DEPLOYED=DIR; an operator's AWS
+## credentials). Upstreams from REGISTRY_UPSTREAM_MODULES (default: both public registries).
+bundle: $(TOKEN_CHECK)
+	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- bundle \
+	  $(if $(MODULES_JSON),--modules-json '$(MODULES_JSON)') $(if $(LIST),--list '$(LIST)') \
+	  $(if $(OUT),--out '$(OUT)',$(TOKEN_TARGET))
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
 ## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale,

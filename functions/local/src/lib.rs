@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub mod bucket_rights;
+pub mod bundle;
 pub mod client_files;
 pub mod embedded_s3;
 pub mod faults;

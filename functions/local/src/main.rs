@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use registry_local::bundle::BundleTarget;
 use registry_local::{LocalOptions, TokenAction, TokenTarget, audit, reindex, start, token_command};
 
 /// Run the registry on loopback, rebuild its manifests, audit its publish log, manage tokens.
@@ -34,6 +35,23 @@ enum Command {
     /// Create, list or revoke access tokens (`make token-create`, `token-list`, `token-revoke`).
     #[command(subcommand)]
     Token(Token),
+    /// Copy the public registry modules a configuration uses into a directory laid out as the
+    /// bucket keeps them: the air-gap bundle (`make bundle`). Upstreams as the registry reads
+    /// them: REGISTRY_UPSTREAM_MODULES, REGISTRY_UPSTREAM_GIT_HOSTS, REGISTRY_UPSTREAM_CA_FILE.
+    Bundle {
+        /// A configuration's module manifest, `.terraform/modules/modules.json` after `init`.
+        #[arg(long, value_name = "FILE")]
+        modules_json: Vec<PathBuf>,
+        /// A list: `HOST/NAMESPACE/NAME/SYSTEM VERSION` a line.
+        #[arg(long, value_name = "FILE")]
+        list: Vec<PathBuf>,
+        /// The bundle directory to carry into the air gap (created; what it holds is verified,
+        /// never replaced). Without it: straight into a bucket (`--data-dir`, `--bucket`).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["data_dir", "bucket"])]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[derive(Args)]
@@ -142,6 +160,13 @@ async fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Some(Command::Token(token)) => run_token(token).await,
+        Some(Command::Bundle { modules_json, list, out, target }) => match out {
+            Some(out) => run_bundle(&modules_json, &list, BundleTarget::Dir(out)).await,
+            None => match target.target() {
+                Ok(target) => run_bundle(&modules_json, &list, BundleTarget::Store(target)).await,
+                Err(e) => Err(e),
+            },
+        },
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,6 +174,49 @@ async fn main() -> ExitCode {
             eprintln!("registry-local: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+async fn run_bundle(modules_json: &[PathBuf], lists: &[PathBuf], target: BundleTarget) -> Result<(), String> {
+    use registry::upstream::bundle::{from_list, from_modules_json};
+    let read = |path: &PathBuf| std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()));
+    let mut items = Vec::new();
+    for path in modules_json {
+        items.extend(from_modules_json(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?);
+    }
+    for path in lists {
+        let text = String::from_utf8(read(path)?).map_err(|_| format!("{}: not UTF-8", path.display()))?;
+        items.extend(from_list(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+    }
+    if items.is_empty() {
+        return Err("nothing to bundle: give --modules-json or --list naming registry modules".into());
+    }
+    items.sort();
+    items.dedup();
+    let report =
+        registry_local::bundle::bundle(&items, &target, |k| std::env::var(k).ok()).await.map_err(|e| e.to_string())?;
+    for (item, sha256) in &report.copied {
+        println!("{item}: {sha256}");
+    }
+    for (item, why) in &report.skipped {
+        println!("{item}: SKIPPED: {why}");
+    }
+    for (item, why) in &report.failed {
+        println!("{item}: FAILED: {why}");
+    }
+    match &target {
+        BundleTarget::Dir(out) => println!(
+            "{} module versions in {}; sync it into the registry's bucket with an operator's credentials: \
+             aws s3 sync {}/upstream-modules s3://BUCKET/upstream-modules",
+            report.copied.len(),
+            out.display(),
+            out.display()
+        ),
+        BundleTarget::Store(target) => println!("{} module versions in {target:?}", report.copied.len()),
+    }
+    match report.failed.len() {
+        0 => Ok(()),
+        n => Err(format!("{n} failed (see above); nothing pinned was replaced")),
     }
 }
 

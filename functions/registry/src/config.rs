@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub use crate::archive::Bounds as ArchiveBounds;
 use crate::index::Limits;
 use crate::router::{
     BasePaths, DISCOVERY_PATH, MIRROR_BASE_PATH_DEFAULT, MODULES_BASE_PATH_DEFAULT, PROVIDERS_BASE_PATH_DEFAULT,
@@ -115,6 +116,12 @@ impl Config {
             oidc_issuers: Vec::new(),
             oidc_ca_file: None,
         }
+    }
+
+    /// What reading one archive may cost (`REGISTRY_MAX_UNPACKED_BYTES`,
+    /// `REGISTRY_MAX_ARCHIVE_ENTRIES`), as the indexer and the modules pull-through apply it.
+    pub fn archive_bounds(&self) -> ArchiveBounds {
+        ArchiveBounds { unpacked_bytes: self.limits.unpacked_bytes, entries: self.limits.archive_entries }
     }
 
     /// Load from the process environment.

@@ -163,10 +163,8 @@ mod fetching {
         absent: impl Fn() -> Error,
     ) -> Result<ModulePin, Error> {
         let upstream = upstream_for(ctx, module).ok_or_else(&absent)?;
-        let bounds = crate::archive::Bounds {
-            unpacked_bytes: ctx.config.limits.unpacked_bytes,
-            entries: ctx.config.limits.archive_entries,
-        };
-        module_copy::copy(ctx.storage(), &upstream, module, version, bounds).await?.ok_or_else(absent)
+        module_copy::copy(ctx.storage(), &upstream, module, version, ctx.config.archive_bounds())
+            .await?
+            .ok_or_else(absent)
     }
 }

@@ -15,6 +15,7 @@
 //!   bucket, each checked against the signed SHA-256 before it is stored (`copy_release`), for
 //!   each pull record of a notification batch (`copy_batch`).
 
+pub mod bundle;
 pub mod module_records;
 pub mod module_source;
 pub mod records;

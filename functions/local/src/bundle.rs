@@ -1,0 +1,152 @@
+//! `registry-local bundle`: the air-gap bundle, the modules counterpart of `terraform providers
+//! mirror`. On a connected machine it copies the upstream module versions a configuration uses
+//! (its `modules.json`, or a list) into a directory laid out exactly as the bucket keeps
+//! copies (`upstream-modules/…`), with the same code as the registry's pull-through
+//! (`upstream::module_copy`): the same fetch, checks, top-level directory removed, pins.
+//! `aws s3 sync DIR/upstream-modules s3://BUCKET/upstream-modules` then makes the registry serve
+//! them with no upstream at all. Run again over the same directory, it verifies every pinned
+//! version against the upstream and refuses (and records) bytes that differ.
+
+use std::path::{Path, PathBuf};
+
+use registry::config::Config;
+use registry::layout;
+use registry::storage::{MemoryStorage, Storage};
+use registry::upstream::bundle::BundleItem;
+use registry::upstream::module_copy;
+use registry::upstream::modules::ModuleUpstream;
+
+use crate::{LocalError, TokenTarget};
+
+/// The file beside `upstream-modules/` listing every archive's SHA-256 (`sha256sum -c` reads it).
+pub const SUMS_FILE: &str = "SHA256SUMS";
+
+/// What one bundle run did.
+#[derive(Debug, Default)]
+pub struct BundleReport {
+    /// Versions copied (or found pinned with the same bytes), with their SHA-256.
+    pub copied: Vec<(BundleItem, String)>,
+    /// Versions not copied: a module of a host or namespace not allowed, or one the upstream
+    /// does not have, with why.
+    pub skipped: Vec<(BundleItem, String)>,
+    /// Versions that failed, a moved tag among them, with why.
+    pub failed: Vec<(BundleItem, String)>,
+}
+
+/// Where a bundle goes.
+#[derive(Debug, Clone)]
+pub enum BundleTarget {
+    /// A directory to carry into the air gap (`--out DIR`).
+    Dir(PathBuf),
+    /// Straight into a bucket: the local registry's (`--data-dir`) or a deployed one
+    /// (`--bucket`, AWS credentials from the environment: an operator's, as publishers and key
+    /// admins may not write `upstream-modules/`).
+    Store(TokenTarget),
+}
+
+/// Copy `items` into `target` (what it holds already is verified, never replaced). `env` reads
+/// the configuration as the registry does (`REGISTRY_UPSTREAM_MODULES`,
+/// `REGISTRY_UPSTREAM_GIT_HOSTS`, `REGISTRY_UPSTREAM_CA_FILE`, …).
+pub async fn bundle(
+    items: &[BundleItem],
+    target: &BundleTarget,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<BundleReport, LocalError> {
+    let config = Config::from_lookup(|k| if k == "REGISTRY_BUCKET" { Some("bundle".into()) } else { env(k) })
+        .map_err(|e| LocalError(e.to_string()))?;
+    let upstream = ModuleUpstream::new(&config.upstream_modules, &config.upstream)
+        .map_err(|e| LocalError(registry::error::chain(&e).to_string()))?
+        .ok_or_else(|| LocalError("REGISTRY_UPSTREAM_MODULES is empty: no upstream to copy from".into()))?;
+    let bounds = config.archive_bounds();
+    match target {
+        BundleTarget::Dir(out) => {
+            let storage = MemoryStorage::new();
+            for (key, path) in files_under(out, layout::UPSTREAM_MODULES_PREFIX)? {
+                let bytes = std::fs::read(&path).map_err(|e| LocalError(format!("read {}: {e}", path.display())))?;
+                storage.insert(&key, bytes);
+            }
+            let report = copy_all(items, &storage, &upstream, bounds).await;
+            write_out(&storage, out).await?;
+            Ok(report)
+        }
+        BundleTarget::Store(TokenTarget::Bucket(bucket)) => {
+            let storage = registry::storage::S3Storage::from_env(bucket, false).await;
+            Ok(copy_all(items, &storage, &upstream, bounds).await)
+        }
+        BundleTarget::Store(TokenTarget::DataDir(data_dir)) => {
+            let running = crate::start(crate::LocalOptions::ephemeral(data_dir.clone())).await?;
+            let report = copy_all(items, &running.storage, &upstream, bounds).await;
+            running.stop().await;
+            Ok(report)
+        }
+    }
+}
+
+async fn copy_all<S: Storage>(
+    items: &[BundleItem],
+    storage: &S,
+    upstream: &ModuleUpstream,
+    bounds: registry::config::ArchiveBounds,
+) -> BundleReport {
+    let mut report = BundleReport::default();
+    for item in items {
+        if !upstream.allows(&item.module) {
+            report.skipped.push((item.clone(), "its host or namespace is not in REGISTRY_UPSTREAM_MODULES".into()));
+            continue;
+        }
+        match module_copy::copy(storage, upstream, &item.module, &item.version, bounds).await {
+            Ok(Some(pin)) => report.copied.push((item.clone(), pin.sha256)),
+            Ok(None) => report.skipped.push((item.clone(), "the upstream has no such version".into())),
+            Err(e) => report.failed.push((item.clone(), registry::error::chain(&e).to_string())),
+        }
+    }
+    report
+}
+
+/// Write every object of `storage` into `out` by its key, and `SHA256SUMS` of every archive.
+async fn write_out(storage: &MemoryStorage, out: &Path) -> Result<(), LocalError> {
+    let mut sums = String::new();
+    for key in storage.keys() {
+        let Some(object) = storage.get(&key).await.map_err(|e| LocalError(registry::error::chain(&e).to_string()))?
+        else {
+            continue;
+        };
+        let path = out.join(&key);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| LocalError(format!("create {}: {e}", dir.display())))?;
+        }
+        std::fs::write(&path, &object.bytes).map_err(|e| LocalError(format!("write {}: {e}", path.display())))?;
+        if let Some((_, _, sha256)) = layout::upstream_module_archive_parts(&key) {
+            sums.push_str(&format!("{sha256}  {key}\n"));
+        }
+    }
+    let path = out.join(SUMS_FILE);
+    std::fs::write(&path, sums).map_err(|e| LocalError(format!("write {}: {e}", path.display())))
+}
+
+/// The files under `out/prefix`, by the key each stands for.
+fn files_under(out: &Path, prefix: &str) -> Result<Vec<(String, PathBuf)>, LocalError> {
+    let mut found = Vec::new();
+    let mut pending = vec![out.join(prefix)];
+    while let Some(dir) = pending.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(LocalError(format!("read {}: {e}", dir.display()))),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| LocalError(format!("read {}: {e}", dir.display())))?;
+            // Links are not followed: a bundle is plain files.
+            let (kind, path) = (entry.file_type().map_err(|e| LocalError(e.to_string()))?, entry.path());
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file()
+                && let Ok(relative) = path.strip_prefix(out)
+            {
+                let key = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+                found.push((key, path));
+            }
+        }
+    }
+    Ok(found)
+}

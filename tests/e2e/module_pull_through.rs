@@ -1,0 +1,168 @@
+//! The modules pull-through with the real CLI: a configuration whose `source` lines name
+//! registry.terraform.io installs through this registry with only the `host` and `credentials`
+//! blocks `make dev`'s `terraform.rc` holds (the local registry writes them for each upstream
+//! host), the upstream a stand-in for the public registry and GitHub's archive host. After the
+//! stand-in stops, a fresh `init` installs the same bytes from the bucket.
+
+// Test helpers: a failed step is a failed test, with the panic message saying which.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use registry_local::bundle::{BundleTarget, bundle};
+use support::public_registry::{Answer, PublicRegistry};
+use support::{Harness, TempDir, terraform, terraform_or_skip, text};
+
+const CONFIGURATION: &str = r#"module "vpc" {
+  source  = "terraform-aws-modules/vpc/aws"
+  version = "~> 5.0"
+  cidr    = "10.0.0.0/16"
+}
+
+module "subnets" {
+  source  = "registry.terraform.io/terraform-aws-modules/vpc/aws//modules/subnets"
+  version = "5.0.0"
+}
+
+module "label" {
+  source  = "cloudposse/label/null"
+  version = "0.25.0"
+}
+
+output "cidr" {
+  value = module.vpc.cidr
+}
+
+output "subnets" {
+  value = module.subnets.count
+}
+"#;
+
+fn init(tf: &Path, h: &Harness, workdir: &Path) -> std::process::Output {
+    // terraform blocks this worker; the registry serves on the runtime's other worker.
+    tokio::task::block_in_place(|| terraform(tf, h, workdir, &["init", "-input=false", "-no-color"]))
+}
+
+fn workdir(label: &str) -> TempDir {
+    let dir = TempDir::new(label);
+    std::fs::write(dir.path().join("main.tf"), CONFIGURATION).unwrap();
+    dir
+}
+
+// One scenario told in order: first init (the copies), then the upstream gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_installs_public_registry_modules_through_the_registry_and_without_the_upstream() {
+    let Some(tf) = terraform_or_skip("terraform_installs_public_registry_modules_through_the_registry") else {
+        return;
+    };
+    let up = PublicRegistry::start().await;
+    let vpc = [
+        ("main.tf", "variable \"cidr\" {}\noutput \"cidr\" {\n  value = var.cidr\n}\n"),
+        ("modules/subnets/main.tf", "output \"count\" {\n  value = 3\n}\n"),
+    ];
+    up.publish("terraform-aws-modules/vpc/aws", "5.0.0", &vpc, Answer::Header);
+    up.publish("terraform-aws-modules/vpc/aws", "5.1.0", &vpc, Answer::Header);
+    // registry.opentofu.org's answer form, under the same host here.
+    up.publish(
+        "cloudposse/label/null",
+        "v0.25.0",
+        &[("main.tf", "output \"id\" {\n  value = \"x\"\n}\n")],
+        Answer::Json,
+    );
+    let settings = up.settings("registry.terraform.io");
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let h = Harness::start_with(&settings).await;
+    let rc = std::fs::read_to_string(h.running.data_dir.join("terraform.rc")).unwrap();
+    assert!(rc.contains("host \"registry.terraform.io\""), "make dev's CLI configuration sends the host here:\n{rc}");
+
+    let first = workdir("pull-through-modules");
+    let out = init(&tf, &h, first.path());
+    assert!(out.status.success(), "{}", text(&out));
+    let modules = first.path().join(".terraform/modules");
+    assert!(modules.join("vpc/main.tf").is_file(), "the module at the package root, as a git clone lays it out");
+    assert!(modules.join("subnets/modules/subnets/main.tf").is_file(), "the //subdir inside the same package");
+    let manifest = std::fs::read_to_string(modules.join("modules.json")).unwrap();
+    assert!(
+        manifest.contains(r#""Source":"registry.terraform.io/terraform-aws-modules/vpc/aws","Version":"5.1.0""#),
+        "{manifest}"
+    );
+    let requested = up.take_requests();
+    assert!(
+        requested.iter().any(|p| p == "/terraform-aws-modules/terraform-aws-vpc/archive/v5.1.0.tar.gz"),
+        "the registry fetched the tag's archive: {requested:?}"
+    );
+    let apply = tokio::task::block_in_place(|| {
+        terraform(&tf, &h, first.path(), &["apply", "-auto-approve", "-input=false", "-no-color"])
+    });
+    assert!(apply.status.success(), "{}", text(&apply));
+    assert!(String::from_utf8_lossy(&apply.stdout).contains("cidr = \"10.0.0.0/16\""), "{}", text(&apply));
+
+    // The upstream gone: a fresh init installs every module from the bucket.
+    up.down(true);
+    let second = workdir("pull-through-modules-again");
+    let out = init(&tf, &h, second.path());
+    assert!(out.status.success(), "with the upstream down:\n{}", text(&out));
+    for module in ["vpc", "subnets/modules/subnets", "label"] {
+        let dir = |root: &Path| std::fs::read(root.join(".terraform/modules").join(module).join("main.tf")).unwrap();
+        assert_eq!(dir(first.path()), dir(second.path()), "{module}: the same bytes");
+    }
+    assert!(
+        up.take_requests().iter().all(|p| !p.contains("/archive/")),
+        "no archive fetched from the upstream the second time"
+    );
+
+    // The air-gap bundle, from what the first init installed, made while the upstream answers.
+    up.down(false);
+    let manifest = std::fs::read(first.path().join(".terraform/modules/modules.json")).unwrap();
+    let items = registry::upstream::bundle::from_modules_json(&manifest).unwrap();
+    assert_eq!(items.len(), 3, "{items:?}");
+    let bundle_dir = TempDir::new("bundle");
+    let target = BundleTarget::Dir(bundle_dir.path().to_path_buf());
+    let env = up.settings("registry.terraform.io");
+    let lookup = |k: &str| env.iter().find(|(name, _)| name == k).map(|(_, v)| v.clone());
+    let report = bundle(&items, &target, lookup).await.unwrap();
+    assert!(report.failed.is_empty() && report.skipped.is_empty() && report.copied.len() == 3, "{report:?}");
+    let sums = std::fs::read_to_string(bundle_dir.path().join("SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 3, "{sums}");
+
+    // Synced into an empty registry that fetches from nowhere: the same configuration installs.
+    let gapped = Harness::start_with(&[("REGISTRY_UPSTREAM_MODULES", "")]).await;
+    sync_as_operator(&gapped, bundle_dir.path()).await;
+    let third = workdir("pull-through-modules-air-gap");
+    let out = init(&tf, &gapped, third.path());
+    assert!(out.status.success(), "from the bundle alone:\n{}", text(&out));
+    for module in ["vpc", "subnets/modules/subnets", "label"] {
+        let dir = |root: &Path| std::fs::read(root.join(".terraform/modules").join(module).join("main.tf")).unwrap();
+        assert_eq!(dir(first.path()), dir(third.path()), "{module}: the same bytes from the bundle");
+    }
+
+    // The tag moved upstream: bundling again refuses the new bytes, records them, keeps the pin.
+    up.set_tag("terraform-aws-modules", "terraform-aws-vpc", "v5.1.0", &[("main.tf", "# moved\n")]);
+    let pin = "upstream-modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0.pin.json";
+    let pinned = std::fs::read(bundle_dir.path().join(pin)).unwrap();
+    let again = bundle(&items, &target, lookup).await.unwrap();
+    assert_eq!(again.failed.len(), 1, "{again:?}");
+    assert!(again.failed[0].1.contains("pinned at its first copy"), "{again:?}");
+    assert_eq!(std::fs::read(bundle_dir.path().join(pin)).unwrap(), pinned, "the pin is kept");
+    let refusals = std::fs::read_dir(bundle_dir.path().join(pin.trim_end_matches(".pin.json"))).unwrap();
+    assert!(refusals.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".refused.json")), "recorded");
+}
+
+/// `aws s3 sync DIR/upstream-modules s3://BUCKET/upstream-modules` with an operator's
+/// credentials: the registry's own (publishers and key admins may not write there).
+async fn sync_as_operator(h: &Harness, dir: &Path) {
+    use registry::storage::{Precondition, Storage};
+    let mut pending = vec![dir.join("upstream-modules")];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let key = path.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
+            let bytes = std::fs::read(&path).unwrap();
+            h.running.storage.put(&key, bytes.into(), "application/octet-stream", Precondition::None).await.unwrap();
+        }
+    }
+}
