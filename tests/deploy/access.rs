@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use registry::address::{ModuleAddress, ProviderAddress};
+use registry::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use registry::layout::{self, Platform, ReleaseFile};
 use serde_json::{Value, json};
 
@@ -36,6 +36,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
     let served = provider(hostname, TEAM, "thing");
     let upstream = provider(UPSTREAM_HOST, "hashicorp", "null");
     let own_module_archive = format!("{}1.0.0.tar.gz", layout::module_prefix(&module(TEAM)));
+    let public = UpstreamModule::parse(UPSTREAM_HOST, "terraform-aws-modules", "vpc", "aws").unwrap();
     BTreeMap::from([
         ("own module archive", own_module_archive.clone()),
         ("other module archive", format!("{}1.0.0.zip", layout::module_prefix(&module("other")))),
@@ -61,6 +62,9 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("token store", layout::TOKENS.to_string()),
         ("upstream versions", layout::upstream_versions(&upstream)),
         ("upstream pull", layout::upstream_pull(&upstream, &v)),
+        ("upstream module index", layout::upstream_module_index(&public)),
+        ("upstream module pin", layout::upstream_module_pin(&public, &v)),
+        ("upstream module archive", layout::upstream_module_archive(&public, &v, &"ab".repeat(32), "tar.gz")),
     ])
 }
 
@@ -107,7 +111,20 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         vec!["own module archive", "own module deprecation", "own provider zip", "own provider shasums"];
     vec![
         (role("discovery"), GET, vec![]),
-        (role("modules"), GET, vec!["own module archive", "other module archive", "module manifest", "token store"]),
+        (
+            role("modules"),
+            GET,
+            vec![
+                "own module archive",
+                "other module archive",
+                "module manifest",
+                "token store",
+                "upstream module index",
+                "upstream module pin",
+                "upstream module archive",
+            ],
+        ),
+        (role("modules"), PUT, vec!["upstream module index", "upstream module pin", "upstream module archive"]),
         (
             role("mirror"),
             GET,
@@ -180,6 +197,7 @@ fn layout_allows_write(principal: &str, key: &str) -> bool {
     match principal.rsplit('-').next().unwrap_or_default() {
         "indexer" => under(&layout::INDEXER_PREFIXES),
         "mirror" => under(&[layout::UPSTREAM_PREFIX]),
+        "modules" => under(&[layout::UPSTREAM_MODULES_PREFIX]),
         "puller" => key.starts_with(&format!("{}{UPSTREAM_HOST}/", layout::PROVIDERS_PREFIX)),
         _ if principal.contains("-publish-") => under(&layout::PUBLISHER_PREFIXES),
         _ if principal.contains("-signing-keys-") => under(&layout::KEY_ADMIN_PREFIXES),

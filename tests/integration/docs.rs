@@ -152,7 +152,7 @@ fn the_bucket_docs_name_every_notification_and_prefix() {
         .iter()
         .chain(&layout::KEY_ADMIN_PREFIXES)
         .chain(&layout::INDEXER_PREFIXES)
-        .chain([&layout::UPSTREAM_PREFIX]);
+        .chain([&layout::UPSTREAM_PREFIX, &layout::UPSTREAM_MODULES_PREFIX]);
     for prefix in prefixes {
         assert!(bucket.contains(&format!("── {prefix}")), "docs/BUCKET.md's tree has no {prefix}");
     }

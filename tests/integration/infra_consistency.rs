@@ -124,6 +124,7 @@ fn notifications_and_prefixes_are_the_layouts() {
         layout::PULL_NOTIFICATIONS.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
     assert_eq!(infra, code, "infra/main.tf local.pull_notifications vs layout::PULL_NOTIFICATIONS");
     assert_eq!(hcl_list("mirror_prefixes"), [layout::UPSTREAM_PREFIX], "mirror prefixes");
+    assert_eq!(hcl_list("modules_prefixes"), [layout::UPSTREAM_MODULES_PREFIX], "modules pull-through prefixes");
     let archives: Vec<String> = layout::MODULE_ARCHIVE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
     assert_eq!(hcl_list("module_archive_suffixes"), archives, "what the modules function may read");
 }

@@ -310,8 +310,8 @@ fn s3_service(data_dir: &Path, secrets: [(&str, String); 4]) -> Result<s3s::serv
 }
 
 /// The registry's configuration for this run: the embedded S3's bucket, path-style, the
-/// registry's own address as its host name and no upstream unless `options.settings` (then
-/// the environment) says otherwise.
+/// registry's own address as its host name and no upstream (of providers or modules) unless
+/// `options.settings` (then the environment) says otherwise.
 fn local_config(options: &LocalOptions, registry_addr: SocketAddr) -> Result<Config, LocalError> {
     let setting = |name: &str| {
         options.settings.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or_else(|| std::env::var(name).ok())
@@ -325,6 +325,9 @@ fn local_config(options: &LocalOptions, registry_addr: SocketAddr) -> Result<Con
         // Off unless asked for (`make dev UPSTREAM=`): the deployed default, the public
         // registry, is a network dependency a local run should not grow by surprise.
         "REGISTRY_UPSTREAM_HOSTS" => setting(name).or_else(|| Some(String::new())),
+        // Likewise the modules pull-through (`REGISTRY_UPSTREAM_MODULES=registry.terraform.io
+        // make dev`); copies already in the bucket are served either way.
+        "REGISTRY_UPSTREAM_MODULES" => setting(name).or_else(|| Some(String::new())),
         other => setting(other),
     })
     .map_err(|e| LocalError(e.to_string()))

@@ -1,5 +1,6 @@
 # The root `make deploy-check` applies against moto (tests/integration/deployed.rs): the module
-# as infra/examples/minimal calls it, plus a publisher, a key admin and an upstream host, so
+# as infra/examples/minimal calls it, plus a publisher, a key admin, an upstream host and an
+# upstream module registry, so
 # that every role of the trust boundary exists and can be read back.
 terraform {
   required_version = ">= 1.5.0"
@@ -39,6 +40,8 @@ module "registry" {
   lambda_dir      = var.lambda_dir
   alarm_topic_arn = aws_sns_topic.alarms.arn
   upstream_hosts  = ["registry.terraform.io"]
+  # The modules pull-through on: the modules role may then write upstream-modules/.
+  upstream_modules = ["registry.terraform.io"]
   publishers = {
     platform = { modules = ["platform"], providers = ["registry.example.com/platform"] }
   }
