@@ -198,6 +198,14 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
             Some(key) if key.starts_with(layout::OCI_PREFIX) => true,
             // A module version's docs (the details routes).
             Some(key) if key.starts_with("indexed/modules/") && key.contains("/docs/") => true,
+            // The modules pull-through's index and pins: HOST/NS/NAME/SYSTEM/FILE, no more.
+            Some(key) if key.starts_with(layout::UPSTREAM_MODULES_PREFIX) => {
+                let rest = &key[layout::UPSTREAM_MODULES_PREFIX.len()..];
+                let parts: Vec<&str> = rest.split('/').collect();
+                parts.len() == 5
+                    && !parts.iter().any(|p| p.is_empty() || *p == "..")
+                    && (parts[4] == "index.json" || parts[4].ends_with(layout::UPSTREAM_MODULE_PIN_SUFFIX))
+            }
             Some(key) => matches!(
                 layout::classify(key),
                 Some(ObjectKind::ModuleManifest(_) | ObjectKind::ProviderIndex(_) | ObjectKind::ProviderVersion { .. })

@@ -66,6 +66,10 @@ const VERSION: &str = "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.jso
 /// providers.v1 routes (the fixture publishes no signed release: these answer 404 when allowed).
 const PROVIDER_VERSIONS: &str = "/v1/providers/acme/widget/versions";
 const PROVIDER_DOWNLOAD: &str = "/v1/providers/acme/widget/1.0.0/download/linux/amd64";
+/// The modules pull-through (the modules function): an upstream registry's module.
+const UPSTREAM_VERSIONS: &str = "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/versions";
+const UPSTREAM_DOWNLOAD: &str =
+    "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0/download";
 /// The list, search and details API (the web function).
 const LIST: &str = "/v1/modules";
 const SEARCH: &str = "/v1/modules/search";
@@ -502,6 +506,27 @@ pub fn corpus() -> Vec<Case> {
         // A route's keyword as a component of a repository's name: the route is read from the end.
         case(404, format!("/v2/modules/acme/manifests/aws/blobs/sha256:{}", "0".repeat(64))),
         case(404, format!("/v2/providers/registry.terraform.io/manifests/blobs/blobs/sha256:{}", "0".repeat(64))),
+        // The modules pull-through (off in the fixture, nothing copied): absent, whoever asks;
+        // a host that is not a host name, a version not canonical, a query, a write: refused.
+        case(404, UPSTREAM_VERSIONS),
+        case(404, UPSTREAM_DOWNLOAD),
+        auth(401, UPSTREAM_VERSIONS, Auth::None),
+        auth(401, UPSTREAM_DOWNLOAD, Auth::Header(format!("Bearer {EXPIRED_TOKEN}"))),
+        auth(404, UPSTREAM_VERSIONS, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        auth(404, UPSTREAM_DOWNLOAD, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        case(404, "/v1/modules/upstream/169.254.169.254/latest/meta/data/versions"),
+        case(404, "/v1/modules/upstream/127.0.0.1:9000/a/b/c/1.0.0/download"),
+        case(400, "/v1/modules/upstream/localhost/a/b/c/versions"),
+        case(400, "/v1/modules/upstream/Registry.Terraform.io/a/b/c/versions"),
+        case(400, "/v1/modules/upstream/registry.terraform.io:99999/a/b/c/versions"),
+        case(400, "/v1/modules/upstream/user@registry.terraform.io/a/b/c/versions"),
+        case(400, "/v1/modules/upstream/registry.terraform.io/a/b/c/v1.0.0/download"),
+        case(400, "/v1/modules/upstream/registry.terraform.io/a/b/c/1.0/download"),
+        case(404, "/v1/modules/upstream/registry.terraform.io/a/b/c/1.0.0+git.sha/download"),
+        case(400, &format!("{UPSTREAM_VERSIONS}?ref=main")),
+        method(405, "POST", UPSTREAM_VERSIONS),
+        method(405, "PUT", UPSTREAM_DOWNLOAD),
+        case(400, "/v1/modules/upstream/registry.terraform.io/a/b/c/1.0.0/download/extra"),
     ];
     // The same traversal attempts against every route's variable segments.
     for template in [
@@ -509,6 +534,11 @@ pub fn corpus() -> Vec<Case> {
         "/v1/modules/acme/{}/aws/versions",
         "/v1/modules/acme/vpc/{}/versions",
         "/v1/modules/acme/vpc/aws/{}/download",
+        "/v1/modules/upstream/{}/terraform-aws-modules/vpc/aws/versions",
+        "/v1/modules/upstream/registry.terraform.io/{}/vpc/aws/versions",
+        "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/{}/aws/versions",
+        "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/{}/versions",
+        "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/{}/download",
         "/v1/mirror/{}/hashicorp/null/index.json",
         "/v1/mirror/registry.terraform.io/{}/null/index.json",
         "/v1/mirror/registry.terraform.io/hashicorp/{}/index.json",
@@ -654,6 +684,14 @@ pub fn objects() -> Vec<ObjectCase> {
             Reaction::Denied,
         ),
         case("the token store", "access/tokens.json".into(), br#"{"format":1,"tokens":[]}"#.to_vec(), Reaction::Denied),
+        // A pin of the modules pull-through naming other bytes: only the modules function (and
+        // an operator syncing a bundle) writes there.
+        case(
+            "a pin of an upstream module",
+            "upstream-modules/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0.pin.json".into(),
+            format!(r#"{{"module":"registry.terraform.io/terraform-aws-modules/vpc/aws","version":"5.1.0","sha256":"{}","size":1,"archive":"tar.gz","source":"x","copied_at":"x"}}"#, "0".repeat(64)).into_bytes(),
+            Reaction::Denied,
+        ),
         // A CI credential must not install a key of its own, then sign anything: key admins only.
         case(
             "a signing key of the publisher's own namespace",

@@ -46,18 +46,17 @@ pub(super) async fn versions<S: Storage>(
     #[cfg(feature = "aws")]
     let (index, stale, upstream_stale) = fetching::versions(ctx, module, kept).await?;
     #[cfg(not(feature = "aws"))]
-    let (index, stale, upstream_stale) = match kept {
-        Some(kept) => (kept.value, kept.stale, false),
+    let (index, stale) = match kept {
+        Some(kept) => ((*kept.value).clone(), kept.stale),
         None => return Err(absent()),
     };
     if index.all().is_empty() {
         return Err(absent());
     }
-    Ok(Reply::json(StatusCode::OK, &index.response())
-        .header("cache-control", NO_CACHE)
-        .etag()
-        .stale(stale)
-        .upstream_stale(upstream_stale))
+    let reply = Reply::json(StatusCode::OK, &index.response()).header("cache-control", NO_CACHE).etag().stale(stale);
+    #[cfg(feature = "aws")]
+    let reply = reply.upstream_stale(upstream_stale);
+    Ok(reply)
 }
 
 /// `GET …/upstream/HOST/NS/NAME/SYSTEM/VERSION/download`: the pinned copy, presigned, with

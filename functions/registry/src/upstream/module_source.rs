@@ -210,8 +210,8 @@ fn https(location: &str) -> Result<ModuleSource, String> {
 /// go-getter's split of `//subdir` from a source address: the first `//` after the scheme's
 /// and before the query.
 fn split_subdir(source: &str) -> (String, Option<&str>) {
-    let start = source.find("://").map_or(0, |i| i + 3);
     let end = source.find('?').unwrap_or(source.len());
+    let start = source[..end].find("://").map_or(0, |i| i + 3);
     match source[start..end].find("//") {
         Some(i) => {
             let at = start + i;
@@ -344,6 +344,8 @@ mod tests {
             ("https://u:p@example.com/m.tar.gz", "credentials"),
             ("https://example.com/m.tar.gz?archive=rar", "not copied"),
             ("https://example.com/m.tar.gz\n", "control"),
+            // A query before any scheme: found by the fuzz target (a panic slicing it once).
+            ("git::hance?ref=2923https://github.com/o/r?ref=v1", "not a URL"),
         ] {
             let got = parse(location);
             assert!(got.as_ref().is_err_and(|e| e.contains(says)), "{location}: {got:?}");
