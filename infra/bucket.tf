@@ -56,8 +56,9 @@ resource "aws_s3_bucket_lifecycle_configuration" "registry" {
   # version is served by the object version the indexer hashed (versionId), which becomes
   # noncurrent when someone uploads over it (the upload is rejected) and must stay.
   dynamic "rule" {
-    # And what the mirror keeps of upstreams (version lists rewritten every TTL).
-    for_each = concat(local.indexer_prefixes, local.mirror_prefixes)
+    # And what the mirror and the modules pull-through keep of upstreams (version lists
+    # rewritten every TTL; pins are written once, copies named by their SHA-256).
+    for_each = concat(local.indexer_prefixes, local.mirror_prefixes, local.modules_prefixes)
     content {
       id     = "noncurrent-${trimsuffix(rule.value, "/")}"
       status = "Enabled"

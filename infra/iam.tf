@@ -101,6 +101,16 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
+    # The modules pull-through's pins and refusals, which it puts on the publish log.
+    for_each = each.key == "indexer" ? [1] : []
+    content {
+      sid       = "IndexerReadsUpstreamModuleRecords"
+      actions   = ["s3:GetObject"]
+      resources = [for n in local.notifications : "${local.bucket_arn}/${n.prefix}*${n.suffix}" if contains(local.modules_prefixes, n.prefix)]
+    }
+  }
+
+  dynamic "statement" {
     for_each = each.key == "indexer" ? [1] : []
     content {
       sid       = "IndexerWritesWhatItDerives"
@@ -195,8 +205,9 @@ data "aws_iam_policy_document" "function" {
   dynamic "statement" {
     for_each = var.kms_key_arn != "" ? [1] : []
     content {
-      sid       = "UseRegistryKey"
-      actions   = contains(["indexer", "mirror", "puller"], each.key) ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"]
+      sid = "UseRegistryKey"
+      # The writers encrypt too: the modules function where it copies upstream modules.
+      actions   = contains(["indexer", "mirror", "puller"], each.key) || (each.key == "modules" && length(var.upstream_modules) > 0) ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"]
       resources = [var.kms_key_arn]
     }
   }

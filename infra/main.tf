@@ -94,6 +94,9 @@ locals {
     providers-shasums   = { prefix = "providers/", suffix = "_SHA256SUMS" }
     providers-signature = { prefix = "providers/", suffix = "_SHA256SUMS.sig" }
     providers-manifest  = { prefix = "providers/", suffix = "_manifest.json" }
+    # The modules pull-through's pins and refusals: the indexer puts them on the publish log.
+    upstream-modules-pin     = { prefix = "upstream-modules/", suffix = ".pin.json" }
+    upstream-modules-refusal = { prefix = "upstream-modules/", suffix = ".refused.json" }
   }
 
   # The writes that invoke the puller: exactly layout::PULL_NOTIFICATIONS (the consistency test

@@ -65,6 +65,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("upstream module index", layout::upstream_module_index(&public)),
         ("upstream module pin", layout::upstream_module_pin(&public, &v)),
         ("upstream module archive", layout::upstream_module_archive(&public, &v, &"ab".repeat(32), "tar.gz")),
+        ("upstream module refusal", layout::upstream_module_refusal(&public, &v, &"cd".repeat(32))),
     ])
 }
 
@@ -97,6 +98,8 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "publish log head",
         "oci manifest",
         "own rejection",
+        "upstream module pin",
+        "upstream module refusal",
     ];
     let indexer_writes = vec![
         "module manifest",
@@ -122,9 +125,14 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "upstream module index",
                 "upstream module pin",
                 "upstream module archive",
+                "upstream module refusal",
             ],
         ),
-        (role("modules"), PUT, vec!["upstream module index", "upstream module pin", "upstream module archive"]),
+        (
+            role("modules"),
+            PUT,
+            vec!["upstream module index", "upstream module pin", "upstream module archive", "upstream module refusal"],
+        ),
         (
             role("mirror"),
             GET,

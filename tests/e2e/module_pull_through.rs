@@ -125,11 +125,23 @@ async fn terraform_installs_public_registry_modules_through_the_registry_and_wit
     let sums = std::fs::read_to_string(bundle_dir.path().join("SHA256SUMS")).unwrap();
     assert_eq!(sums.lines().count(), 3, "{sums}");
 
-    // Synced into an empty registry that fetches from nowhere: the same configuration installs.
+    // Synced into an empty registry that fetches from nowhere: the same configuration installs,
+    // with the `host` and `credentials` blocks a user adds (the docs' text).
     let gapped = Harness::start_with(&[("REGISTRY_UPSTREAM_MODULES", "")]).await;
     sync_as_operator(&gapped, bundle_dir.path()).await;
     let third = workdir("pull-through-modules-air-gap");
-    let out = init(&tf, &gapped, third.path());
+    let rc = third.path().join("terraform.rc");
+    let blocks = registry::cli_config::upstream_modules(
+        &["registry.terraform.io"],
+        &format!("https://{}/v1/modules/", gapped.host()),
+        &gapped.running.dev_token,
+    );
+    let own = std::fs::read_to_string(gapped.running.data_dir.join("terraform.rc")).unwrap();
+    assert!(!own.contains("host \"registry.terraform.io\""), "nothing fetched, nothing copied at start: no host block");
+    std::fs::write(&rc, format!("{own}\n{blocks}")).unwrap();
+    let out = tokio::task::block_in_place(|| {
+        support::terraform_with_config(&tf, &gapped, &rc, third.path(), &["init", "-input=false", "-no-color"])
+    });
     assert!(out.status.success(), "from the bundle alone:\n{}", text(&out));
     for module in ["vpc", "subnets/modules/subnets", "label"] {
         let dir = |root: &Path| std::fs::read(root.join(".terraform/modules").join(module).join("main.tf")).unwrap();

@@ -52,8 +52,10 @@ pub async fn bundle(
     target: &BundleTarget,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<BundleReport, LocalError> {
-    let config = Config::from_lookup(|k| if k == "REGISTRY_BUCKET" { Some("bundle".into()) } else { env(k) })
+    let mut config = Config::from_lookup(|k| if k == "REGISTRY_BUCKET" { Some("bundle".into()) } else { env(k) })
         .map_err(|e| LocalError(e.to_string()))?;
+    // Not a request's 25 s: an archive too large to copy while the CLI waits is copied here.
+    config.upstream_modules.max_bytes = registry::upstream::BUNDLE_MAX_BYTES;
     let upstream = ModuleUpstream::new(&config.upstream_modules, &config.upstream)
         .map_err(|e| LocalError(registry::error::chain(&e).to_string()))?
         .ok_or_else(|| LocalError("REGISTRY_UPSTREAM_MODULES is empty: no upstream to copy from".into()))?;

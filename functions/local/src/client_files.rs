@@ -13,25 +13,51 @@ pub const DEV_TOKEN_NAME: &str = "local-dev";
 /// Where `make dev` records the hostname it serves its own providers as, for `reindex`.
 pub const HOSTNAME_FILE: &str = "hostname";
 
-pub(crate) fn write_user_files(running: &Running, mirror_path: &str) -> Result<(), LocalError> {
+/// The upstream module hosts the bucket holds copies of (a bundle synced in, or copies made
+/// before): the CLI must still be sent here for them when nothing is fetched.
+pub(crate) async fn upstream_module_hosts_copied(storage: &S3Storage) -> Result<Vec<String>, LocalError> {
+    use registry::storage::Storage;
+    let listed = storage
+        .list(registry::layout::UPSTREAM_MODULES_PREFIX)
+        .await
+        .map_err(|e| LocalError(format!("list the upstream module copies: {}", registry::error::chain(&e))))?;
+    let mut hosts: Vec<String> = listed
+        .iter()
+        .filter_map(|o| o.key.strip_prefix(registry::layout::UPSTREAM_MODULES_PREFIX)?.split('/').next())
+        .map(str::to_string)
+        .collect();
+    hosts.dedup();
+    Ok(hosts)
+}
+
+/// `copied`: the upstream module hosts the bucket holds copies of, which get a `host` block
+/// beside the ones fetched from.
+pub(crate) fn write_user_files(running: &Running, mirror_path: &str, copied: &[String]) -> Result<(), LocalError> {
     let dir = &running.data_dir;
     let installation = registry::cli_config::provider_installation(
         running.app.config().hostname.as_deref(),
         &format!("{}{mirror_path}", running.base_url()),
     );
     let config = running.app.config();
-    // The hosts fetched from; with none (an air gap), the public ones, whose copies a bundle
-    // synced into the bucket holds.
-    let module_hosts = config.upstream_modules.hosts();
-    let mut module_hosts: Vec<&str> = module_hosts.iter().map(String::as_str).collect();
-    if module_hosts.is_empty() {
-        module_hosts = registry::upstream::UPSTREAM_MODULE_HOSTS_DEFAULT.to_vec();
+    // The hosts fetched from, and those the bucket holds copies of (an air gap): public
+    // `source` lines of other hosts keep going to their registry, as without this registry.
+    let mut module_hosts = config.upstream_modules.hosts();
+    for host in copied {
+        if !module_hosts.contains(host) {
+            module_hosts.push(host.clone());
+        }
     }
-    let modules = registry::cli_config::upstream_modules(
-        &module_hosts,
-        &format!("{}{}", running.base_url(), config.paths.modules),
-        &running.dev_token,
-    );
+    let module_hosts: Vec<&str> = module_hosts.iter().map(String::as_str).collect();
+    let modules = match module_hosts.is_empty() {
+        true => "# Public modules: not through this registry (REGISTRY_UPSTREAM_MODULES is empty and it holds\n\
+                 # no copies; docs/UPSTREAM-MODULES.md).\n"
+            .to_string(),
+        false => registry::cli_config::upstream_modules(
+            &module_hosts,
+            &format!("{}{}", running.base_url(), config.paths.modules),
+            &running.dev_token,
+        ),
+    };
     let rc = format!(
         "# Written by registry-local at every start. Use it with\n\
          #   export TF_CLI_CONFIG_FILE={rc} SSL_CERT_FILE={ca}\n\

@@ -290,7 +290,8 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         tasks,
     };
     if options.write_client_files {
-        client_files::write_user_files(&running, &mirror_path)?;
+        let copied = client_files::upstream_module_hosts_copied(&running.storage).await?;
+        client_files::write_user_files(&running, &mirror_path, &copied)?;
     }
     Ok(running)
 }

@@ -22,6 +22,9 @@ pub struct Summary {
     pub ignored_keys: usize,
     /// Keys under `modules/` or `providers/` that fit no module or provider.
     pub rejected_keys: usize,
+    /// Pins and refusals of the modules pull-through put on the publish log.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub logged: Vec<String>,
     /// Passes that failed (each with its error); the others were indexed regardless.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
@@ -73,7 +76,13 @@ pub async fn process<S: Storage>(indexer: &Indexer<'_, S>, bucket: &str, event: 
         }
     }
     let (passes, misplaced, ignored) = passes(event, bucket);
-    let mut summary = Summary { ignored_keys: ignored, ..Summary::default() };
+    let records = upstream_module_records(event, bucket);
+    let mut summary = Summary { ignored_keys: ignored.saturating_sub(records.len()), ..Summary::default() };
+    for key in &records {
+        if indexer.log_upstream_module_record(key).await? {
+            summary.logged.push(key.clone());
+        }
+    }
     for key in &misplaced {
         indexer.on_object_changed(key).await?;
     }
@@ -115,6 +124,19 @@ impl Summary {
             }
         }
     }
+}
+
+/// The modules pull-through's pins and refusals a batch's created keys name, each once (they
+/// classify as no owner: `passes` counts them as ignored).
+fn upstream_module_records(event: &S3Event, bucket: &str) -> BTreeSet<String> {
+    event
+        .records
+        .iter()
+        .filter(|r| r.s3.bucket.name.as_deref() == Some(bucket))
+        .filter(|r| r.event_name.as_deref().is_some_and(|n| n.starts_with("ObjectCreated:")))
+        .filter_map(|r| r.s3.object.key.as_deref().and_then(decode_event_key))
+        .filter(|key| layout::upstream_module_record(key).is_some())
+        .collect()
 }
 
 /// The pull records an S3 notification batch names (the puller's invocation): created keys

@@ -213,7 +213,7 @@ fn redirect_allowed(from: &Url, to: &Url) -> Result<(), String> {
 }
 
 /// Whether a URL's host is loopback, link-local, private or unspecified (or `localhost`).
-fn internal(url: &Url) -> bool {
+pub(crate) fn internal(url: &Url) -> bool {
     use url::Host;
     let v4 = |ip: std::net::Ipv4Addr| ip.is_loopback() || ip.is_link_local() || ip.is_private() || ip.is_unspecified();
     match url.host() {

@@ -54,6 +54,7 @@ mod judgment;
 mod oci;
 mod rejections;
 mod spool;
+mod upstream_modules;
 
 pub use indexer::{Indexer, Limits, Outcome};
 pub use judgment::{Policy as SemverRule, SemverPolicy};
@@ -117,8 +118,13 @@ impl std::fmt::Display for Pass {
 impl<S: Storage> Indexer<'_, S> {
     /// React to one changed key (created or removed): rebuild the manifest of its owner, or,
     /// for a key under `modules/` or `providers/` that belongs to no owner, write or clear its
-    /// rejection record. Keys elsewhere are ignored (`None`).
+    /// rejection record; a pin or refusal of the modules pull-through goes on the publish log.
+    /// Keys elsewhere are ignored (`None`).
     pub async fn on_object_changed(&self, key: &str) -> Result<Option<(Owner, Outcome)>, Error> {
+        if layout::upstream_module_record(key).is_some() {
+            self.log_upstream_module_record(key).await?;
+            return Ok(None);
+        }
         let Some(kind) = layout::classify(key) else {
             if layout::expected_name(key).is_some() {
                 self.explain_misplaced(key).await?;
@@ -130,6 +136,12 @@ impl<S: Storage> Indexer<'_, S> {
         let pass = Pass::covering(&kind);
         let outcome = self.run(&pass).await?;
         Ok(Some((kind.owner(), outcome)))
+    }
+
+    /// Put a pin or refusal record of the modules pull-through (`layout::upstream_module_record`)
+    /// on the publish log; `false` for any other key, or one deleted since.
+    pub async fn log_upstream_module_record(&self, key: &str) -> Result<bool, Error> {
+        upstream_modules::log_record(self, key).await
     }
 
     /// A key under `modules/` or `providers/` that belongs to no module or provider (bad

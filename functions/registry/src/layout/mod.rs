@@ -64,6 +64,8 @@ pub const UPSTREAM_PULLS_PREFIX: &str = "upstream/pulls/";
 pub const UPSTREAM_MODULES_PREFIX: &str = "upstream-modules/";
 /// The end of a pin's key (`…/1.2.0.pin.json`).
 pub const UPSTREAM_MODULE_PIN_SUFFIX: &str = ".pin.json";
+/// The end of a refusal record's key (`…/1.2.0/SHA256.refused.json`).
+pub const UPSTREAM_MODULE_REFUSAL_SUFFIX: &str = ".refused.json";
 /// The file name of a module manifest.
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 /// The file name of a provider's version list (the network mirror's).
@@ -85,7 +87,7 @@ pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];
 /// exactly what the local registry's embedded S3 indexes, so local runs see what AWS delivers.
 /// A signed release's checksum file, signature and manifest invoke it too, so a release
 /// whose signature arrives last (or is fixed later) is published when it does.
-pub const NOTIFICATIONS: [(&str, &str); 9] = [
+pub const NOTIFICATIONS: [(&str, &str); 11] = [
     (MODULES_PREFIX, ".tar.gz"),
     (MODULES_PREFIX, ".tgz"),
     (MODULES_PREFIX, ".zip"),
@@ -95,6 +97,9 @@ pub const NOTIFICATIONS: [(&str, &str); 9] = [
     (PROVIDERS_PREFIX, SIGNATURE_SUFFIX),
     (PROVIDERS_PREFIX, RELEASE_MANIFEST_SUFFIX),
     (PROVIDERS_PREFIX, PROVIDER_DEPRECATION_SUFFIX),
+    // The modules pull-through's pins and refusals: the indexer puts them on the publish log.
+    (UPSTREAM_MODULES_PREFIX, UPSTREAM_MODULE_PIN_SUFFIX),
+    (UPSTREAM_MODULES_PREFIX, UPSTREAM_MODULE_REFUSAL_SUFFIX),
 ];
 
 /// The end of a module version's deprecation file (`modules/NS/NAME/SYSTEM/1.2.0.deprecation.json`).
@@ -165,7 +170,38 @@ pub fn upstream_module_archive(m: &UpstreamModule, version: &semver::Version, sh
 /// Bytes fetched for a pinned version that differ from the pin (a moved tag): the record of
 /// the refusal, one per SHA-256 refused.
 pub fn upstream_module_refusal(m: &UpstreamModule, version: &semver::Version, sha256: &str) -> String {
-    format!("{}{version}/{sha256}.refused.json", upstream_module_prefix(m))
+    format!("{}{version}/{sha256}{UPSTREAM_MODULE_REFUSAL_SUFFIX}", upstream_module_prefix(m))
+}
+
+/// What a key of the modules pull-through that the indexer is told about records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamModuleRecord {
+    /// A version's pin (`…/VERSION.pin.json`).
+    Pin(UpstreamModule, semver::Version),
+    /// Bytes refused for differing from the pin (`…/VERSION/SHA256.refused.json`).
+    Refusal(UpstreamModule, semver::Version, String),
+}
+
+/// The pin or refusal record `key` names, by the layout's own names (`None` for any other key).
+pub fn upstream_module_record(key: &str) -> Option<UpstreamModuleRecord> {
+    let parts: Vec<&str> = key.strip_prefix(UPSTREAM_MODULES_PREFIX)?.split('/').collect();
+    let module = |p: &[&str]| UpstreamModule::parse(p[0], p[1], p[2], p[3]).ok();
+    match parts[..] {
+        [_, _, _, _, file] => {
+            let version = crate::address::parse_version(file.strip_suffix(UPSTREAM_MODULE_PIN_SUFFIX)?).ok()?;
+            let m = module(&parts)?;
+            (upstream_module_pin(&m, &version) == key).then_some(UpstreamModuleRecord::Pin(m, version))
+        }
+        [_, _, _, _, version, file] => {
+            let sha256 = file.strip_suffix(UPSTREAM_MODULE_REFUSAL_SUFFIX)?;
+            let version = crate::address::parse_version(version).ok()?;
+            let m = module(&parts)?;
+            let hex = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            (hex && upstream_module_refusal(&m, &version, sha256) == key)
+                .then(|| UpstreamModuleRecord::Refusal(m, version, sha256.to_string()))
+        }
+        _ => None,
+    }
 }
 
 /// The module, version and SHA-256 of an upstream module archive's key (`None` for any other

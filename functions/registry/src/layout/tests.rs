@@ -162,9 +162,10 @@ fn presigning_names_only_the_requested_archive() {
 
 #[test]
 fn the_indexer_never_notifies_itself() {
-    // Every filter is under a publisher prefix, and no indexer prefix is under a filter's.
+    // Every filter is under a publisher prefix (or the modules pull-through's, whose pins and
+    // refusals the indexer logs), and no indexer prefix is under a filter's.
     for (prefix, _) in NOTIFICATIONS {
-        assert!(PUBLISHER_PREFIXES.contains(&prefix), "{prefix}");
+        assert!(PUBLISHER_PREFIXES.contains(&prefix) || prefix == UPSTREAM_MODULES_PREFIX, "{prefix}");
         assert!(INDEXER_PREFIXES.iter().all(|i| !i.starts_with(prefix) && !prefix.starts_with(i)), "{prefix}");
     }
     let written = [
@@ -178,6 +179,25 @@ fn the_indexer_never_notifies_itself() {
         assert!(!notifies(&key), "{key}");
     }
     assert!(notifies("modules/acme/vpc/aws/1.0.0.tgz"));
+    let public = crate::address::UpstreamModule::parse("registry.terraform.io", "o", "r", "aws").unwrap();
+    let sha = "ab".repeat(32);
+    assert!(notifies(&upstream_module_pin(&public, &v("1.0.0"))));
+    assert!(notifies(&upstream_module_refusal(&public, &v("1.0.0"), &sha)));
+    assert!(!notifies(&upstream_module_index(&public)), "a version list changes nothing logged");
+    assert!(!notifies(&upstream_module_archive(&public, &v("1.0.0"), &sha, "tar.gz")), "the pin follows it");
+    assert_eq!(
+        upstream_module_record(&upstream_module_pin(&public, &v("1.0.0+b.1"))),
+        Some(UpstreamModuleRecord::Pin(public.clone(), v("1.0.0+b.1")))
+    );
+    assert_eq!(
+        upstream_module_record(&upstream_module_refusal(&public, &v("1.0.0"), &sha)),
+        Some(UpstreamModuleRecord::Refusal(public.clone(), v("1.0.0"), sha.clone()))
+    );
+    for other in
+        ["upstream-modules/registry.terraform.io/o/r/aws/v1.0.0.pin.json", "upstream-modules/h/o/r/aws/1.0.0.pin.json"]
+    {
+        assert_eq!(upstream_module_record(other), None, "{other}");
+    }
     assert!(notifies("providers/h.io/n/t/terraform-provider-t_1.0.0_linux_amd64.zip"));
     assert!(!notifies("providers/h.io/n/t/index.json"), "publisher JSON changes nothing served");
     for file in [ReleaseFile::Shasums, ReleaseFile::Signature, ReleaseFile::Manifest] {

@@ -31,8 +31,8 @@ pub mod modules;
 
 pub use release::{Download, Release};
 pub use settings::{
-    ModuleUpstreamSettings, UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_HOST_DEFAULT, UPSTREAM_MODULE_HOSTS_DEFAULT,
-    UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UpstreamSettings,
+    BUNDLE_MAX_BYTES, ModuleUpstreamSettings, UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_HOST_DEFAULT,
+    UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UpstreamSettings,
 };
 
 #[cfg(feature = "aws")]
@@ -171,6 +171,13 @@ mod client {
             }
         }
 
+        /// Whether `host` is reached at an internal address (an endpoint on loopback or in the
+        /// network, `HOST=https://ADDRESS`): only then may what it answers point there too.
+        pub(super) fn reached_internally(&self, host: &str) -> bool {
+            let origin = self.endpoints.get(host).cloned().unwrap_or_else(|| format!("https://{host}"));
+            Url::parse(&origin).is_ok_and(|u| crate::http_client::internal(&u))
+        }
+
         /// Whether providers of `hostname` may be fetched from it.
         pub fn allows(&self, hostname: &str) -> bool {
             self.hosts.iter().any(|h| h == hostname)
@@ -227,6 +234,11 @@ mod client {
             let mut base = url.join(path).map_err(|e| Self::failed(host, format!("bad {service} URL: {e}")))?;
             if base.scheme() != "https" {
                 return Err(Self::failed(host, format!("{service} is not an HTTPS URL")));
+            }
+            // As for a redirect: a public registry may not point the functions at the
+            // machine's or its network's own addresses.
+            if crate::http_client::internal(&base) && !crate::http_client::internal(&url) {
+                return Err(Self::failed(host, format!("{service} is at an internal address: refused")));
             }
             if !base.path().ends_with('/') {
                 base.set_path(&format!("{}/", base.path()));

@@ -122,7 +122,13 @@ fn moved(module: &UpstreamModule, version: &semver::Version, held: &ModulePin, f
 pub async fn keep_index<S: Storage>(storage: &S, module: &UpstreamModule, change: impl Fn(ModuleIndex) -> ModuleIndex) {
     let key = layout::upstream_module_index(module);
     let written = retry::on_conflict(INDEX_RETRY, &key, |_| async {
-        let stored = storage.get(&key).await?;
+        let stored = match storage.get(&key).await {
+            Ok(stored) => stored,
+            // The modules role has no `s3:ListBucket` (least privilege): S3 answers a missing
+            // key with AccessDenied rather than NoSuchKey, as the reader knows too.
+            Err(Error::Forbidden(_)) => None,
+            Err(e) => return Err(e),
+        };
         let (old, etag) = match &stored {
             Some(o) => (ModuleIndex::parse(&o.bytes).unwrap_or_default(), Some(o.etag.as_str())),
             None => (ModuleIndex::default(), None),

@@ -93,12 +93,15 @@ pub fn parse_location(
         let resolved = base.join(location).map_err(|e| format!("the relative download location is not a URL: {e}"))?;
         return https(resolved.as_str());
     }
+    // go-getter's forced getter: `NAME::` with NAME letters and digits (an IPv6 URL's `[::1]`
+    // is not one).
     match location.split_once("::") {
-        Some((forced, _)) => Err(format!(
-            "the download location is a {} source, which the pull-through does not fetch (only git:: of an allowed git host and HTTPS archives)",
+        Some((forced, _)) if !forced.is_empty() && forced.bytes().all(|b| b.is_ascii_alphanumeric()) => Err(format!(
+            "the download location is a {} source, which the pull-through does not fetch (only git:: of an allowed \
+             git host and HTTPS archives)",
             crate::address::printable(forced)
         )),
-        None => https(location),
+        _ => https(location),
     }
 }
 

@@ -156,8 +156,22 @@ impl ModuleUpstream {
     ) -> Result<FetchedModule, Error> {
         let host = module.hostname.as_str();
         let (url, strip_top, demanded) = match source {
+            // Its origin is configuration's (`REGISTRY_UPSTREAM_GIT_HOSTS`), not the upstream's.
             ModuleSource::Git { archive, .. } => (archive.clone(), true, None),
-            ModuleSource::Https { url, strip_top, sha256, .. } => (url.clone(), *strip_top, sha256.clone()),
+            ModuleSource::Https { url, strip_top, sha256, .. } => {
+                // As for a redirect: an upstream may not point the function at the machine's or
+                // its network's own addresses, unless it is reached there itself.
+                if crate::http_client::internal(url) && !self.registries.reached_internally(host) {
+                    return Err(Upstream::failed(
+                        host,
+                        format!(
+                            "{module}: the download location {} is an internal address: refused",
+                            crate::http_client::shown(url)
+                        ),
+                    ));
+                }
+                (url.clone(), *strip_top, sha256.clone())
+            }
         };
         let max = self.settings.max_bytes;
         let mut bytes = Vec::new();
@@ -167,7 +181,9 @@ impl ModuleUpstream {
                 if bytes.len() as u64 + chunk.len() as u64 > max {
                     return Err(Error::BadGateway(format!(
                         "upstream registry {host}: {module}: the archive is larger than {max} bytes \
-                         (REGISTRY_UPSTREAM_MODULE_MAX_BYTES); copy it with the air-gap bundle (docs/UPSTREAM-MODULES.md)"
+                         (REGISTRY_UPSTREAM_MODULE_MAX_BYTES); copy it with the air-gap bundle, which takes up to \
+                         {} bytes (docs/UPSTREAM-MODULES.md)",
+                        super::BUNDLE_MAX_BYTES
                     )));
                 }
                 bytes.extend_from_slice(chunk);
@@ -192,5 +208,30 @@ impl ModuleUpstream {
             checked.map_err(|why| Upstream::failed(host, format!("{module}: the archive is refused: {why}")))?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
         Ok(FetchedModule { bytes, sha256, archive, source: source.shown() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_public_upstream_cannot_point_the_function_at_internal_addresses() {
+        let settings = ModuleUpstreamSettings {
+            allowed: vec![("registry.example".into(), "*".into())],
+            ..ModuleUpstreamSettings::off()
+        };
+        let upstream = ModuleUpstream::new(&settings, &UpstreamSettings::off()).unwrap().unwrap();
+        let module = UpstreamModule::parse("registry.example", "a", "b", "c").unwrap();
+        for internal in ["https://169.254.169.254/latest.tar.gz", "https://127.0.0.1:1/m.tar.gz", "https://[::1]/m.zip"]
+        {
+            let base = Url::parse("https://registry.example/v1/modules/a/b/c/1.0.0/download").unwrap();
+            let source = parse_location(internal, &base, &settings.git_hosts).unwrap();
+            let refused = upstream.fetch(&module, &source, Bounds::UNLIMITED).await.unwrap_err();
+            assert!(
+                matches!(&refused, Error::BadGateway(m) if m.contains("internal address")),
+                "{internal}: {refused:?}"
+            );
+        }
     }
 }

@@ -63,7 +63,7 @@ pub struct ModuleUpstreamSettings {
     pub git_hosts: std::collections::BTreeMap<String, String>,
     /// `REGISTRY_UPSTREAM_MODULE_MAX_BYTES` (default 32 MiB, at most 64 MiB): the largest
     /// archive copied while the CLI waits. A larger one is refused with a message that names
-    /// the air-gap bundle, which has no such limit.
+    /// the air-gap bundle, which copies up to `BUNDLE_MAX_BYTES`.
     pub max_bytes: u64,
 }
 
@@ -74,6 +74,9 @@ pub const UPSTREAM_MODULE_HOSTS_DEFAULT: [&str; 2] = ["registry.terraform.io", "
 pub const UPSTREAM_GIT_HOST_DEFAULT: &str = "github.com";
 /// Default of `ModuleUpstreamSettings::max_bytes`.
 pub const UPSTREAM_MODULE_MAX_BYTES_DEFAULT: u64 = 32 << 20;
+/// The largest archive the air-gap bundle copies (`registry-local bundle`, on a machine
+/// with time and memory to spare, not a request's 25 s).
+pub const BUNDLE_MAX_BYTES: u64 = 1 << 30;
 
 impl ModuleUpstreamSettings {
     /// Nothing fetched: only copies already in the bucket are served.
@@ -88,8 +91,12 @@ impl ModuleUpstreamSettings {
 
     /// The registry hosts anything may be fetched from.
     pub fn hosts(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = self.allowed.iter().map(|(h, _)| h.clone()).collect();
-        hosts.dedup();
+        let mut hosts: Vec<String> = Vec::new();
+        for (host, _) in &self.allowed {
+            if !hosts.contains(host) {
+                hosts.push(host.clone());
+            }
+        }
         hosts
     }
 
