@@ -203,5 +203,76 @@ async fn hostile_upstream_answers_fail_cleanly_and_store_nothing() {
     let (status, body) = down.get_json(&format!("{}/versions", base("many/one/aws"))).await;
     assert_eq!(status, 502, "{body}");
     assert!(body["errors"][0].as_str().unwrap().contains("100000 versions"), "{body}");
-    assert!(keys_under(&down, "upstream-modules/").await.is_empty(), "nothing stored for any of them");
+    let stored = keys_under(&down, "upstream-modules/").await;
+    assert!(stored.iter().all(|k| k.ends_with("/index.json")), "no copy and no pin for any of them: {stored:?}");
+}
+
+// The red team's cases (the modules pull-through's review): one module's failure, a hostile
+// upstream's answers and repeated anonymous requests must not reach other callers or other
+// modules.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_modules_oversized_answer_neither_takes_the_host_down_nor_tells_others() {
+    let up = PublicRegistry::start().await;
+    up.publish(VPC, "5.0.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    up.publish(VPC, "5.1.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    up.set_raw_versions("secret-project/db/aws", "x".repeat(5 << 20));
+    let down = downstream(&up, &[]).await;
+    let token = "trg_scoped_0123456789abcdef0123456789";
+    let record =
+        registry::auth::manage::record("scoped", token, vec![format!("{HOST}/terraform-aws-modules")], vec![], None);
+    registry::auth::manage::upsert(&down.running.storage, record).await.unwrap();
+    // Someone with wider rights lists a module of another namespace: it fails upstream.
+    let (status, _) = down.get_json(&format!("{}/versions", base("secret-project/db/aws"))).await;
+    assert_eq!(status, 502);
+    let (status, body) = down.get_json_as(&format!("{}/5.1.0/download", base(VPC)), token).await;
+    assert_eq!(status, 200, "another module's first download, right after: {body}");
+    // And with the host really down, what the back-off says names no one's module.
+    up.down(true);
+    let _ = down.get_json(&format!("{}/versions", base("secret-project/db/aws"))).await;
+    let (status, body) = down.get_json_as(&format!("{}/5.0.0/download", base(VPC)), token).await;
+    let message = body["errors"][0].as_str().unwrap_or_default();
+    assert_eq!(status, 502, "{body}");
+    assert!(!message.contains("secret-project"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_answer_is_not_echoed_to_callers() {
+    let up = PublicRegistry::start().await;
+    let secret = format!("AKIA-INTERNAL-SECRET-{}", "x".repeat(2000));
+    up.set_raw_versions("leak/one/aws", json!({"modules": secret}).to_string());
+    let down = downstream(&up, &[]).await;
+    let (status, body) = down.get_json(&format!("{}/versions", base("leak/one/aws"))).await;
+    let message = body["errors"][0].as_str().unwrap_or_default();
+    assert_eq!(status, 502);
+    assert!(!message.contains("AKIA") && message.contains("not the expected JSON (line 1"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_callers_cannot_make_the_registry_fetch_again_and_again() {
+    let up = PublicRegistry::start().await;
+    let huge: Vec<u8> = (0..3 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    up.set_archive("/huge.tar.gz", huge);
+    up.set_location("huge/one/aws", "1.0.0", &format!("{}/huge.tar.gz", up.url), Answer::Header);
+    up.publish(VPC, "5.1.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    let anonymous_all = format!("{HOST}/*");
+    let settings =
+        [("REGISTRY_UPSTREAM_MODULE_MAX_BYTES", "1048576"), ("REGISTRY_ANONYMOUS_MODULES", anonymous_all.as_str())];
+    let down = downstream(&up, &settings).await;
+    let anonymous = |path: String| {
+        let h = &down;
+        async move { h.running.app.handle(&registry::app::Request::get(&path)).await.status.as_u16() }
+    };
+    up.take_requests();
+    for _ in 0..5 {
+        assert_eq!(anonymous(format!("{}/1.0.0/download", base("huge/one/aws"))).await, 502);
+    }
+    let fetched = up.take_requests().iter().filter(|p| p.as_str() == "/huge.tar.gz").count();
+    assert_eq!(fetched, 1, "a refused archive is not fetched again for a while");
+    assert_eq!(anonymous(format!("{}/versions", base(VPC))).await, 200);
+    up.take_requests();
+    for i in 0..20 {
+        assert_eq!(anonymous(format!("{}/5.1.0-x{i}/download", base(VPC))).await, 404);
+    }
+    assert!(up.take_requests().is_empty(), "versions the kept list does not hold are not asked for");
 }

@@ -523,7 +523,7 @@ pub fn corpus() -> Vec<Case> {
         case(400, "/v1/modules/upstream/registry.terraform.io/a/b/c/v1.0.0/download"),
         case(400, "/v1/modules/upstream/registry.terraform.io/a/b/c/1.0/download"),
         case(404, "/v1/modules/upstream/registry.terraform.io/a/b/c/1.0.0+git.sha/download"),
-        case(400, &format!("{UPSTREAM_VERSIONS}?ref=main")),
+        case(400, format!("{UPSTREAM_VERSIONS}?ref=main")),
         method(405, "POST", UPSTREAM_VERSIONS),
         method(405, "PUT", UPSTREAM_DOWNLOAD),
         case(400, "/v1/modules/upstream/registry.terraform.io/a/b/c/1.0.0/download/extra"),

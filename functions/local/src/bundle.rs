@@ -114,6 +114,7 @@ async fn write_out(storage: &MemoryStorage, out: &Path) -> Result<(), LocalError
             continue;
         };
         let path = out.join(&key);
+        no_links_below(out, &path)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| LocalError(format!("create {}: {e}", dir.display())))?;
         }
@@ -124,6 +125,22 @@ async fn write_out(storage: &MemoryStorage, out: &Path) -> Result<(), LocalError
     }
     let path = out.join(SUMS_FILE);
     std::fs::write(&path, sums).map_err(|e| LocalError(format!("write {}: {e}", path.display())))
+}
+
+/// Refuse to write `path` through a link inside `out`: a bundle directory is plain files, and
+/// one planted with a link (a tampered bundle, run again to verify it) must not make the
+/// command write outside it.
+fn no_links_below(out: &Path, path: &Path) -> Result<(), LocalError> {
+    let mut at = path.to_path_buf();
+    while at != out && at.starts_with(out) {
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(LocalError(format!("{} is a link: a bundle directory holds plain files only", at.display())));
+        }
+        if !at.pop() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The files under `out/prefix`, by the key each stands for.
@@ -138,8 +155,14 @@ fn files_under(out: &Path, prefix: &str) -> Result<Vec<(String, PathBuf)>, Local
         };
         for entry in entries {
             let entry = entry.map_err(|e| LocalError(format!("read {}: {e}", dir.display())))?;
-            // Links are not followed: a bundle is plain files.
+            // Links are refused, never followed: a bundle is plain files.
             let (kind, path) = (entry.file_type().map_err(|e| LocalError(e.to_string()))?, entry.path());
+            if kind.is_symlink() {
+                return Err(LocalError(format!(
+                    "{} is a link: a bundle directory holds plain files only",
+                    path.display()
+                )));
+            }
             if kind.is_dir() {
                 pending.push(path);
             } else if kind.is_file()
@@ -151,4 +174,37 @@ fn files_under(out: &Path, prefix: &str) -> Result<Vec<(String, PathBuf)>, Local
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    // From the red team: a tampered bundle directory, run again "to verify it", must not make
+    // the command read or write through links out of it.
+    #[tokio::test]
+    async fn a_bundle_directory_with_links_is_refused_and_nothing_outside_it_is_written() {
+        let root = std::env::temp_dir().join(format!("bundle-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (out, outside) = (root.join("bundle"), root.join("victim"));
+        std::fs::create_dir_all(&outside).unwrap();
+        let victim = outside.join("important.conf");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let module = out.join("upstream-modules/registry.terraform.io/ns/name/aws");
+        std::fs::create_dir_all(&module).unwrap();
+        std::os::unix::fs::symlink(&victim, module.join("index.json")).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("upstream-modules/registry.opentofu.org")).unwrap();
+
+        let read = files_under(&out, layout::UPSTREAM_MODULES_PREFIX);
+        assert!(read.as_ref().is_err_and(|e| e.0.contains("is a link")), "{read:?}");
+        let storage = MemoryStorage::new();
+        storage.insert("upstream-modules/registry.terraform.io/ns/name/aws/index.json", b"{\"copied\":[]}".to_vec());
+        storage.insert("upstream-modules/registry.opentofu.org/x/y/aws/1.0.0.pin.json", b"{}".to_vec());
+        let written = write_out(&storage, &out).await;
+        assert!(written.as_ref().is_err_and(|e| e.0.contains("is a link")), "{written:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(!outside.join("x/y/aws/1.0.0.pin.json").exists(), "nothing planted outside the bundle");
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }

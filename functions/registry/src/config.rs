@@ -352,6 +352,7 @@ fn upstream_modules(env: &Env<'_>, hostname: Option<&str>) -> Result<ModuleUpstr
             None => (item, None),
         };
         let (host, namespace) = address.split_once('/').unwrap_or((address, "*"));
+        let (host, namespace) = (host.trim(), namespace.trim());
         let glob_ok = !namespace.is_empty()
             && namespace.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'*' | b'?'));
         if !glob_ok {
@@ -366,8 +367,24 @@ fn upstream_modules(env: &Env<'_>, hostname: Option<&str>) -> Result<ModuleUpstr
         });
         allowed.push((host.to_string(), namespace.to_string()));
     }
-    let (hosts, endpoints) = endpoint_list(var, &plain.join(","))?;
+    let (hosts, _) = endpoint_list(var, &plain.join(","))?;
     debug_assert_eq!(hosts.len(), allowed.len());
+    // A host's address is the host's, for every namespace of it: entries that disagree are
+    // refused, not resolved by whichever comes last.
+    let mut endpoints = BTreeMap::new();
+    for item in &plain {
+        let Some((host, endpoint)) = item.split_once('=') else { continue };
+        let (_, named) = endpoint_list(var, item)?;
+        let Some(address) = named.get(host.trim()) else { continue };
+        if let Some(other) = endpoints.insert(host.trim().to_string(), address.clone())
+            && other != *address
+        {
+            return Err(ConfigError(format!(
+                "{var}: {host} is given two addresses ({other} and {}); give it one",
+                crate::address::printable(endpoint)
+            )));
+        }
+    }
     if let Some(own) = hostname.filter(|own| hosts.iter().any(|h| h == own)) {
         return Err(ConfigError(format!(
             "{var} holds this registry's own host {own:?} (REGISTRY_HOSTNAME): it would be its own upstream"

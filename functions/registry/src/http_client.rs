@@ -89,43 +89,48 @@ impl HttpClient {
     }
 
     /// GET `url`, following redirects; `api`: every hop must be HTTPS.
-    async fn response(&self, mut url: Url, api: bool) -> Result<Got<hyper::Response<Incoming>>, String> {
+    async fn response(&self, mut url: Url, api: bool) -> Result<Got<hyper::Response<Incoming>>, Failed> {
         for _ in 0..=MAX_REDIRECTS {
             match url.scheme() {
                 "https" => {}
                 "http" if !api => {}
-                _ => return Err(format!("{} is not an HTTPS URL", shown(&url))),
+                _ => return Err(Failed::answer(format!("{} is not an HTTPS URL", shown(&url)))),
             }
             let request = Request::get(url.as_str())
                 .header(header::USER_AGENT, USER_AGENT)
                 .body(Empty::new())
-                .map_err(|e| format!("{}: {e}", shown(&url)))?;
+                .map_err(|e| Failed::answer(format!("{}: {e}", shown(&url))))?;
             let response = tokio::time::timeout(self.timeout, self.client.request(request))
                 .await
-                .map_err(|_| format!("{}: no answer within {:?}", shown(&url), self.timeout))?
-                .map_err(|e| format!("{}: {}", shown(&url), crate::error::chain(&e)))?;
+                .map_err(|_| Failed::down(format!("{}: no answer within {:?}", shown(&url), self.timeout)))?
+                .map_err(|e| Failed::down(format!("{}: {}", shown(&url), crate::error::chain(&e))))?;
             let status = response.status();
             if status.is_redirection()
                 && let Some(location) = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok())
             {
-                let next = url.join(location).map_err(|e| format!("{}: bad redirect: {e}", shown(&url)))?;
-                redirect_allowed(&url, &next)?;
+                let next =
+                    url.join(location).map_err(|e| Failed::answer(format!("{}: bad redirect: {e}", shown(&url))))?;
+                redirect_allowed(&url, &next).map_err(Failed::answer)?;
                 url = next;
                 continue;
             }
             return match status {
                 StatusCode::NOT_FOUND | StatusCode::GONE => Ok(Got::NotFound),
                 s if s.is_success() => Ok(Got::Found(url, response)),
-                s => Err(format!("{} answered {s}", shown(&url))),
+                // The host is down or shedding load: what every request to it would get.
+                s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+                    Err(Failed::down(format!("{} answered {s}", shown(&url))))
+                }
+                s => Err(Failed::answer(format!("{} answered {s}", shown(&url)))),
             };
         }
-        Err(format!("{}: more than {MAX_REDIRECTS} redirects", shown(&url)))
+        Err(Failed::answer(format!("{}: more than {MAX_REDIRECTS} redirects", shown(&url))))
     }
 
     /// A small body (a registry answer, `SHA256SUMS`, a signature, a key set), at most `limit`
     /// bytes.
     pub(crate) async fn get(&self, url: Url, limit: usize, api: bool) -> Result<Got<Bytes>, String> {
-        Ok(match self.get_with(url, limit, api, None).await? {
+        Ok(match self.get_with(url, limit, api, None).await.map_err(|f| f.why)? {
             Got::Found(url, (body, _)) => Got::Found(url, body),
             Got::NotFound => Got::NotFound,
         })
@@ -139,7 +144,7 @@ impl HttpClient {
         limit: usize,
         api: bool,
         header: Option<&str>,
-    ) -> Result<Got<(Bytes, Option<String>)>, String> {
+    ) -> Result<Got<(Bytes, Option<String>)>, Failed> {
         let (url, response) = match self.response(url, api).await? {
             Got::Found(url, response) => (url, response),
             Got::NotFound => return Ok(Got::NotFound),
@@ -147,16 +152,16 @@ impl HttpClient {
         let value = header
             .and_then(|h| response.headers().get(h))
             .map(|v| {
-                v.to_str()
-                    .map(str::to_string)
-                    .map_err(|_| format!("{}: its {} header is not text", shown(&url), header.unwrap_or("")))
+                v.to_str().map(str::to_string).map_err(|_| {
+                    Failed::answer(format!("{}: its {} header is not text", shown(&url), header.unwrap_or("")))
+                })
             })
             .transpose()?;
         let body = http_body_util::Limited::new(response.into_body(), limit).collect();
         let body = tokio::time::timeout(self.timeout, body)
             .await
-            .map_err(|_| format!("{}: the body did not arrive within {:?}", shown(&url), self.timeout))?
-            .map_err(|e| format!("{}: body unreadable or over {limit} bytes: {e}", shown(&url)))?;
+            .map_err(|_| Failed::down(format!("{}: the body did not arrive within {:?}", shown(&url), self.timeout)))?
+            .map_err(|e| Failed::answer(format!("{}: body unreadable or over {limit} bytes: {e}", shown(&url))))?;
         Ok(Got::Found(url, (body.to_bytes(), value)))
     }
 
@@ -167,7 +172,7 @@ impl HttpClient {
         url: Url,
         mut sink: impl FnMut(&[u8]) -> Result<(), Error>,
     ) -> Result<Got<u64>, Stopped> {
-        let (url, response) = match self.response(url, false).await.map_err(Stopped::Upstream)? {
+        let (url, response) = match self.response(url, false).await.map_err(|f| Stopped::Upstream(f.why))? {
             Got::Found(url, response) => (url, response),
             Got::NotFound => return Ok(Got::NotFound),
         };
@@ -186,6 +191,27 @@ impl HttpClient {
             }
         }
         Ok(Got::Found(url, total))
+    }
+}
+
+/// Why a request failed, and whether the failure says the host is down (unreachable, slow,
+/// 5xx or 429: every request would fail) rather than that this one answer was wrong (a 4xx,
+/// an oversized body, a refused redirect), which says nothing of the host's other requests.
+#[derive(Debug, Clone)]
+pub(crate) struct Failed {
+    /// What happened (a URL without its query, and the cause).
+    pub(crate) why: String,
+    /// The host is down.
+    pub(crate) down: bool,
+}
+
+impl Failed {
+    fn down(why: String) -> Failed {
+        Failed { why, down: true }
+    }
+
+    fn answer(why: String) -> Failed {
+        Failed { why, down: false }
     }
 }
 
@@ -212,26 +238,51 @@ fn redirect_allowed(from: &Url, to: &Url) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether a URL's host is loopback, link-local, private or unspecified (or `localhost`).
+/// Whether a URL's host is loopback, link-local, private, shared (carrier-grade NAT),
+/// reserved for protocols or benchmarks, unspecified or multicast; an IPv6 address that
+/// embeds such an IPv4 one (mapped, compatible, NAT64, 6to4) or is site- or unique-local; or a
+/// name that means the machine or its cloud's internal zone (`localhost`, `*.internal`). Literal
+/// addresses and those names only: any other name is resolved by the connector, after this
+/// check.
 pub(crate) fn internal(url: &Url) -> bool {
     use url::Host;
-    let v4 = |ip: std::net::Ipv4Addr| ip.is_loopback() || ip.is_link_local() || ip.is_private() || ip.is_unspecified();
     match url.host() {
-        Some(Host::Ipv4(ip)) => v4(ip),
+        Some(Host::Ipv4(ip)) => internal_v4(ip),
         Some(Host::Ipv6(ip)) => {
-            let first = ip.segments()[0];
+            let s = ip.segments();
+            let embedded =
+                |hi: u16, lo: u16| std::net::Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
             ip.is_loopback()
                 || ip.is_unspecified()
-                || (first & 0xffc0) == 0xfe80 // link-local
-                || (first & 0xfe00) == 0xfc00 // unique local
-                || ip.to_ipv4_mapped().is_some_and(v4)
+                || ip.is_multicast()
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed by some)
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || ip.to_ipv4_mapped().is_some_and(internal_v4)
+                || (s[..6] == [0; 6] && internal_v4(embedded(s[6], s[7]))) // IPv4-compatible
+                || (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] && internal_v4(embedded(s[6], s[7]))) // NAT64
+                || (s[0] == 0x2002 && internal_v4(embedded(s[1], s[2]))) // 6to4
         }
         Some(Host::Domain(name)) => {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
-            name == "localhost" || name.ends_with(".localhost")
+            name == "localhost" || name.ends_with(".localhost") || name.ends_with(".internal")
         }
         None => true,
     }
+}
+
+fn internal_v4(ip: std::net::Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_private()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || ip.is_broadcast()
+        || a == 0 // "this network"
+        || (a == 100 && (b & 0xc0) == 64) // shared address space, 100.64/10
+        || (a == 192 && b == 0 && c == 0) // protocol assignments, 192.0.0/24
+        || (a == 198 && (b & 0xfe) == 18) // benchmarking, 198.18/15
 }
 
 #[cfg(test)]
@@ -242,6 +293,8 @@ mod redirect_tests {
     fn redirects_never_go_down_to_http_or_into_internal_addresses() {
         let allowed = |from: &str, to: &str| redirect_allowed(&Url::parse(from).unwrap(), &Url::parse(to).unwrap());
         assert!(allowed("https://registry.example/v1/x", "https://cdn.example/a.zip").is_ok());
+        assert!(allowed("https://registry.example/v1/x", "https://[2606:4700::1]/a.zip").is_ok());
+        assert!(allowed("https://registry.example/v1/x", "https://100.128.0.1/a.zip").is_ok());
         assert!(allowed("http://registry.example/x", "http://cdn.example/a.zip").is_ok());
         // A loopback upstream (the tests' second registry) may redirect within loopback.
         assert!(allowed("https://127.0.0.1:8443/x", "https://127.0.0.1:9000/a.zip").is_ok());
@@ -256,6 +309,18 @@ mod redirect_tests {
             ("https://registry.example/x", "https://192.168.0.1/a.zip"),
             ("https://registry.example/x", "https://localhost/a.zip"),
             ("https://registry.example/x", "https://0.0.0.0/a.zip"),
+            // Other spellings of internal addresses (red team): decimal and hex IPv4, embedded
+            // IPv4 in IPv6, shared and reserved ranges, a cloud's internal zone.
+            ("https://registry.example/x", "https://2852039166/a.zip"),
+            ("https://registry.example/x", "https://0xa9fea9fe/a.zip"),
+            ("https://registry.example/x", "https://[::a9fe:a9fe]/a.zip"),
+            ("https://registry.example/x", "https://[64:ff9b::a00:1]/a.zip"),
+            ("https://registry.example/x", "https://[2002:a9fe:a9fe::]/a.zip"),
+            ("https://registry.example/x", "https://[fec0::1]/a.zip"),
+            ("https://registry.example/x", "https://100.100.100.200/a.zip"),
+            ("https://registry.example/x", "https://192.0.0.192/a.zip"),
+            ("https://registry.example/x", "https://198.18.0.1/a.zip"),
+            ("https://registry.example/x", "https://metadata.google.internal/a.zip"),
         ] {
             let refused = allowed(from, to).unwrap_err();
             assert!(refused.contains("refused"), "{to}: {refused}");

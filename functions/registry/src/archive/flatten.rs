@@ -51,14 +51,12 @@ pub fn strip_top_directory<R: Read, W: Write>(reader: R, writer: W, bounds: &Bou
                 tar.append_data(&mut header, rest, std::io::empty()).map_err(written)
             }
             Kind::File => {
-                let mut data = Vec::new();
-                entry.read(|chunk| {
-                    data.extend_from_slice(chunk);
-                    Ok(())
-                })?;
+                let mut data = Spool::default();
+                entry.read(|chunk| data.write(chunk))?;
                 header.set_entry_type(tar::EntryType::Regular);
-                header.set_size(data.len() as u64);
-                tar.append_data(&mut header, rest, data.as_slice()).map_err(written)
+                header.set_size(data.len);
+                let reader = data.reader().map_err(written)?;
+                tar.append_data(&mut header, rest, reader).map_err(written)
             }
             Kind::Symlink(target) => {
                 header.set_entry_type(tar::EntryType::Symlink);
@@ -80,6 +78,48 @@ pub fn strip_top_directory<R: Read, W: Write>(reader: R, writer: W, bounds: &Bou
         return Err("the archive is empty".into());
     }
     tar.into_inner().and_then(|gzip| gzip.finish()).map_err(written)
+}
+
+/// Most of one file held in memory while it is rewritten; the rest waits in a temporary file,
+/// so a file that unpacks large (a bomb within the bounds) costs disk, not the function's memory.
+const IN_MEMORY_BYTES: usize = 1 << 20;
+
+/// One file's data between reading it and writing it (its size goes in the header first).
+#[derive(Default)]
+struct Spool {
+    memory: Vec<u8>,
+    file: Option<std::fs::File>,
+    len: u64,
+}
+
+impl Spool {
+    fn write(&mut self, chunk: &[u8]) -> Result<(), String> {
+        use std::io::Write as _;
+        self.len += chunk.len() as u64;
+        if self.file.is_none() && self.memory.len() + chunk.len() <= IN_MEMORY_BYTES {
+            self.memory.extend_from_slice(chunk);
+            return Ok(());
+        }
+        let spilled = |e: std::io::Error| format!("spooling a large file to a temporary file: {e}");
+        if self.file.is_none() {
+            let mut file = tempfile::tempfile().map_err(spilled)?;
+            file.write_all(&self.memory).map_err(spilled)?;
+            self.memory = Vec::new();
+            self.file = Some(file);
+        }
+        self.file.as_mut().map_or(Ok(()), |f| f.write_all(chunk)).map_err(spilled)
+    }
+
+    fn reader(self) -> std::io::Result<Box<dyn Read>> {
+        use std::io::Seek as _;
+        match self.file {
+            Some(mut file) => {
+                file.rewind()?;
+                Ok(Box::new(file))
+            }
+            None => Ok(Box::new(std::io::Cursor::new(self.memory))),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +148,24 @@ mod tests {
         assert_eq!(strip(&github).unwrap(), flat, "deterministic");
         let other_top = git_archive("renamed-repo-v1", sha, &files);
         assert_eq!(strip(&other_top).unwrap(), flat, "the top directory's name does not matter");
+    }
+
+    #[test]
+    fn a_large_file_is_rewritten_through_a_temporary_file_byte_for_byte() {
+        let big: Vec<u8> = (0..3 * IN_MEMORY_BYTES as u32).map(|i| (i % 251) as u8).collect();
+        let archive = tar_gz_items(&[Item::Dir("r/"), Item::File("r/main.tf", b"x"), Item::File("r/big.bin", &big)]);
+        let flat =
+            strip_top_directory(archive.as_slice(), Vec::new(), &Bounds { unpacked_bytes: 1 << 30, entries: 10 })
+                .unwrap();
+        let mut reader = tar::Archive::new(flate2::read::GzDecoder::new(flat.as_slice()));
+        let mut found = Vec::new();
+        for entry in reader.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            if entry.path().unwrap().to_str() == Some("big.bin") {
+                std::io::Read::read_to_end(&mut entry, &mut found).unwrap();
+            }
+        }
+        assert!(found == big, "the spooled file's bytes");
     }
 
     #[test]

@@ -22,9 +22,11 @@ pub enum Resource<'a> {
     Module(&'a ModuleAddress),
     /// A mirrored provider's versions or packages.
     Provider(&'a ProviderAddress),
-    /// An upstream registry's module (the modules pull-through): module globs match
-    /// `HOSTNAME/NAMESPACE` (`UpstreamModule::scope`), so `registry.terraform.io/*` grants
-    /// every module of that host and a glob of private namespaces (`acme`) none.
+    /// An upstream registry's module (the modules pull-through): module globs that hold a `/`
+    /// match `HOSTNAME/NAMESPACE` (`UpstreamModule::scope`), so `registry.terraform.io/*`
+    /// grants every module of that host; `*` grants everything, as for private modules; any
+    /// other glob without a `/` is one of private namespaces (`acme`, `*-modules`) and grants
+    /// none (`upstream_glob`).
     UpstreamModule(&'a UpstreamModule),
 }
 
@@ -45,7 +47,7 @@ impl Policy {
         match resource {
             Resource::Module(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.namespace)),
             Resource::Provider(p) => self.anonymous_providers.iter().any(|g| glob(g, &p.to_string())),
-            Resource::UpstreamModule(m) => self.anonymous_modules.iter().any(|g| glob(g, &m.scope())),
+            Resource::UpstreamModule(m) => self.anonymous_modules.iter().any(|g| upstream_glob(g, m)),
         }
     }
 }
@@ -76,8 +78,15 @@ fn scopes_cover(record: &TokenRecord, resource: Resource<'_>) -> bool {
     match resource {
         Resource::Module(m) => record.modules.iter().any(|g| glob(g, &m.namespace)),
         Resource::Provider(p) => record.providers.iter().any(|g| glob(g, &p.to_string())),
-        Resource::UpstreamModule(m) => record.modules.iter().any(|g| glob(g, &m.scope())),
+        Resource::UpstreamModule(m) => record.modules.iter().any(|g| upstream_glob(g, m)),
     }
+}
+
+/// Whether a module glob grants an upstream module: `*`, or a glob naming a host (`HOST/NS`).
+/// A glob of private namespaces alone (`*-modules`, `*aws*`) must not reach across the `/` of
+/// `registry.terraform.io/terraform-aws-modules`.
+fn upstream_glob(pattern: &str, module: &UpstreamModule) -> bool {
+    pattern == "*" || (pattern.contains('/') && glob(pattern, &module.scope()))
 }
 
 /// Why a header that holds no bearer token is refused.
@@ -139,6 +148,32 @@ mod tests {
             expires_at: expires_at.map(str::to_string),
             modules: modules.iter().map(|s| s.to_string()).collect(),
             providers: providers.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn only_star_or_a_glob_naming_a_host_grants_an_upstream_module() {
+        let m = UpstreamModule::parse("registry.terraform.io", "terraform-aws-modules", "vpc", "aws").unwrap();
+        for (pattern, grants) in [
+            ("*", true),
+            ("registry.terraform.io/*", true),
+            ("registry.terraform.io/terraform-aws-*", true),
+            ("*/terraform-aws-modules", true),
+            ("registry.opentofu.org/*", false),
+            ("*-modules", false),
+            ("*aws*", false),
+            ("r*", false),
+            ("terraform-aws-modules", false),
+        ] {
+            let token = record("t", "trg_t", &[pattern], &[], None);
+            let viewer = Viewer::Token(token);
+            assert_eq!(viewer.may_read(&Policy::default(), Resource::UpstreamModule(&m)), grants, "{pattern}");
+            let anonymous = Policy { anonymous_modules: vec![pattern.into()], ..Policy::default() };
+            assert_eq!(
+                Viewer::Anonymous.may_read(&anonymous, Resource::UpstreamModule(&m)),
+                grants,
+                "anonymous {pattern}"
+            );
         }
     }
 

@@ -20,7 +20,7 @@ use crate::storage::Storage;
 use crate::upstream::module_records::{ModuleIndex, ModulePin};
 
 /// A read where absence is an answer, not an error.
-fn optional<T>(read: Result<Fetched<T>, Error>) -> Result<Option<Fetched<T>>, Error> {
+pub(super) fn optional<T>(read: Result<Fetched<T>, Error>) -> Result<Option<Fetched<T>>, Error> {
     match read {
         Ok(read) => Ok(Some(read)),
         Err(Error::NotFound(_)) => Ok(None),
@@ -28,7 +28,7 @@ fn optional<T>(read: Result<Fetched<T>, Error>) -> Result<Option<Fetched<T>>, Er
     }
 }
 
-fn not_found() -> Error {
+pub(super) fn not_found() -> Error {
     Error::NotFound(String::new())
 }
 
@@ -73,7 +73,7 @@ pub(super) async fn download<S: Storage>(
     let (pin, stale) = match pin {
         Some(pin) => ((*pin.value).clone(), pin.stale),
         #[cfg(feature = "aws")]
-        None => (fetching::copy(ctx, module, version, &absent).await?, false),
+        None => (fetching::copy(ctx, module, version, &absent, deadline).await?, false),
         #[cfg(not(feature = "aws"))]
         None => return Err(absent()),
     };
@@ -154,16 +154,37 @@ mod fetching {
     }
 
     /// Copy a version never copied (`module_copy::copy`), if its host and namespace may be
-    /// fetched from.
+    /// fetched from and the upstream lists it (so no caller can make copies of names the
+    /// upstream would answer for anyway, as `1.0.0+anything`). A copy that failed is not tried
+    /// again for `ModuleUpstream::REFUSED_FOR`: callers cannot make the registry fetch a
+    /// refused archive again and again.
     pub(super) async fn copy<S: Storage>(
         ctx: &Context<S>,
         module: &UpstreamModule,
         version: &semver::Version,
         absent: impl Fn() -> Error,
+        deadline: tokio::time::Instant,
     ) -> Result<ModulePin, Error> {
         let upstream = upstream_for(ctx, module).ok_or_else(&absent)?;
-        module_copy::copy(ctx.storage(), &upstream, module, version, ctx.config.archive_bounds())
-            .await?
-            .ok_or_else(absent)
+        let key = crate::layout::upstream_module_index(module);
+        let kept = super::optional(
+            ctx.reader.manifest(&key, ModuleIndex::parse, |_| false, super::not_found, deadline).await,
+        )?;
+        let (index, _, _) = versions(ctx, module, kept).await?;
+        if !index.versions.contains(&version.to_string()) {
+            return Err(absent());
+        }
+        if let Some(refused) = upstream.recently_refused(module, version) {
+            return Err(refused);
+        }
+        let mut bounds = ctx.config.archive_bounds();
+        bounds.unpacked_bytes = bounds.unpacked_bytes.min(crate::upstream::UPSTREAM_MODULE_UNPACKED_MAX);
+        match module_copy::copy(ctx.storage(), &upstream, module, version, bounds).await {
+            Ok(pin) => pin.ok_or_else(absent),
+            Err(e) => {
+                upstream.refuse_for_a_while(module, version, &e);
+                Err(e)
+            }
+        }
     }
 }

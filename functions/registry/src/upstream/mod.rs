@@ -32,7 +32,7 @@ pub mod modules;
 pub use release::{Download, Release};
 pub use settings::{
     BUNDLE_MAX_BYTES, ModuleUpstreamSettings, UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_HOST_DEFAULT,
-    UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UpstreamSettings,
+    UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UPSTREAM_MODULE_UNPACKED_MAX, UpstreamSettings,
 };
 
 #[cfg(feature = "aws")]
@@ -79,8 +79,8 @@ mod client {
         http: HttpClient,
         /// (Host, service) → its base URL, and when it was discovered.
         services: Mutex<HashMap<ServiceOf, (Instant, Url)>>,
-        /// Host → when it last failed to answer, and why (`DOWN_BACKOFF`).
-        down: Mutex<HashMap<String, (Instant, String)>>,
+        /// Host → when it last failed to answer (`DOWN_BACKOFF`).
+        down: Mutex<HashMap<String, Instant>>,
         clock: crate::clock::Monotonic,
     }
 
@@ -127,7 +127,9 @@ mod client {
         }
 
         /// GET through the client, unless `host` failed within `DOWN_BACKOFF`; a failure to
-        /// answer (unreachable, time-out, an error status) starts its back-off, an answer ends it.
+        /// answer (unreachable, time-out, 5xx, 429) starts its back-off, an answer ends it. A
+        /// wrong answer to one request (a 4xx, a body over its bound) does not: it says nothing
+        /// of the host's other modules and providers.
         pub(super) async fn get(
             &self,
             host: &str,
@@ -151,12 +153,14 @@ mod client {
             header: Option<&str>,
         ) -> Result<Got<(bytes::Bytes, Option<String>)>, Error> {
             let down = || self.down.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((at, why)) = down().get(host)
+            if let Some(at) = down().get(host)
                 && self.clock.since(*at) < DOWN_BACKOFF
             {
+                // Not why: that failure may have been another caller's request, for a module
+                // or provider this caller may not know exists.
                 return Err(Self::failed(
                     host,
-                    format!("{why} (not asked again for {} s after a failure)", DOWN_BACKOFF.as_secs()),
+                    format!("failed to answer; not asked again for {} s after a failure", DOWN_BACKOFF.as_secs()),
                 ));
             }
             match self.http.get_with(url, limit, api, header).await {
@@ -164,9 +168,11 @@ mod client {
                     down().remove(host);
                     Ok(got)
                 }
-                Err(why) => {
-                    down().insert(host.to_string(), (self.clock.now(), why.clone()));
-                    Err(Self::failed(host, why))
+                Err(failed) => {
+                    if failed.down {
+                        down().insert(host.to_string(), self.clock.now());
+                    }
+                    Err(Self::failed(host, failed.why))
                 }
             }
         }
@@ -202,8 +208,19 @@ mod client {
             match self.get(host, url, limit, true).await? {
                 Got::NotFound => Ok(None),
                 Got::Found(url, body) => {
-                    let value = serde_json::from_slice(&body)
-                        .map_err(|e| Self::failed(host, format!("{} is not the expected JSON: {e}", shown(&url))))?;
+                    // Where, not what: serde's message quotes the value, and an upstream's answer
+                    // is no text to hand to callers.
+                    let value = serde_json::from_slice(&body).map_err(|e| {
+                        Self::failed(
+                            host,
+                            format!(
+                                "{} is not the expected JSON (line {}, column {})",
+                                shown(&url),
+                                e.line(),
+                                e.column()
+                            ),
+                        )
+                    })?;
                     Ok(Some((url, value)))
                 }
             }

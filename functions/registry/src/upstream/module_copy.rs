@@ -51,7 +51,7 @@ pub async fn store<S: Storage>(
     let archive = layout::upstream_module_archive(module, version, &fetched.sha256, fetched.archive);
     let content_type = if fetched.archive == "zip" { "application/zip" } else { "application/gzip" };
     // Named by its SHA-256: rewriting it writes the same bytes.
-    storage.put(&archive, fetched.bytes.clone().into(), content_type, Precondition::None).await?;
+    storage.put(&archive, fetched.bytes.clone(), content_type, Precondition::None).await?;
     let pin = ModulePin {
         module: module.to_string(),
         version: version.to_string(),
@@ -150,7 +150,7 @@ mod tests {
     fn fetched(bytes: &[u8]) -> FetchedModule {
         use sha2::Digest;
         FetchedModule {
-            bytes: bytes.to_vec(),
+            bytes: bytes::Bytes::copy_from_slice(bytes),
             sha256: hex::encode(sha2::Sha256::digest(bytes)),
             archive: "tar.gz",
             source: "git::https://github.com/o/r?ref=v1.0.0".into(),

@@ -27,13 +27,18 @@ const VERSIONS_MAX_BYTES: usize = 4 << 20;
 pub struct ModuleUpstream {
     registries: Upstream,
     settings: ModuleUpstreamSettings,
+    /// `MODULE VERSION` → when its copy failed, and the answer it got.
+    refused: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Error)>>,
 }
+
+/// How many failed copies are remembered (those older than `REFUSED_FOR` are dropped beyond).
+const REFUSED_KEPT: usize = 4096;
 
 /// An archive fetched for a version, as the bucket keeps it.
 #[derive(Debug, Clone)]
 pub struct FetchedModule {
-    /// Its bytes.
-    pub bytes: Vec<u8>,
+    /// Its bytes (shared, not copied, on their way to storage).
+    pub bytes: bytes::Bytes,
     /// Their SHA-256, hex.
     pub sha256: String,
     /// `tar.gz` or `zip`.
@@ -69,7 +74,11 @@ impl ModuleUpstream {
     pub fn new(settings: &ModuleUpstreamSettings, shared: &UpstreamSettings) -> Result<Option<Self>, Error> {
         let hosts = settings.hosts();
         let registries = UpstreamSettings { hosts, endpoints: settings.endpoints.clone(), ..shared.clone() };
-        Ok(Upstream::new(&registries)?.map(|registries| ModuleUpstream { registries, settings: settings.clone() }))
+        Ok(Upstream::new(&registries)?.map(|registries| ModuleUpstream {
+            registries,
+            settings: settings.clone(),
+            refused: Default::default(),
+        }))
     }
 
     /// The same upstreams, with the back-off read from `clock`.
@@ -80,6 +89,33 @@ impl ModuleUpstream {
     /// Whether `module` may be fetched (its host and namespace allowed).
     pub fn allows(&self, module: &UpstreamModule) -> bool {
         self.settings.allows(&module.hostname, &module.module.namespace)
+    }
+
+    /// How long a failed copy is answered with its failure without asking again.
+    pub const REFUSED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+    /// The failure of `module` `version`'s copy, if it failed within `REFUSED_FOR`.
+    pub fn recently_refused(&self, module: &UpstreamModule, version: &semver::Version) -> Option<Error> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused
+            .get(&format!("{module} {version}"))
+            .filter(|(at, _)| at.elapsed() < Self::REFUSED_FOR)
+            .map(|(_, e)| e.clone())
+    }
+
+    /// Remember that `module` `version`'s copy failed with `error` (an upstream's answer or
+    /// failure: `BadGateway`; storage trouble is not the copy's fault and is not kept).
+    pub fn refuse_for_a_while(&self, module: &UpstreamModule, version: &semver::Version, error: &Error) {
+        if !matches!(error, Error::BadGateway(_)) {
+            return;
+        }
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        if refused.len() >= REFUSED_KEPT {
+            refused.retain(|_, (at, _)| at.elapsed() < Self::REFUSED_FOR);
+        }
+        if refused.len() < REFUSED_KEPT {
+            refused.insert(format!("{module} {version}"), (std::time::Instant::now(), error.clone()));
+        }
     }
 
     /// How long a kept version list is used without asking.
@@ -207,7 +243,7 @@ impl ModuleUpstream {
         let bytes =
             checked.map_err(|why| Upstream::failed(host, format!("{module}: the archive is refused: {why}")))?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
-        Ok(FetchedModule { bytes, sha256, archive, source: source.shown() })
+        Ok(FetchedModule { bytes: bytes.into(), sha256, archive, source: source.shown() })
     }
 }
 

@@ -74,6 +74,10 @@ pub const UPSTREAM_MODULE_HOSTS_DEFAULT: [&str; 2] = ["registry.terraform.io", "
 pub const UPSTREAM_GIT_HOST_DEFAULT: &str = "github.com";
 /// Default of `ModuleUpstreamSettings::max_bytes`.
 pub const UPSTREAM_MODULE_MAX_BYTES_DEFAULT: u64 = 32 << 20;
+/// Most bytes an archive copied while the CLI waits may unpack to (below
+/// `REGISTRY_MAX_UNPACKED_BYTES` when that is larger): unpacking and repacking must fit the
+/// request's 25 s and the function's disk. Module sources unpack to a few MiB.
+pub const UPSTREAM_MODULE_UNPACKED_MAX: u64 = 256 << 20;
 /// The largest archive the air-gap bundle copies (`registry-local bundle`, on a machine
 /// with time and memory to spare, not a request's 25 s).
 pub const BUNDLE_MAX_BYTES: u64 = 1 << 30;
