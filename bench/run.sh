@@ -35,6 +35,8 @@ echo; echo "## Manifest TTL with S3's latency put back in"; echo
 "$B/ttl" "${TTL_ROUNDS:-7}" "${S3_LATENCY_MS:-20}" "${TTL_SECONDS:-5}"
 echo; echo "## Pull-through mirror: first install vs direct from the upstream, second vs a pre-synced mirror"; echo
 "$B/pull_through" "${PULL_ROUNDS:-9}" "${ZIP_MB:-4}"
+echo; echo "## Modules pull-through: first init vs direct from the upstream, second vs private modules"; echo
+"$B/module_pull_through" "${MODULE_PULL_ROUNDS:-9}" "${MODULE_FILES:-20}"
 echo; echo "## Load held (registry-local in its own process): reads only"; echo
 "$B/load" "$B/registry-local" "${LOAD_CONNECTIONS:-256}" "${LOAD_SECONDS:-60}" 0 0
 echo; echo "## Load held while publishing (registry-local in its own process)"; echo

@@ -276,3 +276,23 @@ async fn anonymous_callers_cannot_make_the_registry_fetch_again_and_again() {
     }
     assert!(up.take_requests().is_empty(), "versions the kept list does not hold are not asked for");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_nothing_fetched_only_the_copies_are_listed() {
+    use registry::storage::{Precondition, Storage};
+    let up = PublicRegistry::start().await;
+    up.publish(VPC, "5.0.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    up.publish(VPC, "5.1.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    let fetching = downstream(&up, &[]).await;
+    assert_eq!(fetching.get_json(&format!("{}/5.1.0/download", base(VPC))).await.0, 200);
+    // The same bucket content in a registry that fetches nothing: its kept list names 5.0.0 too.
+    let offline = Harness::start_with(&[("REGISTRY_UPSTREAM_MODULES", "")]).await;
+    for key in keys_under(&fetching, "upstream-modules/").await {
+        let bytes = std::fs::read(fetching.object_path(&key)).unwrap();
+        offline.running.storage.put(&key, bytes.into(), "application/octet-stream", Precondition::None).await.unwrap();
+    }
+    let (status, versions) = offline.get_json(&format!("{}/versions", base(VPC))).await;
+    assert_eq!((status, versions), (200, json!({"modules": [{"versions": [{"version": "5.1.0"}]}]})));
+    assert_eq!(offline.get_json(&format!("{}/5.1.0/download", base(VPC))).await.0, 200);
+    assert_eq!(offline.get_json(&format!("{}/5.0.0/download", base(VPC))).await.0, 404);
+}

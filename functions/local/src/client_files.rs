@@ -13,18 +13,22 @@ pub const DEV_TOKEN_NAME: &str = "local-dev";
 /// Where `make dev` records the hostname it serves its own providers as, for `reindex`.
 pub const HOSTNAME_FILE: &str = "hostname";
 
-/// The upstream module hosts the bucket holds copies of (a bundle synced in, or copies made
-/// before): the CLI must still be sent here for them when nothing is fetched.
+/// The upstream module hosts the bucket holds pinned copies of (a bundle synced in, or copies
+/// made before): the CLI must still be sent here for them when nothing is fetched.
 pub(crate) async fn upstream_module_hosts_copied(storage: &S3Storage) -> Result<Vec<String>, LocalError> {
     use registry::storage::Storage;
     let listed = storage
         .list(registry::layout::UPSTREAM_MODULES_PREFIX)
         .await
         .map_err(|e| LocalError(format!("list the upstream module copies: {}", registry::error::chain(&e))))?;
+    // Hosts with a pin, by the layout's own grammar: a version list kept earlier is no copy,
+    // and a key's host name goes into terraform.rc only as a valid host name.
     let mut hosts: Vec<String> = listed
         .iter()
-        .filter_map(|o| o.key.strip_prefix(registry::layout::UPSTREAM_MODULES_PREFIX)?.split('/').next())
-        .map(str::to_string)
+        .filter_map(|o| match registry::layout::upstream_module_record(&o.key)? {
+            registry::layout::UpstreamModuleRecord::Pin(module, _) => Some(module.hostname),
+            registry::layout::UpstreamModuleRecord::Refusal(..) => None,
+        })
         .collect();
     hosts.dedup();
     Ok(hosts)

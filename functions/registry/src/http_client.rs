@@ -118,7 +118,7 @@ impl HttpClient {
                 StatusCode::NOT_FOUND | StatusCode::GONE => Ok(Got::NotFound),
                 s if s.is_success() => Ok(Got::Found(url, response)),
                 // The host is down or shedding load: what every request to it would get.
-                s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+                s if s.as_u16() >= 500 || s == StatusCode::TOO_MANY_REQUESTS => {
                     Err(Failed::down(format!("{} answered {s}", shown(&url))))
                 }
                 s => Err(Failed::answer(format!("{} answered {s}", shown(&url)))),

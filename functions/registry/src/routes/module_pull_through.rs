@@ -118,14 +118,18 @@ mod fetching {
         kept: Option<Fetched<ModuleIndex>>,
     ) -> Result<(ModuleIndex, bool, bool), Error> {
         let now = crate::clock::now_unix();
-        let upstream = match upstream_for(ctx, module) {
-            Some(u) if !kept.as_ref().is_some_and(|k| k.value.fresh(now, u.versions_ttl())) => u,
-            _ => {
-                return match kept {
-                    Some(kept) => Ok(((*kept.value).clone(), kept.stale, false)),
-                    None => Ok((ModuleIndex::default(), false, false)),
-                };
+        let (upstream, kept) = match (upstream_for(ctx, module), kept) {
+            (Some(u), Some(kept)) if kept.value.fresh(now, u.versions_ttl()) => {
+                return Ok(((*kept.value).clone(), kept.stale, false));
             }
+            (Some(u), kept) => (u, kept),
+            // Nothing may be fetched: only the copies, or the CLI would pick a version it
+            // cannot have.
+            (None, Some(kept)) => {
+                let copies = ModuleIndex { versions: Default::default(), ..(*kept.value).clone() };
+                return Ok((copies, kept.stale, false));
+            }
+            (None, None) => return Ok((ModuleIndex::default(), false, false)),
         };
         match upstream.versions(module).await {
             Ok(listed) => {
