@@ -31,13 +31,14 @@ pub async fn copy<S: Storage>(
 ) -> Result<Option<ModulePin>, Error> {
     let Some(source) = upstream.location(module, version).await? else { return Ok(None) };
     let fetched = upstream.fetch(module, &source, bounds).await?;
-    let pin = store(storage, module, version, &fetched).await?;
-    keep_index(storage, module, |mut old| {
+    // The index is written beside the pin, not after it (a round trip less while the CLI
+    // waits): a version it lists whose pin failed is copied again at its next download.
+    let listed = keep_index(storage, module, |mut old| {
         old.copied.insert(version.to_string());
         old
-    })
-    .await;
-    Ok(Some(pin))
+    });
+    let (pin, ()) = tokio::join!(store(storage, module, version, &fetched), listed);
+    Ok(Some(pin?))
 }
 
 /// Store `fetched` and pin it, or find the pin a racing copy wrote: the pin that holds. Bytes
