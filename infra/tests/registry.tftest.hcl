@@ -30,7 +30,7 @@ run "defaults" {
   command = plan
 
   assert {
-    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["ANY /.well-known/terraform.json", "ANY /v1/modules/{namespace}/{name}/{system}/versions", "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download", "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}", "ANY /v1/providers/{namespace}/{type}/versions", "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "ANY /v1/modules", "ANY /v1/modules/search", "ANY /v1/modules/{namespace}/{name}/{system}", "ANY /v1/modules/{namespace}/{name}/{system}/{version}", "ANY /", "ANY /ui/modules/{namespace}/{name}/{system}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}/from/{from}", "ANY /ui/providers/{hostname}/{namespace}/{type}", "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}", "ANY /ui/sign-in", "ANY /ui/sign-out", "ANY /ui/assets/{file}", "ANY /v2", "ANY /v2/{proxy+}", "$default"])
+    condition     = toset(keys(aws_apigatewayv2_route.route)) == toset(["ANY /.well-known/terraform.json", "ANY /v1/modules/{namespace}/{name}/{system}/versions", "ANY /v1/modules/{namespace}/{name}/{system}/{version}/download", "ANY /v1/modules/upstream/{hostname}/{namespace}/{name}/{system}/versions", "ANY /v1/modules/upstream/{hostname}/{namespace}/{name}/{system}/{version}/download", "ANY /v1/mirror/{hostname}/{namespace}/{type}/{file}", "ANY /v1/providers/{namespace}/{type}/versions", "ANY /v1/providers/{namespace}/{type}/{version}/download/{os}/{arch}", "ANY /v1/modules", "ANY /v1/modules/search", "ANY /v1/modules/{namespace}/{name}/{system}", "ANY /v1/modules/{namespace}/{name}/{system}/{version}", "ANY /", "ANY /ui/modules/{namespace}/{name}/{system}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}", "ANY /ui/modules/{namespace}/{name}/{system}/{version}/from/{from}", "ANY /ui/providers/{hostname}/{namespace}/{type}", "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}", "ANY /ui/sign-in", "ANY /ui/sign-out", "ANY /ui/assets/{file}", "ANY /v2", "ANY /v2/{proxy+}", "$default"])
     error_message = "the API must have exactly the router's route keys, and $default"
   }
   assert {
@@ -62,8 +62,8 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if n.id != "upstream-pulls"]) == 9 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json"], n.filter_suffix) if n.id != "upstream-pulls"])
-    error_message = "the indexer's notifications cover only archives, signed release files and deprecation files under the publisher prefixes"
+    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if n.id != "upstream-pulls"]) == 11 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : (contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json"], n.filter_suffix)) || (n.filter_prefix == "upstream-modules/" && contains([".pin.json", ".refused.json"], n.filter_suffix)) if n.id != "upstream-pulls"])
+    error_message = "the indexer's notifications cover only archives, signed release files and deprecation files under the publisher prefixes, and the modules pull-through's pins and refusals"
   }
   assert {
     condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || startswith(n.filter_prefix, "upstream/versions/")])
@@ -107,8 +107,8 @@ run "published_versions_stay_downloadable" {
   command = plan
 
   assert {
-    condition     = toset([for r in aws_s3_bucket_lifecycle_configuration.registry[0].rule : r.filter[0].prefix if length(r.noncurrent_version_expiration) > 0]) == toset(["indexed/", "rejections/", "upstream/"])
-    error_message = "noncurrent versions expire only under the indexer's and the mirror's prefixes: an upload's version named by a manifest must never expire"
+    condition     = toset([for r in aws_s3_bucket_lifecycle_configuration.registry[0].rule : r.filter[0].prefix if length(r.noncurrent_version_expiration) > 0]) == toset(["indexed/", "rejections/", "upstream/", "upstream-modules/"])
+    error_message = "noncurrent versions expire only under the indexer's, the mirror's and the modules pull-through's prefixes (copies there are named by their SHA-256 and pins written once): an upload's version named by a manifest must never expire"
   }
   assert {
     condition     = aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_ALLOW_OVERWRITE"] == "false"
@@ -136,8 +136,8 @@ run "least_privilege" {
     error_message = "mirror reads object versions of provider zips only"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/modules/*", "access/tokens.json", "modules/*.tar.gz", "modules/*.tgz", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
-    error_message = "modules reads only its manifests, module archives and the token store"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/modules/*", "access/tokens.json", "upstream-modules/*", "modules/*.tar.gz", "modules/*.tgz", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "modules reads only its manifests, module archives, the modules pull-through's copies and the token store"
   }
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["mirror"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "access/tokens.json", "providers/*.zip", "upstream/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
@@ -368,6 +368,46 @@ run "pull_through_can_be_turned_off" {
     condition     = length(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == 0
     error_message = "with no upstream the puller may write nothing"
   }
+}
+
+run "modules_pull_through_is_off_by_default_and_writes_only_its_prefix_when_on" {
+  command = plan
+
+  assert {
+    condition     = aws_lambda_function.function["modules"].environment[0].variables["REGISTRY_UPSTREAM_MODULES"] == "" && aws_lambda_function.function["modules"].timeout == 15
+    error_message = "off by default: nothing fetched, the read timeout as any read function's"
+  }
+  assert {
+    condition     = length(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == 0
+    error_message = "off, the modules function may write nothing"
+  }
+}
+
+run "modules_pull_through_on" {
+  command = plan
+
+  variables {
+    upstream_modules = ["registry.terraform.io", "registry.opentofu.org/terraform-aws-*"]
+  }
+
+  assert {
+    condition     = aws_lambda_function.function["modules"].environment[0].variables["REGISTRY_UPSTREAM_MODULES"] == "registry.terraform.io,registry.opentofu.org/terraform-aws-*" && aws_lambda_function.function["modules"].timeout == 28
+    error_message = "on: the hosts passed, and time for a copy while the CLI waits (25 s, inside API Gateway's 29 s)"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream-modules/*"])
+    error_message = "on, the modules function writes only upstream-modules/"
+  }
+}
+
+run "upstream_modules_are_validated" {
+  command = plan
+
+  variables {
+    upstream_modules = ["https://registry.terraform.io"]
+  }
+
+  expect_failures = [var.upstream_modules]
 }
 
 run "upstream_hosts_are_validated" {
