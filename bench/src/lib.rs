@@ -278,6 +278,25 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// `p` (0..=100) of `samples`, nearest rank.
+/// The table of two side-by-side pairs (`times`: the first pair's baseline and variant, the
+/// second pair's variant and baseline, as measured), printed baseline first in each pair, with
+/// p50 and max and each variant's ratios to its baseline.
+pub fn print_pairs(what: &str, rounds: usize, times: &mut [Vec<Duration>; 4], labels: [&str; 4]) {
+    let s = |v: &mut Vec<Duration>, p| percentile(v, p).as_secs_f64();
+    let stats: Vec<(f64, f64)> = times.iter_mut().map(|v| (s(v, 50.0), s(v, 100.0))).collect();
+    let row = |i: usize, base: usize| {
+        let ((p50, max), (b50, bmax)) = (stats[i], stats[base]);
+        let ratio = if i == base { "1".to_string() } else { format!("{:.2}× / {:.2}×", p50 / b50, max / bmax) };
+        println!("| {} | {rounds} | {p50:.2} s | {max:.2} s | {ratio} |", labels[i]);
+    };
+    println!("| {what} | runs | p50 | max | ratio p50 / max |");
+    println!("| --- | --- | --- | --- | --- |");
+    row(0, 0);
+    row(1, 0);
+    row(3, 3);
+    row(2, 3);
+}
+
 pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
     let rank = ((p / 100.0) * samples.len() as f64).ceil().max(1.0) as usize;

@@ -21,7 +21,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use registry_bench::{percentile, registry};
+use registry_bench::registry;
 use registry_local::Running;
 use support::public_registry::{Answer, PublicRegistry};
 
@@ -147,19 +147,17 @@ async fn main() {
         }
     }
 
-    let s = |v: &mut Vec<Duration>, p| percentile(v, p).as_secs_f64();
-    let stats: Vec<(f64, f64)> = times.iter_mut().map(|v| (s(v, 50.0), s(v, 100.0))).collect();
-    let row = |label: &str, i: usize, base: usize| {
-        let ((p50, max), (b50, bmax)) = (stats[i], stats[base]);
-        let ratio = if i == base { "1".to_string() } else { format!("{:.2}× / {:.2}×", p50 / b50, max / bmax) };
-        println!("| {label} | {rounds} | {p50:.2} s | {max:.2} s | {ratio} |");
-    };
-    println!("| init | runs | p50 | max | ratio p50 / max |");
-    println!("| --- | --- | --- | --- | --- |");
-    row("first: direct from the upstream (modules.v1, HTTPS archives)", 0, 0);
-    row("first: through the modules pull-through (copied while the CLI waits)", 1, 0);
-    row("second: the same modules published privately", 3, 3);
-    row("second: through the modules pull-through (copies in the bucket)", 2, 3);
+    registry_bench::print_pairs(
+        "init",
+        rounds,
+        &mut times,
+        [
+            "first: direct from the upstream (modules.v1, HTTPS archives)",
+            "first: through the modules pull-through (copied while the CLI waits)",
+            "second: through the modules pull-through (copies in the bucket)",
+            "second: the same modules published privately",
+        ],
+    );
     let bytes: usize = files.iter().flatten().map(|(_, b)| b.len()).sum();
     println!(
         "\n{MODULES} modules of {} files, {} KB of text in all; goals: first ≤ 1.3×, second ≤ 1.05×",

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use registry::testing::signing::{TestKey, release_of};
-use registry_bench::{percentile, registry};
+use registry_bench::registry;
 use registry_local::Running;
 
 const PROVIDERS: usize = 4;
@@ -155,19 +155,17 @@ async fn main() {
         }
     }
 
-    let s = |v: &mut Vec<Duration>, p| percentile(v, p).as_secs_f64();
-    let stats: Vec<(f64, f64)> = times.iter_mut().map(|v| (s(v, 50.0), s(v, 100.0))).collect();
-    let row = |label: &str, i: usize, base: usize| {
-        let ((p50, max), (b50, bmax)) = (stats[i], stats[base]);
-        let ratio = if i == base { "1".to_string() } else { format!("{:.2}× / {:.2}×", p50 / b50, max / bmax) };
-        println!("| {label} | {rounds} | {p50:.2} s | {max:.2} s | {ratio} |");
-    };
-    println!("| install | runs | p50 | max | ratio p50 / max |");
-    println!("| --- | --- | --- | --- | --- |");
-    row("first: direct from the upstream (providers.v1)", 0, 0);
-    row("first: through the pull-through mirror", 1, 0);
-    row("second: from a pre-synced mirror", 3, 3);
-    row("second: through the pull-through mirror (copied)", 2, 3);
+    registry_bench::print_pairs(
+        "install",
+        rounds,
+        &mut times,
+        [
+            "first: direct from the upstream (providers.v1)",
+            "first: through the pull-through mirror",
+            "second: through the pull-through mirror (copied)",
+            "second: from a pre-synced mirror",
+        ],
+    );
     println!("\n{PROVIDERS} providers, {zip_mb} MB zip each, 4 platforms upstream (the CLI fetches its own)");
     upstream.stop().await;
 }

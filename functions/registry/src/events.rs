@@ -129,26 +129,24 @@ impl Summary {
 /// The modules pull-through's pins and refusals a batch's created keys name, each once (they
 /// classify as no owner: `passes` counts them as ignored).
 fn upstream_module_records(event: &S3Event, bucket: &str) -> BTreeSet<String> {
-    event
-        .records
-        .iter()
-        .filter(|r| r.s3.bucket.name.as_deref() == Some(bucket))
-        .filter(|r| r.event_name.as_deref().is_some_and(|n| n.starts_with("ObjectCreated:")))
-        .filter_map(|r| r.s3.object.key.as_deref().and_then(decode_event_key))
-        .filter(|key| layout::upstream_module_record(key).is_some())
-        .collect()
+    created_keys(event, bucket, |key| layout::upstream_module_record(key).is_some())
 }
 
 /// The pull records an S3 notification batch names (the puller's invocation): created keys
 /// of this bucket that the puller's filter covers (`layout::notifies_puller`), each once.
 pub fn pull_records(event: &S3Event, bucket: &str) -> BTreeSet<String> {
+    created_keys(event, bucket, layout::notifies_puller)
+}
+
+/// The keys of this bucket a batch says were created and `wanted` takes, each once.
+fn created_keys(event: &S3Event, bucket: &str, wanted: impl Fn(&str) -> bool) -> BTreeSet<String> {
     event
         .records
         .iter()
         .filter(|r| r.s3.bucket.name.as_deref() == Some(bucket))
         .filter(|r| r.event_name.as_deref().is_some_and(|n| n.starts_with("ObjectCreated:")))
         .filter_map(|r| r.s3.object.key.as_deref().and_then(decode_event_key))
-        .filter(|key| layout::notifies_puller(key))
+        .filter(|key| wanted(key))
         .collect()
 }
 
