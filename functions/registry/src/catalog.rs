@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::address::{ModuleAddress, ProviderAddress};
+use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use crate::error::Error;
 use crate::manifest::{ModuleManifest, ModuleVersion, ProviderIndex, newest_first};
 
@@ -29,11 +29,21 @@ pub struct Catalog {
     /// `HOSTNAME/NAMESPACE/TYPE` → the provider.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
+    /// `HOSTNAME/NAMESPACE/NAME/SYSTEM` → an upstream registry's module this registry holds
+    /// pinned copies of (the modules pull-through, or an air-gap bundle), added as the indexer
+    /// logs each pin. Not derived from a manifest: a rebuild keeps these as they were.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub upstream_modules: BTreeMap<String, UpstreamEntry>,
 }
 
 impl Default for Catalog {
     fn default() -> Self {
-        Catalog { format: CATALOG_FORMAT, modules: BTreeMap::new(), providers: BTreeMap::new() }
+        Catalog {
+            format: CATALOG_FORMAT,
+            modules: BTreeMap::new(),
+            providers: BTreeMap::new(),
+            upstream_modules: BTreeMap::new(),
+        }
     }
 }
 
@@ -85,6 +95,40 @@ pub struct ProviderEntry {
     pub updated: String,
 }
 
+/// An upstream registry's module with pinned copies here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpstreamEntry {
+    /// The upstream registry's host (`registry.terraform.io`).
+    pub hostname: String,
+    /// Its namespace there.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its target system.
+    pub system: String,
+    /// The copied versions, newest first.
+    pub versions: Vec<String>,
+    /// When the last copy was pinned.
+    pub copied_at: String,
+}
+
+impl UpstreamEntry {
+    /// `HOSTNAME/NAMESPACE/NAME/SYSTEM`.
+    pub fn address(&self) -> String {
+        format!("{}/{}/{}/{}", self.hostname, self.namespace, self.name, self.system)
+    }
+
+    /// The module, by the address grammar (a stored entry is the indexer's, but is read back).
+    pub fn module(&self) -> Option<UpstreamModule> {
+        UpstreamModule::parse(&self.hostname, &self.namespace, &self.name, &self.system).ok()
+    }
+
+    /// The version to show first (`latest`).
+    pub fn latest(&self) -> Option<&str> {
+        latest(self.versions.iter().map(String::as_str))
+    }
+}
+
 impl Catalog {
     /// Read a stored catalog; unreadable or of another format: `Error::Internal`.
     pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
@@ -111,6 +155,26 @@ impl Catalog {
     /// Replace (or with `None` remove) a provider's entry; whether that changed anything.
     pub fn set_provider(&mut self, provider: &ProviderAddress, entry: Option<ProviderEntry>) -> bool {
         set(&mut self.providers, provider.to_string(), entry)
+    }
+
+    /// Add a pinned copy of `version` of an upstream `module`, pinned at `copied_at`; whether
+    /// that changed anything.
+    pub fn add_upstream_copy(&mut self, module: &UpstreamModule, version: &str, copied_at: &str) -> bool {
+        let entry = self.upstream_modules.entry(module.to_string()).or_insert_with(|| UpstreamEntry {
+            hostname: module.hostname.clone(),
+            namespace: module.module.namespace.clone(),
+            name: module.module.name.clone(),
+            system: module.module.system.clone(),
+            versions: Vec::new(),
+            copied_at: copied_at.to_string(),
+        });
+        if entry.versions.iter().any(|v| v == version) {
+            return false;
+        }
+        entry.versions.push(version.to_string());
+        entry.versions.sort_by(|a, b| newest_first(a, b));
+        entry.copied_at = copied_at.to_string();
+        true
     }
 
     /// A module's entry.
@@ -218,6 +282,26 @@ mod tests {
             published_at: at.map(str::to_string),
             ..ModuleVersion::example(v, &format!("modules/acme/vpc/aws/{v}.tar.gz"))
         }
+    }
+
+    #[test]
+    fn an_upstream_modules_copies_are_listed_newest_first_each_once() {
+        let mut catalog = Catalog::default();
+        let m = UpstreamModule::parse("registry.terraform.io", "terraform-aws-modules", "vpc", "aws").unwrap();
+        assert!(catalog.add_upstream_copy(&m, "5.0.0", "2026-11-27T10:00:00Z"));
+        assert!(catalog.add_upstream_copy(&m, "5.10.0", "2026-11-27T11:00:00Z"));
+        assert!(!catalog.add_upstream_copy(&m, "5.0.0", "2026-11-27T12:00:00Z"), "each version once");
+        let entry = &catalog.upstream_modules["registry.terraform.io/terraform-aws-modules/vpc/aws"];
+        assert_eq!(
+            (entry.versions.clone(), entry.latest()),
+            (vec!["5.10.0".to_string(), "5.0.0".to_string()], Some("5.10.0"))
+        );
+        assert_eq!(entry.copied_at, "2026-11-27T11:00:00Z");
+        assert_eq!(entry.module(), Some(m));
+        let stored = catalog.to_bytes().unwrap();
+        assert_eq!(Catalog::parse(&stored).unwrap(), catalog);
+        let before = Catalog::default().to_bytes().unwrap();
+        assert!(!String::from_utf8_lossy(&before).contains("upstream"), "an older reader's catalog, unchanged");
     }
 
     #[test]

@@ -68,6 +68,31 @@ pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: 
     .await
 }
 
+/// Add a pinned copy of an upstream module to the catalog (the indexer logged its pin).
+pub(super) async fn add_upstream_copy<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &crate::address::UpstreamModule,
+    version: &str,
+    copied_at: &str,
+) -> Result<(), Error> {
+    retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
+        let read = read_document(indexer.storage, layout::CATALOG).await?;
+        let (mut catalog, replace) = match read.as_ref().map(|o| Catalog::parse(&o.bytes)) {
+            Some(Ok(catalog)) => (catalog, false),
+            None => (every_entry(indexer, &Catalog::default()).await?, true),
+            Some(Err(e)) => {
+                tracing::warn!(error = %chain(&e), "stored catalog unreadable; rebuilding it from every manifest");
+                (every_entry(indexer, &Catalog::default()).await?, true)
+            }
+        };
+        if !catalog.add_upstream_copy(module, version, copied_at) && !replace {
+            return Ok(());
+        }
+        write_catalog(indexer, &catalog, read.as_ref()).await
+    })
+    .await
+}
+
 /// Rebuild every entry from the manifests present (repair, migration): entries of owners
 /// that serve nothing go, descriptions are read again only where the latest version changed.
 pub(super) async fn rebuild_catalog<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
@@ -129,7 +154,8 @@ async fn every_entry<S: Storage>(indexer: &Indexer<'_, S>, previous: &Catalog) -
             one
         })
         .buffer_unordered(REBUILD_READS);
-    let mut catalog = Catalog::default();
+    // Upstream modules' copies are no manifest's: kept as they were (each pin added them).
+    let mut catalog = Catalog { upstream_modules: previous.upstream_modules.clone(), ..Catalog::default() };
     while let Some(one) = entries.next().await {
         catalog.modules.extend(one.modules);
         catalog.providers.extend(one.providers);
@@ -199,126 +225,4 @@ async fn provider_entry<S: Storage>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::fixtures::*;
-    use super::super::{Indexer, Limits};
-    use crate::catalog::Catalog;
-    use crate::layout;
-    use crate::storage::{MemoryStorage, Storage};
-    use crate::testing::tar_gz as tar_gz_of;
-
-    fn catalog(s: &MemoryStorage) -> Catalog {
-        Catalog::parse(&s.peek(layout::CATALOG).expect("a catalog")).unwrap()
-    }
-
-    /// A catalog rebuilt without its previous copy dates providers at the rebuild (their
-    /// indexes carry no time): compared without that, so no test depends on which second the
-    /// clock shows.
-    fn undated(mut catalog: Catalog) -> Catalog {
-        catalog.providers.values_mut().for_each(|p| p.updated.clear());
-        catalog
-    }
-
-    #[tokio::test]
-    async fn the_catalog_follows_publishes_yanks_and_repairs() {
-        let s = MemoryStorage::new();
-        let indexer = Indexer::new(&s, Limits::default());
-        let readme = |text: &str| tar_gz_of(&[("README.md", text.as_bytes()), ("main.tf", b"# x\n")]);
-        s.insert("modules/acme/vpc/aws/1.0.0.tar.gz", readme("# VPC\n\nThe first VPC.\n"));
-        indexer.on_object_changed("modules/acme/vpc/aws/1.0.0.tar.gz").await.unwrap();
-        let entry = catalog(&s).modules["acme/vpc/aws"].clone();
-        assert_eq!((entry.latest.as_str(), entry.versions), ("1.0.0", 1));
-        assert_eq!(entry.description.as_deref(), Some("The first VPC."));
-        assert!(entry.published_at.is_some() && entry.updated == entry.published_at);
-
-        // A newer version: its README is the description now. A pre-release does not move latest.
-        s.insert("modules/acme/vpc/aws/1.1.0.tar.gz", readme("Better VPC."));
-        indexer.on_object_changed("modules/acme/vpc/aws/1.1.0.tar.gz").await.unwrap();
-        s.insert("modules/acme/vpc/aws/2.0.0-rc.1.tar.gz", readme("Unstable."));
-        indexer.on_object_changed("modules/acme/vpc/aws/2.0.0-rc.1.tar.gz").await.unwrap();
-        let entry = catalog(&s).modules["acme/vpc/aws"].clone();
-        assert_eq!((entry.latest.as_str(), entry.versions), ("1.1.0", 3));
-        assert_eq!(entry.description.as_deref(), Some("Better VPC."));
-
-        // A provider too.
-        let zip = "providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_linux_amd64.zip";
-        s.insert(zip, provider_zip("one"));
-        indexer.on_object_changed(zip).await.unwrap();
-        let provider = catalog(&s).providers["registry.terraform.io/hashicorp/null"].clone();
-        assert_eq!((provider.latest.as_str(), provider.versions, provider.registry), ("3.2.1", 1, false));
-
-        // The same event again: nothing to write.
-        let stored = s.peek(layout::CATALOG);
-        indexer.on_object_changed(zip).await.unwrap();
-        assert_eq!(s.peek(layout::CATALOG), stored);
-
-        // Yank the latest: the previous one is latest again, with its own description.
-        s.delete("modules/acme/vpc/aws/1.1.0.tar.gz").await.unwrap();
-        indexer.on_object_changed("modules/acme/vpc/aws/1.1.0.tar.gz").await.unwrap();
-        let entry = catalog(&s).modules["acme/vpc/aws"].clone();
-        assert_eq!((entry.latest.as_str(), entry.description.as_deref()), ("1.0.0", Some("The first VPC.")));
-
-        // Everything of the module yanked: it leaves the catalog.
-        for key in ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/2.0.0-rc.1.tar.gz"] {
-            s.delete(key).await.unwrap();
-            indexer.on_object_changed(key).await.unwrap();
-        }
-        assert!(catalog(&s).modules.is_empty());
-
-        // A damaged or lost catalog: the next pass rebuilds it whole, and so does a repair.
-        s.insert("modules/acme/dns/aws/0.1.0.tgz", readme("DNS zones."));
-        indexer.on_object_changed("modules/acme/dns/aws/0.1.0.tgz").await.unwrap();
-        let whole = catalog(&s);
-        s.insert(layout::CATALOG, b"{ damaged".to_vec());
-        s.insert("modules/acme/dns/aws/0.2.0.tgz", readme("DNS zones, v2."));
-        indexer.on_object_changed("modules/acme/dns/aws/0.2.0.tgz").await.unwrap();
-        let rebuilt = catalog(&s);
-        assert_eq!(
-            undated(rebuilt.clone()).providers,
-            undated(whole.clone()).providers,
-            "entries of other owners are back"
-        );
-        assert_eq!(rebuilt.modules["acme/dns/aws"].description.as_deref(), Some("DNS zones, v2."));
-        s.delete(layout::CATALOG).await.unwrap();
-        s.insert("modules/acme/dns/aws/0.3.0.tgz", readme("DNS zones, v3."));
-        indexer.on_object_changed("modules/acme/dns/aws/0.3.0.tgz").await.unwrap();
-        let upgraded = catalog(&s);
-        assert_eq!(
-            undated(upgraded.clone()).providers,
-            undated(whole).providers,
-            "a bucket from before the catalog: every owner listed"
-        );
-        assert_eq!(upgraded.modules["acme/dns/aws"].latest, "0.3.0");
-        s.delete("modules/acme/dns/aws/0.3.0.tgz").await.unwrap();
-        indexer.on_object_changed("modules/acme/dns/aws/0.3.0.tgz").await.unwrap();
-        s.delete(layout::CATALOG).await.unwrap();
-        indexer.reindex_all().await.unwrap();
-        assert_eq!(undated(catalog(&s)), undated(rebuilt));
-        let before = s.peek(layout::CATALOG);
-        indexer.reindex_all().await.unwrap();
-        assert_eq!(s.peek(layout::CATALOG), before, "a repair of a right catalog writes nothing");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn concurrent_passes_of_many_owners_lose_no_entry() {
-        let s = std::sync::Arc::new(MemoryStorage::new());
-        let mut tasks = Vec::new();
-        for i in 0..40 {
-            let s = s.clone();
-            tasks.push(tokio::spawn(async move {
-                // Twenty modules with two versions each, published at once.
-                let key = format!("modules/acme/m{}/aws/1.{}.0.tar.gz", i % 20, i / 20);
-                s.insert(&key, tar_gz_of(&[("main.tf", format!("# {i}\n").as_bytes())]));
-                Indexer::new(&*s, Limits::default()).on_object_changed(&key).await.unwrap();
-            }));
-        }
-        for t in tasks {
-            t.await.unwrap();
-        }
-        let catalog = catalog(&s);
-        assert_eq!(catalog.modules.len(), 20);
-        for (address, entry) in &catalog.modules {
-            assert_eq!((entry.latest.as_str(), entry.versions), ("1.1.0", 2), "{address}");
-        }
-    }
-}
+mod tests;

@@ -1,6 +1,6 @@
 //! The modules pull-through on the publish log: a version's pin (its first copy, the only bytes
-//! ever served for it) logged as a publish of its archive, and bytes refused for differing from
-//! a pin as a rejection. The modules function writes both records (it may not write the log);
+//! ever served for it) logged as a publish of its archive, and added to the catalog; bytes
+//! refused for differing from a pin logged as a rejection. The modules function writes both records (it may not write the log);
 //! their S3 events bring them here.
 
 use super::indexer::Indexer;
@@ -15,12 +15,14 @@ use crate::upstream::module_records::{ModulePin, ModuleRefusal};
 pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) -> Result<bool, Error> {
     let Some(record) = layout::upstream_module_record(key) else { return Ok(false) };
     let Some(object) = indexer.storage.get(key).await? else { return Ok(false) };
+    let mut listed = None;
     let change = match record {
         UpstreamModuleRecord::Pin(module, version) => {
             let pin = ModulePin::parse(&object.bytes)?;
             if pin.module != module.to_string() || pin.version != version.to_string() {
                 return Err(Error::internal(format!("the pin {key} names {} {}", pin.module, pin.version)));
             }
+            listed = Some((module.clone(), version.to_string(), pin.copied_at.clone()));
             Change {
                 action: Action::Publish,
                 key: layout::upstream_module_archive(&module, &version, &pin.sha256, &pin.archive),
@@ -54,5 +56,9 @@ pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) 
     // Who wrote the record: the modules function (or an operator syncing a bundle).
     let principal = indexer.principals().get(key).cloned();
     super::changes::log_changes(indexer, vec![Change { principal, ..change }]).await?;
+    // Then the catalog, which shows the copies on the catalog page.
+    if let Some((module, version, copied_at)) = listed {
+        super::catalog::add_upstream_copy(indexer, &module, &version, &copied_at).await?;
+    }
     Ok(true)
 }

@@ -195,8 +195,17 @@ async fn catalog_page<S: Storage>(
             terms.iter().all(|t| address.contains(t.as_str()))
         })
         .collect();
+    let upstream: Vec<_> = catalog
+        .upstream_modules
+        .values()
+        .filter(|m| m.module().is_some_and(|a| viewer.may_read(policy, Resource::UpstreamModule(&a))))
+        .filter(|m| {
+            let address = m.address().to_lowercase();
+            terms.iter().all(|t| address.contains(t.as_str()))
+        })
+        .collect();
     let signed = matches!(viewer, Viewer::Token(_));
-    let page = pages::catalog(listing, &modules, total, &providers, signed || signed_in);
+    let page = pages::catalog(listing, &modules, total, &providers, &upstream, signed || signed_in);
     Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
 }
 

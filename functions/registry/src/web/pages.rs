@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::address::{ModuleAddress, ProviderAddress};
-use crate::catalog::{ModuleEntry, ProviderEntry};
+use crate::catalog::{ModuleEntry, ProviderEntry, UpstreamEntry};
 use crate::manifest::{ModuleManifest, ModuleVersion, ProviderVersion, newest_first};
 use crate::module_docs::compare::Change;
 use crate::module_docs::{ModuleDir, ModuleDocs};
@@ -50,13 +50,15 @@ fn date(timestamp: &str) -> &str {
     timestamp.get(..10).unwrap_or(timestamp)
 }
 
-/// The catalog page: the modules of `listing`'s page (of `total` found), and the providers.
-/// Long (≈ 90 lines) on purpose: it reads top to bottom as the page does, section by section.
+/// The catalog page: the modules of `listing`'s page (of `total` found), the providers, and the
+/// upstream registries' modules copied here. Long (≈ 90 lines) on purpose: it reads top to
+/// bottom as the page does, section by section.
 pub fn catalog(
     listing: &Listing,
     modules: &[&ModuleEntry],
     total: usize,
     providers: &[&ProviderEntry],
+    upstream: &[&UpstreamEntry],
     signed_in: bool,
 ) -> String {
     let mut main = String::new();
@@ -142,8 +144,49 @@ pub fn catalog(
         ));
     }
     main.push_str("</section>\n");
+    if !upstream.is_empty() {
+        main.push_str(&upstream_section(upstream));
+    }
     let title = listing.q.as_deref().map_or_else(|| "Catalog".to_string(), |q| format!("Search: {q}"));
     html::document(&Frame { title: &title, search: listing.q.as_deref(), signed_in }, &main)
+}
+
+/// The catalog's section of upstream registries' modules this registry holds pinned copies of:
+/// installed with their own `source` line (the CLI's `host` block sends it here), so the source
+/// shown is the upstream's address, without the host when it is the public registry's.
+fn upstream_section(upstream: &[&UpstreamEntry]) -> String {
+    let rows: Vec<Vec<String>> = upstream
+        .iter()
+        .map(|m| {
+            let source = match m.hostname.as_str() {
+                "registry.terraform.io" => format!("{}/{}/{}", m.namespace, m.name, m.system),
+                _ => m.address(),
+            };
+            vec![
+                escape(&m.address()),
+                code(&format!("source = \"{source}\"")),
+                code(m.latest().unwrap_or_default()),
+                m.versions.len().to_string(),
+                escape(date(&m.copied_at)),
+            ]
+        })
+        .collect();
+    let mut budget = PAGE_BYTES_MAX / 6;
+    let mut section = format!(
+        "<section id=\"upstream\">\n<h2>Public modules copied here <span class=\"count\">{}</span></h2>\n\
+         <p>Copies of upstream registries' modules, each version pinned to the SHA-256 of its first copy \
+         (the modules pull-through, or an air-gap bundle).</p>\n",
+        upstream.len()
+    );
+    section.push_str(&table(
+        "catalog",
+        &["Upstream module", "Source", "Latest copied", "Versions copied", "Copied"],
+        &rows,
+        &mut budget,
+        "/",
+    ));
+    section.push_str("</section>\n");
+    section
 }
 
 /// A module version's page: usage, README, inputs, outputs, requirements, submodules,
