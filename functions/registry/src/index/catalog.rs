@@ -39,17 +39,7 @@ const REBUILD_READS: usize = 16;
 pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: &Owner) -> Result<(), Error> {
     retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
         let read = read_document(indexer.storage, layout::CATALOG).await?;
-        // (the catalog, whether what is stored must be replaced whatever this entry is)
-        // None yet (a new bucket, or one from before the catalog existed) or unreadable:
-        // every owner's entry, not only this one's.
-        let (mut catalog, replace) = match read.as_ref().map(|o| Catalog::parse(&o.bytes)) {
-            Some(Ok(catalog)) => (catalog, false),
-            None => (every_entry(indexer, &Catalog::default()).await?, true),
-            Some(Err(e)) => {
-                tracing::warn!(error = %chain(&e), "stored catalog unreadable; rebuilding it from every manifest");
-                (every_entry(indexer, &Catalog::default()).await?, true)
-            }
-        };
+        let (mut catalog, replace) = stored_or_rebuilt(indexer, read.as_ref()).await?;
         let changed = match owner {
             Owner::Module(m) => {
                 let entry = module_entry(indexer, m, catalog.module(m)).await?;
@@ -77,14 +67,7 @@ pub(super) async fn add_upstream_copy<S: Storage>(
 ) -> Result<(), Error> {
     retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
         let read = read_document(indexer.storage, layout::CATALOG).await?;
-        let (mut catalog, replace) = match read.as_ref().map(|o| Catalog::parse(&o.bytes)) {
-            Some(Ok(catalog)) => (catalog, false),
-            None => (every_entry(indexer, &Catalog::default()).await?, true),
-            Some(Err(e)) => {
-                tracing::warn!(error = %chain(&e), "stored catalog unreadable; rebuilding it from every manifest");
-                (every_entry(indexer, &Catalog::default()).await?, true)
-            }
-        };
+        let (mut catalog, replace) = stored_or_rebuilt(indexer, read.as_ref()).await?;
         if !catalog.add_upstream_copy(module, version, copied_at) && !replace {
             return Ok(());
         }
@@ -106,6 +89,23 @@ pub(super) async fn rebuild_catalog<S: Storage>(indexer: &Indexer<'_, S>) -> Res
         write_catalog(indexer, &catalog, read.as_ref()).await
     })
     .await
+}
+
+/// The catalog as stored, and whether what is stored must be replaced whatever one entry is:
+/// none yet (a new bucket, or one from before the catalog existed) or unreadable, every owner's
+/// entry is computed, not only the one a pass changed.
+async fn stored_or_rebuilt<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    read: Option<&Object>,
+) -> Result<(Catalog, bool), Error> {
+    match read.map(|o| Catalog::parse(&o.bytes)) {
+        Some(Ok(catalog)) => Ok((catalog, false)),
+        None => Ok((every_entry(indexer, &Catalog::default()).await?, true)),
+        Some(Err(e)) => {
+            tracing::warn!(error = %chain(&e), "stored catalog unreadable; rebuilding it from every manifest");
+            Ok((every_entry(indexer, &Catalog::default()).await?, true))
+        }
+    }
 }
 
 async fn write_catalog<S: Storage>(
