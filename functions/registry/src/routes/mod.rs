@@ -119,6 +119,22 @@ pub fn every<'a, S: Storage>(
     (Function::of(route.service()).answer)(ctx, route, request, deadline)
 }
 
+/// A read where absence is an answer, not an error (the pull-throughs' kept documents).
+pub(crate) fn optional<T>(
+    read: Result<crate::reader::Fetched<T>, Error>,
+) -> Result<Option<crate::reader::Fetched<T>>, Error> {
+    match read {
+        Ok(read) => Ok(Some(read)),
+        Err(Error::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The absence `optional` reads as `None`.
+pub(crate) fn not_found() -> Error {
+    Error::NotFound(String::new())
+}
+
 /// What a function answers for another's route: what API Gateway would get had it sent the
 /// request to the wrong function.
 pub(crate) fn elsewhere(route: &Route) -> Error {

@@ -15,22 +15,10 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply};
 use crate::layout::{self, Wanted};
-use crate::reader::Fetched;
 use crate::storage::Storage;
 use crate::upstream::module_records::{ModuleIndex, ModulePin};
 
-/// A read where absence is an answer, not an error.
-pub(super) fn optional<T>(read: Result<Fetched<T>, Error>) -> Result<Option<Fetched<T>>, Error> {
-    match read {
-        Ok(read) => Ok(Some(read)),
-        Err(Error::NotFound(_)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-pub(super) fn not_found() -> Error {
-    Error::NotFound(String::new())
-}
+use super::{not_found, optional};
 
 /// `GET …/upstream/HOST/NS/NAME/SYSTEM/versions`: the upstream's versions (its list kept for
 /// `REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS`) and every version copied. Upstream down: what is

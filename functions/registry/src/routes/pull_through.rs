@@ -23,18 +23,7 @@ use crate::storage::{Precondition, Storage};
 use crate::upstream::Upstream;
 use crate::upstream::records::{PULL_RETRY_SECONDS, PullRecord, UpstreamVersions};
 
-/// A manifest read where absence is an answer, not an error.
-fn optional<T>(read: Result<Fetched<T>, Error>) -> Result<Option<Fetched<T>>, Error> {
-    match read {
-        Ok(read) => Ok(Some(read)),
-        Err(Error::NotFound(_)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-fn not_found() -> Error {
-    Error::NotFound(String::new())
-}
+use super::{not_found, optional};
 
 /// `index.json`: the bucket's versions and the upstream's, its list kept in the bucket
 /// for `REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS`. Upstream down: what is kept, marked
