@@ -50,6 +50,13 @@ pub fn now_unix() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Whether something fetched at `at` (Unix seconds) is younger than `ttl` at `now`; a time in
+/// the future, from a skewed clock, is not fresh.
+pub fn fresh(at: i64, now: i64, ttl: Duration) -> bool {
+    let age = now - at;
+    age >= 0 && (age as u64) < ttl.as_secs()
+}
+
 /// Now as `2026-11-22T21:40:00Z`.
 pub fn rfc3339_now() -> String {
     rfc3339(now_unix())

@@ -33,8 +33,7 @@ impl ModuleIndex {
     /// Used without asking the upstream at `now`: fetched less than `ttl` ago (a time in the
     /// future, from a skewed clock, is not fresh).
     pub fn fresh(&self, now: i64, ttl: std::time::Duration) -> bool {
-        let age = now - self.fetched_at;
-        self.fetched_at > 0 && age >= 0 && (age as u64) < ttl.as_secs()
+        self.fetched_at > 0 && crate::clock::fresh(self.fetched_at, now, ttl)
     }
 
     /// Every version to list: the upstream's and the copied ones.

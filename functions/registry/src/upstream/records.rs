@@ -40,8 +40,7 @@ impl UpstreamVersions {
     /// Still to be used without asking the upstream at `now`: fetched less than `ttl` ago (a
     /// time in the future, from a skewed clock, is not fresh).
     pub fn fresh(&self, now: i64, ttl: std::time::Duration) -> bool {
-        let age = now - self.fetched_at;
-        age >= 0 && (age as u64) < ttl.as_secs()
+        crate::clock::fresh(self.fetched_at, now, ttl)
     }
 
     /// The platforms of `version`, or `None` if the upstream does not list it.
