@@ -6,8 +6,9 @@
 # or signing-keys/, and the reverse.
 # The indexer reads the uploads but writes only indexed/ and rejections/. The mirror writes
 # only what it keeps of upstreams (upstream/); the puller reads pull records and writes copies
-# only under the upstream hosts' provider prefixes; the modules function, where the modules
-# pull-through fetches (var.upstream_modules), writes only upstream-modules/.
+# only under the upstream hosts' provider prefixes and, where the modules pull-through fetches
+# (var.upstream_modules), under upstream-modules/ (archives too large to copy while the CLI
+# waits), which the modules function writes too, and nothing else.
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -190,6 +191,17 @@ data "aws_iam_policy_document" "function" {
         variable = "s3:prefix"
         values   = [for h in local.upstream_names : "providers/${h}/*"]
       }
+    }
+  }
+
+  dynamic "statement" {
+    # The modules pull-through's large archives: the puller reads the pins and index it
+    # updates and writes the copy, its pin, the index and a failure, all under upstream-modules/.
+    for_each = each.key == "puller" && length(var.upstream_modules) > 0 ? [1] : []
+    content {
+      sid       = "PullerKeepsUpstreamModuleCopies"
+      actions   = ["s3:GetObject", "s3:PutObject"]
+      resources = [for p in local.modules_prefixes : "${local.bucket_arn}/${p}*"]
     }
   }
 

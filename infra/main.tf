@@ -103,6 +103,8 @@ locals {
   # compares). Disjoint from the indexer's: the zips the puller copies invoke the indexer.
   pull_notifications = {
     upstream-pulls = { prefix = "upstream/pulls/", suffix = ".json" }
+    # The modules pull-through's hand-off: a version too large to copy while the CLI waits.
+    upstream-modules-pull = { prefix = "upstream-modules/", suffix = ".pull.json" }
   }
 
   # Provider hosts the mirror pulls through (REGISTRY_UPSTREAM_HOSTS), by name (an entry may be

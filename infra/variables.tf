@@ -121,7 +121,7 @@ variable "upstream_git_hosts" {
 }
 
 variable "upstream_module_max_bytes" {
-  description = "Largest upstream module archive copied while the CLI waits (REGISTRY_UPSTREAM_MODULE_MAX_BYTES, at most 64 MiB); a larger one is refused with a message naming the air-gap bundle."
+  description = "Largest upstream module archive copied while the CLI waits (REGISTRY_UPSTREAM_MODULE_MAX_BYTES, at most 64 MiB); a larger one is copied by the puller, up to 256 MiB, while downloads answer 503 with Retry-After."
   type        = number
   default     = 33554432
   validation {

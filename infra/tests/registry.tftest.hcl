@@ -62,7 +62,7 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if n.id != "upstream-pulls"]) == 11 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : (contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json"], n.filter_suffix)) || (n.filter_prefix == "upstream-modules/" && contains([".pin.json", ".refused.json"], n.filter_suffix)) if n.id != "upstream-pulls"])
+    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if !contains(["upstream-pulls", "upstream-modules-pull"], n.id)]) == 11 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : (contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json"], n.filter_suffix)) || (n.filter_prefix == "upstream-modules/" && contains([".pin.json", ".refused.json"], n.filter_suffix)) if !contains(["upstream-pulls", "upstream-modules-pull"], n.id)])
     error_message = "the indexer's notifications cover only archives, signed release files and deprecation files under the publisher prefixes, and the modules pull-through's pins and refusals"
   }
   assert {
@@ -70,8 +70,8 @@ run "defaults" {
     error_message = "nothing the indexer writes (indexed/, rejections/) and no kept version list notifies anything"
   }
   assert {
-    condition     = one([for n in aws_s3_bucket_notification.registry.lambda_function : [n.filter_prefix, n.filter_suffix, n.events] if n.id == "upstream-pulls"]) == ["upstream/pulls/", ".json", toset(["s3:ObjectCreated:*"])]
-    error_message = "pull records (and only they) invoke the puller, when written"
+    condition     = { for n in aws_s3_bucket_notification.registry.lambda_function : n.id => [n.filter_prefix, n.filter_suffix, n.events] if contains(["upstream-pulls", "upstream-modules-pull"], n.id) } == { "upstream-pulls" = ["upstream/pulls/", ".json", toset(["s3:ObjectCreated:*"])], "upstream-modules-pull" = ["upstream-modules/", ".pull.json", toset(["s3:ObjectCreated:*"])] }
+    error_message = "pull records of providers and of modules (and only they) invoke the puller, when written"
   }
   assert {
     condition     = aws_s3_object.token_store[0].key == "access/tokens.json" && jsondecode(aws_s3_object.token_store[0].content) == { format = 1, tokens = [] }
@@ -160,8 +160,8 @@ run "least_privilege" {
     error_message = "puller writes only provider zips of the upstream hosts"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/pulls/*.json"])
-    error_message = "puller reads only pull records"
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/pulls/*.json", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream-modules/*.pull.json"])
+    error_message = "puller reads only pull records (the modules pull-through off)"
   }
   assert {
     condition     = !contains(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.actions]), "s3:*")
@@ -397,6 +397,10 @@ run "modules_pull_through_on" {
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["modules"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream-modules/*"])
     error_message = "on, the modules function writes only upstream-modules/"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:PutObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/providers/registry.terraform.io/*.zip", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream-modules/*"])
+    error_message = "on, the puller also writes upstream-modules/ (archives too large to copy while the CLI waits), and nothing else more"
   }
 }
 

@@ -66,6 +66,8 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("upstream module pin", layout::upstream_module_pin(&public, &v)),
         ("upstream module archive", layout::upstream_module_archive(&public, &v, &"ab".repeat(32), "tar.gz")),
         ("upstream module refusal", layout::upstream_module_refusal(&public, &v, &"cd".repeat(32))),
+        ("upstream module pull", layout::upstream_module_pull(&public, &v)),
+        ("upstream module pull failure", layout::upstream_module_pull_failure(&public, &v)),
     ])
 }
 
@@ -110,6 +112,16 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "oci manifest",
         "own rejection",
     ];
+    // Everything the modules pull-through keeps: the modules function and the puller (which
+    // copies the archives too large to copy while the CLI waits) read and write all of it.
+    let upstream_modules = vec![
+        "upstream module index",
+        "upstream module pin",
+        "upstream module archive",
+        "upstream module refusal",
+        "upstream module pull",
+        "upstream module pull failure",
+    ];
     let publisher_writes =
         vec!["own module archive", "own module deprecation", "own provider zip", "own provider shasums"];
     vec![
@@ -117,22 +129,13 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (
             role("modules"),
             GET,
-            vec![
-                "own module archive",
-                "other module archive",
-                "module manifest",
-                "token store",
-                "upstream module index",
-                "upstream module pin",
-                "upstream module archive",
-                "upstream module refusal",
-            ],
+            [
+                vec!["own module archive", "other module archive", "module manifest", "token store"],
+                upstream_modules.clone(),
+            ]
+            .concat(),
         ),
-        (
-            role("modules"),
-            PUT,
-            vec!["upstream module index", "upstream module pin", "upstream module archive", "upstream module refusal"],
-        ),
+        (role("modules"), PUT, upstream_modules.clone()),
         (
             role("mirror"),
             GET,
@@ -178,8 +181,8 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (role("indexer"), GET, indexer_reads),
         (role("indexer"), PUT, indexer_writes.clone()),
         (role("indexer"), DELETE, indexer_writes),
-        (role("puller"), GET, vec!["upstream pull"]),
-        (role("puller"), PUT, vec!["upstream copy"]),
+        (role("puller"), GET, [vec!["upstream pull"], upstream_modules.clone()].concat()),
+        (role("puller"), PUT, [vec!["upstream copy"], upstream_modules].concat()),
         (
             format!("policy/{NAME}-publish-{TEAM}"),
             GET,
@@ -206,7 +209,10 @@ fn layout_allows_write(principal: &str, key: &str) -> bool {
         "indexer" => under(&layout::INDEXER_PREFIXES),
         "mirror" => under(&[layout::UPSTREAM_PREFIX]),
         "modules" => under(&[layout::UPSTREAM_MODULES_PREFIX]),
-        "puller" => key.starts_with(&format!("{}{UPSTREAM_HOST}/", layout::PROVIDERS_PREFIX)),
+        "puller" => {
+            key.starts_with(&format!("{}{UPSTREAM_HOST}/", layout::PROVIDERS_PREFIX))
+                || key.starts_with(layout::UPSTREAM_MODULES_PREFIX)
+        }
         _ if principal.contains("-publish-") => under(&layout::PUBLISHER_PREFIXES),
         _ if principal.contains("-signing-keys-") => under(&layout::KEY_ADMIN_PREFIXES),
         _ => false,

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use registry_local::bundle::{BundleTarget, bundle};
-use support::public_registry::{Answer, PublicRegistry};
+use support::public_registry::{Answer, PublicRegistry, noise};
 use support::{Harness, TempDir, terraform, terraform_or_skip, text};
 
 const CONFIGURATION: &str = r#"module "vpc" {
@@ -177,4 +177,34 @@ async fn sync_as_operator(h: &Harness, dir: &Path) {
             h.running.storage.put(&key, bytes.into(), "application/octet-stream", Precondition::None).await.unwrap();
         }
     }
+}
+
+// A module larger than the registry copies while the CLI waits: the download answers 503 with
+// `Retry-After`; the CLI's registry client (go-retryablehttp, one retry by default) waits that
+// long and asks again, by when the puller has copied it. One `init`, no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_waits_out_the_copy_of_a_large_public_module() {
+    let Some(tf) = terraform_or_skip("terraform_waits_out_the_copy_of_a_large_public_module") else {
+        return;
+    };
+    let up = PublicRegistry::start().await;
+    let vendored = noise(2 << 20);
+    let files = [("main.tf", "output \"ok\" {\n  value = true\n}\n"), ("vendored.txt", vendored.as_str())];
+    up.publish("terraform-aws-modules/eks/aws", "20.0.0", &files, Answer::Header);
+    let mut settings = up.settings("registry.terraform.io");
+    settings.push(("REGISTRY_UPSTREAM_MODULE_MAX_BYTES".into(), "1048576".into()));
+    // The puller copies 2 MiB here in well under a second: the CLI need not wait the default 20 s.
+    settings.push(("REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS".into(), "4".into()));
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let h = Harness::start_with(&settings).await;
+    let dir = TempDir::new("pull-through-large-module");
+    let configuration = "module \"eks\" {\n  source  = \"terraform-aws-modules/eks/aws\"\n  version = \"20.0.0\"\n}\n";
+    std::fs::write(dir.path().join("main.tf"), configuration).unwrap();
+    let out = init(&tf, &h, dir.path());
+    assert!(out.status.success(), "{}", text(&out));
+    let installed = std::fs::read_to_string(dir.path().join(".terraform/modules/eks/vendored.txt")).unwrap();
+    assert_eq!(installed, vendored);
+    let archive = "/terraform-aws-modules/terraform-aws-eks/archive/v20.0.0.tar.gz";
+    let fetched = up.take_requests().iter().filter(|p| p.as_str() == archive).count();
+    assert_eq!(fetched, 2, "by the modules function (stopped at its limit), then by the puller");
 }

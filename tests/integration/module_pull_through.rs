@@ -11,7 +11,7 @@
 use serde_json::json;
 use sha2::Digest;
 use support::Harness;
-use support::public_registry::{Answer, PublicRegistry};
+use support::public_registry::{Answer, PublicRegistry, noise};
 
 const HOST: &str = "registry.terraform.io";
 const VPC: &str = "terraform-aws-modules/vpc/aws";
@@ -174,10 +174,8 @@ async fn hostile_upstream_answers_fail_cleanly_and_store_nothing() {
         registry::testing::Item::File("r/main.tf", b"x"),
         registry::testing::Item::File("r/../../etc/cron.d/x", b"x"),
     ]);
-    let huge: Vec<u8> = (0..3 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let url = up.url.clone();
     let cases: Vec<(&str, String, &str)> = vec![
-        ("huge/one/aws", format!("{url}/huge.tar.gz"), "larger than"),
         ("loop/one/aws", format!("{url}/loop.tar.gz"), "redirects"),
         ("traversal/one/aws", format!("{url}/traversal.tar.gz"), "refused"),
         ("s3/one/aws", "s3::https://s3.amazonaws.com/b/m.zip".into(), "s3 source"),
@@ -185,7 +183,6 @@ async fn hostile_upstream_answers_fail_cleanly_and_store_nothing() {
         ("gitlab/one/aws", "git::https://gitlab.com/o/r?ref=v1.0.0".into(), "not allowed"),
         ("plain/one/aws", format!("http://{}/m.tar.gz", url.trim_start_matches("https://")), "only HTTPS"),
     ];
-    up.set_archive("/huge.tar.gz", huge);
     up.set_archive("/traversal.tar.gz", traversal);
     for (module, location, _) in &cases {
         up.set_location(module, "1.0.0", location, Answer::Header);
@@ -264,11 +261,14 @@ async fn anonymous_callers_cannot_make_the_registry_fetch_again_and_again() {
         async move { h.running.app.handle(&registry::app::Request::get(&path)).await.status.as_u16() }
     };
     up.take_requests();
+    // Too large to copy while the CLI waits: handed to the puller, which refuses it (not gzip).
+    assert_eq!(anonymous(format!("{}/1.0.0/download", base("huge/one/aws"))).await, 503);
+    support::pull_through::copies_done(&down).await;
     for _ in 0..5 {
         assert_eq!(anonymous(format!("{}/1.0.0/download", base("huge/one/aws"))).await, 502);
     }
     let fetched = up.take_requests().iter().filter(|p| p.as_str() == "/huge.tar.gz").count();
-    assert_eq!(fetched, 1, "a refused archive is not fetched again for a while");
+    assert_eq!(fetched, 2, "fetched by the function, then by the puller, and not again for a while");
     assert_eq!(anonymous(format!("{}/versions", base(VPC))).await, 200);
     up.take_requests();
     for i in 0..20 {
@@ -295,4 +295,49 @@ async fn with_nothing_fetched_only_the_copies_are_listed() {
     assert_eq!((status, versions), (200, json!({"modules": [{"versions": [{"version": "5.1.0"}]}]})));
     assert_eq!(offline.get_json(&format!("{}/5.1.0/download", base(VPC))).await.0, 200);
     assert_eq!(offline.get_json(&format!("{}/5.0.0/download", base(VPC))).await.0, 404);
+}
+
+// Larger than the function copies while the CLI waits: the puller copies it (an S3
+// notification of the pull record, run in the background here as Lambda runs it), downloads
+// meanwhile answer 503 with `Retry-After`, then the pin is served as any copy and logged; an
+// archive the puller refuses is answered with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archive_too_large_to_copy_while_the_cli_waits_is_copied_by_the_puller() {
+    let up = PublicRegistry::start().await;
+    let blob = noise(3 << 20);
+    up.publish(VPC, "6.0.0", &[("main.tf", MAIN_TF), ("vendored.txt", blob.as_str())], Answer::Header);
+    let garbage: Vec<u8> = noise(3 << 20).into_bytes();
+    up.set_archive("/garbage.tar.gz", garbage);
+    up.set_location("garbage/one/aws", "1.0.0", &format!("{}/garbage.tar.gz", up.url), Answer::Header);
+    let down = downstream(&up, &[("REGISTRY_UPSTREAM_MODULE_MAX_BYTES", "1048576")]).await;
+
+    let download = format!("{}/6.0.0/download", base(VPC));
+    let token = format!("Bearer {}", down.running.dev_token);
+    let reply = down.running.app.handle(&registry::app::Request::get(&download).authorization(Some(&token))).await;
+    assert_eq!(reply.status.as_u16(), 503, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.header_value("retry-after"),
+        Some("20"),
+        "Terraform's registry client waits this long, then asks again"
+    );
+    let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    assert!(body["errors"][0].as_str().unwrap().contains("being copied in the background"), "{body}");
+    support::pull_through::copies_done(&down).await;
+
+    let (status, answer) = down.get_json(&download).await;
+    assert_eq!(status, 200, "{answer}");
+    let bytes = fetch_download(answer["location"].as_str().unwrap()).await;
+    assert_eq!(names(&bytes), ["main.tf", "vendored.txt"], "stored flat, as the function stores a copy");
+    let pin = std::fs::read(down.object_path(&format!("upstream-modules/{HOST}/{VPC}/6.0.0.pin.json"))).unwrap();
+    let pin: serde_json::Value = serde_json::from_slice(&pin).unwrap();
+    assert_eq!(pin["sha256"], hex::encode(sha2::Sha256::digest(&bytes)));
+
+    let garbage = format!("{}/1.0.0/download", base("garbage/one/aws"));
+    assert_eq!(down.get_json(&garbage).await.0, 503);
+    support::pull_through::copies_done(&down).await;
+    let (status, body) = down.get_json(&garbage).await;
+    assert_eq!(status, 502, "{body}");
+    assert!(body["errors"][0].as_str().unwrap().contains("the archive is refused"), "{body}");
+    let stored = keys_under(&down, "upstream-modules/registry.terraform.io/garbage/").await;
+    assert!(stored.iter().all(|k| !k.ends_with(".pin.json") && !k.ends_with(".tar.gz")), "{stored:?}");
 }

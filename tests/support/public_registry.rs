@@ -228,3 +228,18 @@ fn answer(state: &Mutex<State>, request: Request<Incoming>) -> Response<Full<Byt
         _ => reply(StatusCode::NOT_FOUND, Vec::new()),
     }
 }
+
+/// Incompressible text (its gzip about as large): `len` bytes, the same each time.
+pub fn noise(len: usize) -> String {
+    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    (0..len)
+        .map(|_| {
+            // xorshift64: no pattern gzip finds.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            LETTERS[(state % 64) as usize] as char
+        })
+        .collect()
+}

@@ -13,7 +13,7 @@ use registry::config::Config;
 use registry::layout;
 use registry::storage::{MemoryStorage, Storage};
 use registry::upstream::bundle::BundleItem;
-use registry::upstream::module_copy;
+use registry::upstream::module_copy::{self, Copied};
 use registry::upstream::modules::ModuleUpstream;
 
 use crate::{LocalError, TokenTarget};
@@ -97,8 +97,11 @@ async fn copy_all<S: Storage>(
             continue;
         }
         match module_copy::copy(storage, upstream, &item.module, &item.version, bounds).await {
-            Ok(Some(pin)) => report.copied.push((item.clone(), pin.sha256)),
-            Ok(None) => report.skipped.push((item.clone(), "the upstream has no such version".into())),
+            Ok(Copied::Pinned(pin)) => report.copied.push((item.clone(), pin.sha256)),
+            Ok(Copied::NoSuchVersion) => report.skipped.push((item.clone(), "the upstream has no such version".into())),
+            Ok(Copied::LargerThan(max)) => {
+                report.failed.push((item.clone(), format!("the archive is larger than {max} bytes")))
+            }
             Err(e) => report.failed.push((item.clone(), registry::error::chain(&e).to_string())),
         }
     }

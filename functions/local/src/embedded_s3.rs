@@ -47,6 +47,7 @@ use registry::Config;
 use registry::index::Indexer;
 use registry::layout;
 use registry::storage::S3Storage;
+use registry::upstream::modules::ModuleUpstream;
 
 pub use crate::bucket_rights::{
     FUNCTIONS_ACCESS_KEY, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, Principal, REGISTRY_ACCESS_KEY,
@@ -110,8 +111,10 @@ pub struct IndexingS3 {
     config: Config,
     faults: Arc<Faults>,
     log: Option<RequestLog>,
-    /// The puller's upstreams (pull-through), if on.
+    /// The puller's provider upstreams (pull-through), if on.
     upstream: Option<Arc<registry::upstream::Upstream>>,
+    /// The puller's module upstreams (modules pull-through, with the puller's limit), if on.
+    module_upstream: Option<Arc<ModuleUpstream>>,
     /// Pulls running in the background now (`Running::wait_for_pulls`).
     pulls: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -127,14 +130,29 @@ impl IndexingS3 {
         faults: Arc<Faults>,
     ) -> Self {
         let bucket = storage.bucket().to_string();
-        IndexingS3 { inner, storage, bucket, config, faults, log, upstream: None, pulls: Arc::default() }
+        IndexingS3 {
+            inner,
+            storage,
+            bucket,
+            config,
+            faults,
+            log,
+            upstream: None,
+            module_upstream: None,
+            pulls: Arc::default(),
+        }
     }
 
     /// Also run the puller for writes its notification covers (`layout::notifies_puller`),
     /// in the background, as S3 invokes the puller Lambda asynchronously: the write that
     /// recorded the pull answers at once.
-    pub fn pulling_from(mut self, upstream: Option<Arc<registry::upstream::Upstream>>) -> Self {
+    pub fn pulling_from(
+        mut self,
+        upstream: Option<Arc<registry::upstream::Upstream>>,
+        module_upstream: Option<ModuleUpstream>,
+    ) -> Self {
         self.upstream = upstream;
+        self.module_upstream = module_upstream.map(Arc::new);
         self
     }
 
@@ -218,15 +236,29 @@ impl IndexingS3 {
     /// Run the puller for the written keys its notification covers (`layout::notifies_puller`),
     /// in the background, as S3 invokes the puller Lambda asynchronously.
     fn pull(&self, written: &[String]) {
-        let Some(upstream) = &self.upstream else { return };
         for key in written.iter().filter(|k| layout::notifies_puller(k)) {
-            let (storage, upstream, key) = (self.storage.clone(), upstream.clone(), key.clone());
+            let (storage, key) = (self.storage.clone(), key.clone());
+            let (upstream, module_upstream) = (self.upstream.clone(), self.module_upstream.clone());
             let limit = self.config.limits.provider_zip_bytes;
+            let bounds = self.config.archive_bounds();
             let pulls = self.pulls.clone();
             pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             tokio::spawn(async move {
-                match registry::upstream::copy::copy_release(&storage, &upstream, &key, limit).await {
-                    Ok(report) => tracing::info!(key, ?report, "pulled"),
+                let pulled = match (layout::upstream_module_pull_release(&key), upstream, module_upstream) {
+                    (Some(_), _, Some(modules)) => {
+                        registry::upstream::module_pull::pull(&storage, &modules, &key, bounds)
+                            .await
+                            .map(|r| format!("{r:?}"))
+                    }
+                    (None, Some(providers), _) => {
+                        registry::upstream::copy::copy_release(&storage, &providers, &key, limit)
+                            .await
+                            .map(|r| format!("{r:?}"))
+                    }
+                    _ => Ok("no upstream of its kind: nothing pulled (in AWS, the puller fails the event)".into()),
+                };
+                match pulled {
+                    Ok(report) => tracing::info!(key, report, "pulled"),
                     Err(e) => {
                         tracing::warn!(key, error = %registry::error::chain(&e), "pull failed (in AWS, Lambda retries the event)")
                     }

@@ -253,8 +253,11 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     // The same construction as every Lambda's (`App::builder`), serving every service at once.
     let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).build();
     let app = Arc::new(app.map_err(|e| LocalError(registry::error::chain(&e)))?);
+    // The puller's module upstreams: the same hosts, with the puller's larger limit.
+    let module_puller = registry::upstream::module_pull::puller_upstream(&config.upstream_modules, &config.upstream)
+        .map_err(|e| LocalError(registry::error::chain(&e)))?;
     let s3 = IndexingS3::new(s3_service, storage.clone(), config, s3_log.clone(), faults.clone())
-        .pulling_from(app.upstream());
+        .pulling_from(app.upstream(), module_puller);
     let pulls = s3.pulls();
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 

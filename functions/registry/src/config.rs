@@ -342,6 +342,7 @@ fn upstream(env: &Env<'_>, hostname: Option<&str>) -> Result<UpstreamSettings, C
 fn upstream_modules(env: &Env<'_>, hostname: Option<&str>) -> Result<ModuleUpstreamSettings, ConfigError> {
     use crate::upstream::{
         UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT,
+        UPSTREAM_MODULE_RETRY_AFTER_DEFAULT,
     };
     let var = "REGISTRY_UPSTREAM_MODULES";
     let raw = env.raw(var).unwrap_or_else(|| UPSTREAM_MODULE_HOSTS_DEFAULT.join(","));
@@ -409,7 +410,16 @@ fn upstream_modules(env: &Env<'_>, hostname: Option<&str>) -> Result<ModuleUpstr
         0 => return Err(ConfigError("REGISTRY_UPSTREAM_MODULE_MAX_BYTES must be more than 0".into())),
         n => n,
     };
-    Ok(ModuleUpstreamSettings { allowed, endpoints, git_hosts, max_bytes })
+    let retry_after = match env.bounded(
+        "REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS",
+        UPSTREAM_MODULE_RETRY_AFTER_DEFAULT,
+        300,
+        "seconds",
+    )? {
+        0 => return Err(ConfigError("REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS must be more than 0".into())),
+        n => n,
+    };
+    Ok(ModuleUpstreamSettings { allowed, endpoints, git_hosts, max_bytes, retry_after })
 }
 
 /// `REGISTRY_UPSTREAM_HOSTS`: `HOST` or `HOST=https://ADDRESS[:PORT]`, comma-separated.

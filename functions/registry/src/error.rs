@@ -49,6 +49,14 @@ pub enum Error {
     /// that does not verify. The message names the upstream and is shown to the client: it
     /// holds only the host and what went wrong, never a key or a URL with credentials.
     BadGateway(String),
+    /// Not yet: the answer is being made elsewhere (the puller copying an upstream module too
+    /// large to copy while the client waits). 503 with `Retry-After`; the message is shown.
+    Pending {
+        /// What is under way, and when to ask again.
+        what: String,
+        /// Seconds to wait before asking again (`Retry-After`).
+        retry_after: u64,
+    },
     /// Something we wrote is unreadable (a corrupt manifest) or an invariant broke.
     Internal {
         /// What failed: the document or key, the invariant.
@@ -93,7 +101,7 @@ impl Error {
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::CrossSite(_) => StatusCode::FORBIDDEN,
             Error::Conflict(_) => StatusCode::CONFLICT,
-            Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Unavailable { .. } | Error::Pending { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Error::Internal { .. } | Error::Corrupt(_) | Error::Forbidden(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -106,7 +114,8 @@ impl Error {
             | Error::NotFound(m)
             | Error::Unauthorized(m)
             | Error::BadGateway(m)
-            | Error::CrossSite(m) => m.clone(),
+            | Error::CrossSite(m)
+            | Error::Pending { what: m, .. } => m.clone(),
             Error::Conflict(_) => "conflicting update, try again".into(),
             Error::MethodNotAllowed => {
                 "method not allowed: the registry's routes answer GET and HEAD, its sign-in and sign-out forms POST"
@@ -141,6 +150,7 @@ impl Error {
             | Error::BadGateway(m)
             | Error::Corrupt(m)
             | Error::Unavailable { what: m, .. }
+            | Error::Pending { what: m, .. }
             | Error::Internal { what: m, .. } => m,
             Error::MethodNotAllowed => "",
         }
@@ -173,6 +183,7 @@ impl fmt::Display for Error {
             Error::Corrupt(m) => write!(f, "corrupt: {m}"),
             Error::Forbidden(m) => write!(f, "access denied: {m}"),
             Error::BadGateway(m) => write!(f, "bad gateway: {m}"),
+            Error::Pending { what, retry_after } => write!(f, "pending: {what} (retry after {retry_after} s)"),
         }
     }
 }

@@ -52,7 +52,9 @@ impl Reply {
             // RFC 6750: how to authenticate. The terraform CLI sends credentials it has anyway.
             headers.push(("www-authenticate", r#"Bearer realm="terraform-registry""#.into()));
         }
-        if err.status() == StatusCode::SERVICE_UNAVAILABLE {
+        if let Error::Pending { retry_after, .. } = err {
+            headers.push(("retry-after", retry_after.to_string()));
+        } else if err.status() == StatusCode::SERVICE_UNAVAILABLE {
             // A storage fault outlived the retries: asking again in a second is reasonable.
             headers.push(("retry-after", "1".into()));
         }

@@ -13,6 +13,7 @@ fn module_upstreams_name_hosts_namespaces_and_addresses() {
         ("REGISTRY_UPSTREAM_MODULES", "registry.terraform.io/terraform-aws-*, up.example=https://127.0.0.1:9443"),
         ("REGISTRY_UPSTREAM_GIT_HOSTS", "github.com=https://127.0.0.1:9444,ghe.corp.example"),
         ("REGISTRY_UPSTREAM_MODULE_MAX_BYTES", "1000"),
+        ("REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS", "45"),
     ])
     .unwrap();
     let m = &c.upstream_modules;
@@ -21,7 +22,7 @@ fn module_upstreams_name_hosts_namespaces_and_addresses() {
     assert_eq!(m.endpoints.get("up.example").map(String::as_str), Some("https://127.0.0.1:9443"));
     assert_eq!(m.git_hosts.get("github.com").map(String::as_str), Some("https://127.0.0.1:9444"));
     assert_eq!(m.git_hosts.get("ghe.corp.example").map(String::as_str), Some("https://ghe.corp.example"));
-    assert_eq!(m.max_bytes, 1000);
+    assert_eq!((m.max_bytes, m.retry_after), (1000, 45));
     for (var, value, says) in [
         ("REGISTRY_UPSTREAM_MODULES", "registry.terraform.io/a/b", "not a namespace glob"),
         ("REGISTRY_UPSTREAM_MODULES", "Registry.io", "not a lower-case host"),
@@ -29,6 +30,8 @@ fn module_upstreams_name_hosts_namespaces_and_addresses() {
         ("REGISTRY_UPSTREAM_GIT_HOSTS", "github.com=http://x", "not an https"),
         ("REGISTRY_UPSTREAM_MODULE_MAX_BYTES", "0", "more than 0"),
         ("REGISTRY_UPSTREAM_MODULE_MAX_BYTES", "67108865", "REGISTRY_UPSTREAM_MODULE_MAX_BYTES"),
+        ("REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS", "0", "more than 0"),
+        ("REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS", "301", "REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS"),
     ] {
         let got = load(&[("REGISTRY_BUCKET", "b"), ("REGISTRY_HOSTNAME", "own.example"), (var, value)]);
         assert!(got.as_ref().is_err_and(|e| e.0.contains(says)), "{var}={value}: {got:?}");

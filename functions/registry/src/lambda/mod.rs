@@ -57,24 +57,32 @@ pub async fn indexer_state() -> Result<IndexerState<S3Storage>, BoxError> {
     Ok(IndexerState { config, storage })
 }
 
-/// The puller function's state: config, the S3 client and the upstream client, built once.
+/// The puller function's state: config, the S3 client and the upstream clients, built once.
 pub struct PullerState<S> {
     /// Loaded once at start.
     pub config: Config,
     /// The bucket.
     pub storage: S,
-    /// The allowed upstreams.
-    pub upstream: Upstream,
+    /// The allowed provider upstreams (the network mirror's pull records), if any.
+    pub upstream: Option<Upstream>,
+    /// The allowed module upstreams (the modules pull-through's pull records), if any, with
+    /// the puller's limit (`UPSTREAM_MODULE_PULL_MAX_BYTES`).
+    pub module_upstream: Option<crate::upstream::modules::ModuleUpstream>,
 }
 
 /// Build the puller function's state from the environment (once per container). Without
-/// upstream hosts there is nothing to pull: a configuration error.
+/// upstream hosts of either kind there is nothing to pull: a configuration error.
 pub async fn puller_state() -> Result<PullerState<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    let upstream = Upstream::new(&config.upstream)
-        .map_err(reported)?
-        .ok_or("REGISTRY_UPSTREAM_HOSTS is empty: the puller has no upstream to copy from")?;
-    Ok(PullerState { config, storage, upstream })
+    let upstream = Upstream::new(&config.upstream).map_err(reported)?;
+    let module_upstream =
+        crate::upstream::module_pull::puller_upstream(&config.upstream_modules, &config.upstream).map_err(reported)?;
+    if upstream.is_none() && module_upstream.is_none() {
+        return Err(
+            "REGISTRY_UPSTREAM_HOSTS and REGISTRY_UPSTREAM_MODULES are empty: the puller has no upstream".into()
+        );
+    }
+    Ok(PullerState { config, storage, upstream, module_upstream })
 }
 
 /// Configuration and the S3 client, with what each cost in the function's log (the cold-start

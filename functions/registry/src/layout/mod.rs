@@ -66,6 +66,12 @@ pub const UPSTREAM_MODULES_PREFIX: &str = "upstream-modules/";
 pub const UPSTREAM_MODULE_PIN_SUFFIX: &str = ".pin.json";
 /// The end of a refusal record's key (`…/1.2.0/SHA256.refused.json`).
 pub const UPSTREAM_MODULE_REFUSAL_SUFFIX: &str = ".refused.json";
+/// The end of a module pull record's key (`…/1.2.0.pull.json`): a version too large to copy
+/// while the CLI waits, handed to the puller.
+pub const UPSTREAM_MODULE_PULL_SUFFIX: &str = ".pull.json";
+/// The end of the puller's record of a module pull that failed (`…/1.2.0.pull-failed.json`).
+/// No notification covers it: the puller's own write never invokes it again.
+pub const UPSTREAM_MODULE_PULL_FAILURE_SUFFIX: &str = ".pull-failed.json";
 /// The file name of a module manifest.
 pub const MODULE_MANIFEST_FILE: &str = "manifest.json";
 /// The file name of a provider's version list (the network mirror's).
@@ -127,8 +133,10 @@ pub const RELEASE_MANIFEST_SUFFIX: &str = "_manifest.json";
 
 /// The writes that invoke the puller (pull-through copies), as (prefix, suffix): infra's
 /// second S3 notification (`local.pull_notifications`), and what the local registry's
-/// embedded S3 hands to its puller. Disjoint from `NOTIFICATIONS`.
-pub const PULL_NOTIFICATIONS: [(&str, &str); 1] = [(UPSTREAM_PULLS_PREFIX, ".json")];
+/// embedded S3 hands to its puller. Disjoint from `NOTIFICATIONS`: the provider pull records
+/// of the network mirror, and the module pull records of the modules pull-through.
+pub const PULL_NOTIFICATIONS: [(&str, &str); 2] =
+    [(UPSTREAM_PULLS_PREFIX, ".json"), (UPSTREAM_MODULES_PREFIX, UPSTREAM_MODULE_PULL_SUFFIX)];
 
 /// Whether a write of `key` invokes the puller.
 pub fn notifies_puller(key: &str) -> bool {
@@ -171,6 +179,25 @@ pub fn upstream_module_archive(m: &UpstreamModule, version: &semver::Version, sh
 /// the refusal, one per SHA-256 refused.
 pub fn upstream_module_refusal(m: &UpstreamModule, version: &semver::Version, sha256: &str) -> String {
     format!("{}{version}/{sha256}{UPSTREAM_MODULE_REFUSAL_SUFFIX}", upstream_module_prefix(m))
+}
+
+/// A version too large to copy while the CLI waits, handed to the puller: its write invokes
+/// the puller (`PULL_NOTIFICATIONS`).
+pub fn upstream_module_pull(m: &UpstreamModule, version: &semver::Version) -> String {
+    format!("{}{version}{UPSTREAM_MODULE_PULL_SUFFIX}", upstream_module_prefix(m))
+}
+
+/// Why the puller could not copy a version a pull record named.
+pub fn upstream_module_pull_failure(m: &UpstreamModule, version: &semver::Version) -> String {
+    format!("{}{version}{UPSTREAM_MODULE_PULL_FAILURE_SUFFIX}", upstream_module_prefix(m))
+}
+
+/// The module and version a module pull record's key names (`None` for any other key).
+pub fn upstream_module_pull_release(key: &str) -> Option<(UpstreamModule, semver::Version)> {
+    let [host, namespace, name, system, file] = split5(key.strip_prefix(UPSTREAM_MODULES_PREFIX)?)?;
+    let module = UpstreamModule::parse(host, namespace, name, system).ok()?;
+    let version = crate::address::parse_version(file.strip_suffix(UPSTREAM_MODULE_PULL_SUFFIX)?).ok()?;
+    (upstream_module_pull(&module, &version) == key).then_some((module, version))
 }
 
 /// What a key of the modules pull-through that the indexer is told about records.
@@ -466,12 +493,21 @@ impl ReleaseFile {
 
 /// The four segments of `rest`, if it has exactly four.
 fn split4(rest: &str) -> Option<[&str; 4]> {
+    split_exactly(rest)
+}
+
+fn split5(rest: &str) -> Option<[&str; 5]> {
+    split_exactly(rest)
+}
+
+/// `rest`'s `/`-separated segments, if there are exactly `N`.
+fn split_exactly<const N: usize>(rest: &str) -> Option<[&str; N]> {
     let mut it = rest.split('/');
-    let parts = [it.next()?, it.next()?, it.next()?, it.next()?];
-    if it.next().is_some() {
-        return None;
+    let mut parts = [""; N];
+    for part in &mut parts {
+        *part = it.next()?;
     }
-    Some(parts)
+    it.next().is_none().then_some(parts)
 }
 
 #[cfg(test)]

@@ -220,3 +220,31 @@ fn archive_names_with_prerelease_and_build() {
     assert!(parse_provider_archive_name(&p, "terraform-provider-null_1.0.0_linux.zip").is_none());
     assert!(parse_provider_archive_name(&p, "terraform-provider-null_1.0.0_linux_AMD64.zip").is_none());
 }
+
+#[test]
+fn a_module_pull_record_invokes_the_puller_and_its_failure_invokes_nothing() {
+    let public = crate::address::UpstreamModule::parse("registry.terraform.io", "o", "r", "aws").unwrap();
+    let pull = upstream_module_pull(&public, &v("1.0.0+b.1"));
+    assert_eq!(pull, "upstream-modules/registry.terraform.io/o/r/aws/1.0.0+b.1.pull.json");
+    assert!(notifies_puller(&pull) && !notifies(&pull));
+    assert_eq!(upstream_module_pull_release(&pull), Some((public.clone(), v("1.0.0+b.1"))));
+    let failure = upstream_module_pull_failure(&public, &v("1.0.0"));
+    assert!(!notifies_puller(&failure) && !notifies(&failure), "{failure}");
+    assert!(!notifies_puller(&upstream_module_pin(&public, &v("1.0.0"))));
+    for other in [
+        "upstream-modules/registry.terraform.io/o/r/aws/v1.0.0.pull.json",
+        "upstream-modules/registry.terraform.io/o/r/aws/1.0.0/x.pull.json",
+        "upstream-modules/h/o/r/aws/1.0.0.pull.json",
+        "upstream-modules/registry.terraform.io/o/r/1.0.0.pull.json",
+    ] {
+        assert_eq!(upstream_module_pull_release(other), None, "{other}");
+    }
+    // Every puller filter is disjoint from the indexer's: no write invokes both.
+    for (prefix, suffix) in PULL_NOTIFICATIONS {
+        for (p, s) in NOTIFICATIONS {
+            let overlap =
+                (prefix.starts_with(p) || p.starts_with(prefix)) && (suffix.ends_with(s) || s.ends_with(suffix));
+            assert!(!overlap, "{prefix}*{suffix} and {p}*{s}");
+        }
+    }
+}

@@ -48,7 +48,8 @@ pub(super) async fn versions<S: Storage>(
 }
 
 /// `GET …/upstream/HOST/NS/NAME/SYSTEM/VERSION/download`: the pinned copy, presigned, with
-/// its SHA-256 for go-getter to check; a version never copied is copied first (the CLI waits).
+/// its SHA-256 for go-getter to check; a version never copied is copied first (the CLI waits),
+/// or, larger than that allows, by the puller (503 with `Retry-After` meanwhile).
 pub(super) async fn download<S: Storage>(
     ctx: &Context<S>,
     module: &UpstreamModule,
@@ -89,8 +90,9 @@ mod fetching {
     use crate::error::{Error, chain};
     use crate::reader::Fetched;
     use crate::storage::Storage;
-    use crate::upstream::module_copy;
-    use crate::upstream::module_records::{ModuleIndex, ModulePin};
+    use crate::upstream::module_copy::{self, Copied};
+    use crate::upstream::module_pull;
+    use crate::upstream::module_records::{ModuleIndex, ModulePin, PullState};
     use crate::upstream::modules::ModuleUpstream;
 
     fn upstream_for<S>(ctx: &Context<S>, module: &UpstreamModule) -> Option<Arc<ModuleUpstream>> {
@@ -149,7 +151,8 @@ mod fetching {
     /// fetched from and the upstream lists it (so no caller can make copies of names the
     /// upstream would answer for anyway, as `1.0.0+anything`). A copy that failed is not tried
     /// again for `ModuleUpstream::REFUSED_FOR`: callers cannot make the registry fetch a
-    /// refused archive again and again.
+    /// refused archive again and again. An archive larger than this function copies while the
+    /// CLI waits goes to the puller (`module_pull`): 503 and `Retry-After` until it is pinned.
     pub(super) async fn copy<S: Storage>(
         ctx: &Context<S>,
         module: &UpstreamModule,
@@ -169,10 +172,23 @@ mod fetching {
         if let Some(refused) = upstream.recently_refused(module, version) {
             return Err(refused);
         }
+        let now = crate::clock::now_unix();
+        match module_pull::state(ctx.storage(), module, version, now).await? {
+            PullState::NotAsked => {}
+            PullState::Copying(at) => {
+                return Err(module_pull::pending(module, version, at, now, upstream.retry_after()));
+            }
+            PullState::Failed(why) => return Err(Error::BadGateway(why)),
+        }
         let mut bounds = ctx.config.archive_bounds();
         bounds.unpacked_bytes = bounds.unpacked_bytes.min(crate::upstream::UPSTREAM_MODULE_UNPACKED_MAX);
         match module_copy::copy(ctx.storage(), &upstream, module, version, bounds).await {
-            Ok(pin) => pin.ok_or_else(absent),
+            Ok(Copied::Pinned(pin)) => Ok(pin),
+            Ok(Copied::NoSuchVersion) => Err(absent()),
+            Ok(Copied::LargerThan(_)) => {
+                module_pull::request(ctx.storage(), module, version, now).await?;
+                Err(module_pull::pending(module, version, now, now, upstream.retry_after()))
+            }
             Err(e) => {
                 upstream.refuse_for_a_while(module, version, &e);
                 Err(e)

@@ -27,12 +27,15 @@ pub mod copy;
 #[cfg(feature = "aws")]
 pub mod module_copy;
 #[cfg(feature = "aws")]
+pub mod module_pull;
+#[cfg(feature = "aws")]
 pub mod modules;
 
 pub use release::{Download, Release};
 pub use settings::{
     BUNDLE_MAX_BYTES, ModuleUpstreamSettings, UPSTREAM_GIT_HOST_DEFAULT, UPSTREAM_HOST_DEFAULT,
-    UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UPSTREAM_MODULE_UNPACKED_MAX, UpstreamSettings,
+    UPSTREAM_MODULE_HOSTS_DEFAULT, UPSTREAM_MODULE_MAX_BYTES_DEFAULT, UPSTREAM_MODULE_PULL_MAX_BYTES,
+    UPSTREAM_MODULE_RETRY_AFTER_DEFAULT, UPSTREAM_MODULE_UNPACKED_MAX, UpstreamSettings,
 };
 
 #[cfg(feature = "aws")]

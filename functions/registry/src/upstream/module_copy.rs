@@ -14,23 +14,38 @@ use crate::retry::{self, Backoff};
 use crate::storage::{Precondition, Storage};
 
 use super::module_records::{ModuleIndex, ModulePin, ModuleRefusal};
-use super::modules::{FetchedModule, ModuleUpstream};
+use super::modules::{Fetched, FetchedModule, ModuleUpstream};
 
 /// Racing writers of one module's index: few, and a lost race is cheap to redo.
 const INDEX_RETRY: Backoff =
     Backoff { attempts: 8, first: std::time::Duration::from_millis(20), max: std::time::Duration::from_millis(400) };
 
-/// Copy `version` of `module`: its pin (a racing copy's, when the same bytes won first).
-/// `None` when the upstream has no such version.
+/// What a copy did.
+#[derive(Debug, Clone)]
+pub enum Copied {
+    /// Copied, or found copied: the pin that holds (a racing copy's, when the same bytes won
+    /// first).
+    Pinned(ModulePin),
+    /// The upstream has no such version.
+    NoSuchVersion,
+    /// Its archive is larger than this copier takes (`ModuleUpstream::max_bytes`): nothing
+    /// stored.
+    LargerThan(u64),
+}
+
+/// Copy `version` of `module`.
 pub async fn copy<S: Storage>(
     storage: &S,
     upstream: &ModuleUpstream,
     module: &UpstreamModule,
     version: &semver::Version,
     bounds: Bounds,
-) -> Result<Option<ModulePin>, Error> {
-    let Some(source) = upstream.location(module, version).await? else { return Ok(None) };
-    let fetched = upstream.fetch(module, &source, bounds).await?;
+) -> Result<Copied, Error> {
+    let Some(source) = upstream.location(module, version).await? else { return Ok(Copied::NoSuchVersion) };
+    let fetched = match upstream.fetch(module, &source, bounds).await? {
+        Fetched::Archive(fetched) => fetched,
+        Fetched::LargerThan(max) => return Ok(Copied::LargerThan(max)),
+    };
     // The index is written beside the pin, not after it (a round trip less while the CLI
     // waits): a version it lists whose pin failed is copied again at its next download.
     let listed = keep_index(storage, module, |mut old| {
@@ -38,7 +53,7 @@ pub async fn copy<S: Storage>(
         old
     });
     let (pin, ()) = tokio::join!(store(storage, module, version, &fetched), listed);
-    Ok(Some(pin?))
+    Ok(Copied::Pinned(pin?))
 }
 
 /// Store `fetched` and pin it, or find the pin a racing copy wrote: the pin that holds. Bytes

@@ -107,6 +107,73 @@ pub struct ModuleRefusal {
     pub refused_at: String,
 }
 
+/// `upstream-modules/HOST/NS/NAME/SYSTEM/VERSION.pull.json`: a version larger than the
+/// modules function copies while the CLI waits (`REGISTRY_UPSTREAM_MODULE_MAX_BYTES`), handed
+/// to the puller, whose S3 notification this write is. Written by the modules function; the
+/// puller believes only its key (which names module and version) and asks the upstream again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModulePull {
+    /// `HOST/NS/NAME/SYSTEM`.
+    pub module: String,
+    /// The version.
+    pub version: String,
+    /// When the copy was asked for (Unix seconds); asked again after `PULL_RETRY_SECONDS`
+    /// while no pin is written.
+    pub requested_at: i64,
+}
+
+/// `upstream-modules/HOST/NS/NAME/SYSTEM/VERSION.pull-failed.json`: why the puller could not
+/// copy a version (an archive it refuses, one larger than it copies, the upstream failing).
+/// Downloads answer with it until `PULL_RETRY_SECONDS` after it, then ask again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModulePullFailure {
+    /// `HOST/NS/NAME/SYSTEM`.
+    pub module: String,
+    /// The version.
+    pub version: String,
+    /// What went wrong, as a download answers it (names the upstream host, never a URL's query).
+    pub why: String,
+    /// When (Unix seconds).
+    pub failed_at: i64,
+}
+
+/// How long a module pull is waited for before a download asks for it again.
+pub const PULL_RETRY_SECONDS: i64 = 600;
+/// How long the puller's failure is the answer to downloads before one tries again.
+pub const PULL_FAILURE_TOLD_SECONDS: i64 = 60;
+
+/// Where a version with no pin stands with the puller, from its pull record and failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PullState {
+    /// Nothing asked, or asked so long ago (or failed so long ago) that it is asked again:
+    /// copy now.
+    NotAsked,
+    /// Asked at this time (Unix seconds); the puller is on it.
+    Copying(i64),
+    /// The puller failed at its last try, for this reason.
+    Failed(String),
+}
+
+impl PullState {
+    /// Read the records at `now`. A failure at least as new as the pull answers it, for
+    /// `PULL_FAILURE_TOLD_SECONDS`; a pull with no such answer is waited for for
+    /// `PULL_RETRY_SECONDS`. A time in the future (a skewed clock) is old.
+    pub fn of(pull: Option<&ModulePull>, failure: Option<&ModulePullFailure>, now: i64) -> PullState {
+        let within = |at: i64, seconds: i64| at <= now && now - at < seconds;
+        let requested = pull.map(|p| p.requested_at);
+        if let Some(failure) = failure.filter(|f| requested.is_none_or(|at| f.failed_at >= at)) {
+            return match within(failure.failed_at, PULL_FAILURE_TOLD_SECONDS) {
+                true => PullState::Failed(failure.why.clone()),
+                false => PullState::NotAsked,
+            };
+        }
+        match requested {
+            Some(at) if within(at, PULL_RETRY_SECONDS) => PullState::Copying(at),
+            _ => PullState::NotAsked,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +193,35 @@ mod tests {
         let ttl = std::time::Duration::from_secs(60);
         assert!(index.fresh(159, ttl) && !index.fresh(160, ttl) && !index.fresh(99, ttl));
         assert!(!ModuleIndex { fetched_at: 0, ..index }.fresh(30, ttl), "a bundle's index is never fresh");
+    }
+
+    #[test]
+    fn a_pull_is_waited_for_then_asked_again_and_its_failure_is_told_until_then() {
+        let pull = |at| ModulePull { module: "h.io/a/b/c".into(), version: "1.0.0".into(), requested_at: at };
+        let failed = |at| ModulePullFailure {
+            module: "h.io/a/b/c".into(),
+            version: "1.0.0".into(),
+            why: "too large".into(),
+            failed_at: at,
+        };
+        let now = 10_000;
+        assert_eq!(PullState::of(None, None, now), PullState::NotAsked);
+        assert_eq!(PullState::of(Some(&pull(now - 5)), None, now), PullState::Copying(now - 5));
+        assert_eq!(PullState::of(Some(&pull(now - PULL_RETRY_SECONDS)), None, now), PullState::NotAsked);
+        assert_eq!(PullState::of(Some(&pull(now + 5)), None, now), PullState::NotAsked, "a skewed clock");
+        let told = PullState::Failed("too large".into());
+        assert_eq!(PullState::of(Some(&pull(now - 9)), Some(&failed(now - 2)), now), told);
+        assert_eq!(PullState::of(None, Some(&failed(now - 2)), now), told);
+        assert_eq!(
+            PullState::of(Some(&pull(now - 1)), Some(&failed(now - 2)), now),
+            PullState::Copying(now - 1),
+            "asked again after it failed"
+        );
+        assert_eq!(
+            PullState::of(Some(&pull(now - 100)), Some(&failed(now - PULL_FAILURE_TOLD_SECONDS)), now),
+            PullState::NotAsked,
+            "a failure is told for a minute, then the copy is tried again"
+        );
     }
 
     #[test]

@@ -47,6 +47,15 @@ pub struct FetchedModule {
     pub source: String,
 }
 
+/// What a fetch got: the archive, or the news that it is larger than was asked for.
+#[derive(Debug, Clone)]
+pub enum Fetched {
+    /// Fetched and checked.
+    Archive(FetchedModule),
+    /// Larger than this many bytes: left for a copier with more time (the puller).
+    LargerThan(u64),
+}
+
 #[derive(Deserialize)]
 struct VersionsBody {
     modules: Vec<VersionsModule>,
@@ -123,7 +132,14 @@ impl ModuleUpstream {
         self.registries.versions_ttl()
     }
 
-    /// The largest archive copied.
+    /// The `Retry-After` of a download the puller is copying
+    /// (`REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS`).
+    pub fn retry_after(&self) -> u64 {
+        self.settings.retry_after
+    }
+
+    /// The largest archive copied (`REGISTRY_UPSTREAM_MODULE_MAX_BYTES` on the request path;
+    /// the puller's and the bundle's own limits where they copy).
     pub fn max_bytes(&self) -> u64 {
         self.settings.max_bytes
     }
@@ -181,15 +197,15 @@ impl ModuleUpstream {
             .map_err(|why| Upstream::failed(host, format!("{module} {version}: {why}")))
     }
 
-    /// Fetch `source`'s archive (at most `max_bytes`), check it as a published archive is
-    /// checked (within `bounds`) and make it the archive the bucket keeps: a git host's
-    /// without its top-level directory.
+    /// Fetch `source`'s archive (at most `max_bytes`: `LargerThan` past that), check it
+    /// as a published archive is checked (within `bounds`) and make it the archive the bucket
+    /// keeps: a git host's without its top-level directory.
     pub async fn fetch(
         &self,
         module: &UpstreamModule,
         source: &ModuleSource,
         bounds: Bounds,
-    ) -> Result<FetchedModule, Error> {
+    ) -> Result<Fetched, Error> {
         let host = module.hostname.as_str();
         let (url, strip_top, demanded) = match source {
             // Its origin is configuration's (`REGISTRY_UPSTREAM_GIT_HOSTS`), not the upstream's.
@@ -211,21 +227,21 @@ impl ModuleUpstream {
         };
         let max = self.settings.max_bytes;
         let mut bytes = Vec::new();
+        let mut larger = false;
         let fetched = self
             .registries
             .fetch_archive(host, url.as_str(), |chunk| {
                 if bytes.len() as u64 + chunk.len() as u64 > max {
-                    return Err(Error::BadGateway(format!(
-                        "upstream registry {host}: {module}: the archive is larger than {max} bytes \
-                         (REGISTRY_UPSTREAM_MODULE_MAX_BYTES); copy it with the air-gap bundle, which takes up to \
-                         {} bytes (docs/UPSTREAM-MODULES.md)",
-                        super::BUNDLE_MAX_BYTES
-                    )));
+                    larger = true;
+                    return Err(Error::BadGateway(format!("{module}: the archive is larger than {max} bytes")));
                 }
                 bytes.extend_from_slice(chunk);
                 Ok(())
             })
             .await;
+        if larger {
+            return Ok(Fetched::LargerThan(max));
+        }
         fetched?;
         if let Some(demanded) = demanded {
             let got = hex::encode(Sha256::digest(&bytes));
@@ -243,7 +259,7 @@ impl ModuleUpstream {
         let bytes =
             checked.map_err(|why| Upstream::failed(host, format!("{module}: the archive is refused: {why}")))?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
-        Ok(FetchedModule { bytes: bytes.into(), sha256, archive, source: source.shown() })
+        Ok(Fetched::Archive(FetchedModule { bytes: bytes.into(), sha256, archive, source: source.shown() }))
     }
 }
 

@@ -62,9 +62,13 @@ pub struct ModuleUpstreamSettings {
     /// URL; ADDRESS is HOST when not given).
     pub git_hosts: std::collections::BTreeMap<String, String>,
     /// `REGISTRY_UPSTREAM_MODULE_MAX_BYTES` (default 32 MiB, at most 64 MiB): the largest
-    /// archive copied while the CLI waits. A larger one is refused with a message that names
-    /// the air-gap bundle, which copies up to `BUNDLE_MAX_BYTES`.
+    /// archive copied while the CLI waits. A larger one is handed to the puller
+    /// (`upstream::module_pull`), which copies up to `UPSTREAM_MODULE_PULL_MAX_BYTES`.
     pub max_bytes: u64,
+    /// `REGISTRY_UPSTREAM_MODULE_RETRY_AFTER_SECONDS` (default 20, 1 to 300): the
+    /// `Retry-After` of a download the puller is copying. Terraform and OpenTofu wait that long
+    /// and ask once more, so it should cover the puller's copy of the largest archive expected.
+    pub retry_after: u64,
 }
 
 /// The module registries fetched from when `REGISTRY_UPSTREAM_MODULES` is unset.
@@ -74,10 +78,17 @@ pub const UPSTREAM_MODULE_HOSTS_DEFAULT: [&str; 2] = ["registry.terraform.io", "
 pub const UPSTREAM_GIT_HOST_DEFAULT: &str = "github.com";
 /// Default of `ModuleUpstreamSettings::max_bytes`.
 pub const UPSTREAM_MODULE_MAX_BYTES_DEFAULT: u64 = 32 << 20;
+/// Default of `ModuleUpstreamSettings::retry_after`: the puller copies an archive of a few
+/// hundred MiB in that time.
+pub const UPSTREAM_MODULE_RETRY_AFTER_DEFAULT: u64 = 20;
 /// Most bytes an archive copied while the CLI waits may unpack to (below
 /// `REGISTRY_MAX_UNPACKED_BYTES` when that is larger): unpacking and repacking must fit the
 /// request's 25 s and the function's disk. Module sources unpack to a few MiB.
 pub const UPSTREAM_MODULE_UNPACKED_MAX: u64 = 256 << 20;
+/// The largest archive the puller copies for the modules pull-through (in its 15 minutes,
+/// memory and `/tmp`: `puller_memory_mb` must hold it about twice, archive and repacked copy).
+/// Larger ones only the air-gap bundle copies.
+pub const UPSTREAM_MODULE_PULL_MAX_BYTES: u64 = 256 << 20;
 /// The largest archive the air-gap bundle copies (`registry-local bundle`, on a machine
 /// with time and memory to spare, not a request's 25 s).
 pub const BUNDLE_MAX_BYTES: u64 = 1 << 30;
@@ -90,6 +101,7 @@ impl ModuleUpstreamSettings {
             endpoints: Default::default(),
             git_hosts: [(UPSTREAM_GIT_HOST_DEFAULT.to_string(), format!("https://{UPSTREAM_GIT_HOST_DEFAULT}"))].into(),
             max_bytes: UPSTREAM_MODULE_MAX_BYTES_DEFAULT,
+            retry_after: UPSTREAM_MODULE_RETRY_AFTER_DEFAULT,
         }
     }
 
