@@ -123,7 +123,8 @@ locals {
     REGISTRY_UPSTREAM_HOSTS                = join(",", var.upstream_hosts)
     REGISTRY_UPSTREAM_VERSIONS_TTL_SECONDS = tostring(var.upstream_versions_ttl_seconds)
     REGISTRY_UPSTREAM_TIMEOUT_SECONDS      = tostring(var.upstream_timeout_seconds)
-    # Modules pull-through: only the modules function reaches these.
+    # Modules pull-through: only the modules function (and the puller, for large archives)
+    # reaches these.
     REGISTRY_UPSTREAM_MODULES          = join(",", var.upstream_modules)
     REGISTRY_UPSTREAM_GIT_HOSTS        = join(",", var.upstream_git_hosts)
     REGISTRY_UPSTREAM_MODULE_MAX_BYTES = tostring(var.upstream_module_max_bytes)

@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for key in [text.to_string(), format!("modules/{text}"), format!("providers/{text}")] {
+    for key in
+        [text.to_string(), format!("modules/{text}"), format!("providers/{text}"), format!("upstream-modules/{text}")]
+    {
         if let Err(broken) = registry::invariants::check_bucket_key(&key) {
             panic!("{broken}");
         }

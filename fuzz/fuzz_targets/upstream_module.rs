@@ -1,5 +1,5 @@
 //! Any bytes as what an upstream module registry answers and what the modules pull-through
-//! keeps: a download answer's location, a pin or index read back from the bucket, a git host's
+//! keeps: a download answer's location, a pin, index or pull record read back from the bucket, a git host's
 //! archive, and an air-gap bundle's input (a `modules.json` or a list). Nothing may panic; a
 //! location read must fetch only from its git host's origin (`/OWNER/REPO/archive/REF.tar.gz`,
 //! no query) or an HTTPS URL without credentials or go-getter's parameters; every key a bundle
@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 use registry::archive::{Bounds, strip_top_directory};
 use registry::layout;
 use registry::upstream::bundle::{from_list, from_modules_json};
-use registry::upstream::module_records::{ModuleIndex, ModulePin};
+use registry::upstream::module_records::{ModuleIndex, ModulePin, ModulePull, ModulePullFailure, PullState};
 use registry::upstream::module_source::{ModuleSource, parse_location};
 
 fuzz_target!(|data: &[u8]| {
@@ -41,6 +41,12 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(pin) = ModulePin::parse(stored) {
         assert!(pin.sha256.len() == 64 && matches!(pin.archive.as_str(), "tar.gz" | "zip"));
+    }
+    // The puller's records, read back: any times at all (a skewed clock, a tampered record).
+    let pull = serde_json::from_slice::<ModulePull>(stored).ok();
+    let failure = serde_json::from_slice::<ModulePullFailure>(stored).ok();
+    for now in [0, 1_800_000_000, i64::MIN, i64::MAX] {
+        let _ = PullState::of(pull.as_ref(), failure.as_ref(), now);
     }
     if let Ok(index) = ModuleIndex::parse(stored) {
         let _ = index.response();

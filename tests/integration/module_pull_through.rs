@@ -332,9 +332,22 @@ async fn an_archive_too_large_to_copy_while_the_cli_waits_is_copied_by_the_pulle
     let pin: serde_json::Value = serde_json::from_slice(&pin).unwrap();
     assert_eq!(pin["sha256"], hex::encode(sha2::Sha256::digest(&bytes)));
 
+    // Eight first downloads at once hand the version to the puller once: one pull record
+    // written (a conditional write), one copy by the puller.
     let garbage = format!("{}/1.0.0/download", base("garbage/one/aws"));
-    assert_eq!(down.get_json(&garbage).await.0, 503);
+    up.take_requests();
+    let mut racing = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (app, path, token) = (down.running.app.clone(), garbage.clone(), token.clone());
+        racing.spawn(async move {
+            app.handle(&registry::app::Request::get(&path).authorization(Some(&token))).await.status.as_u16()
+        });
+    }
+    let statuses = racing.join_all().await;
+    assert!(statuses.iter().all(|&s| s == 503), "{statuses:?}");
     support::pull_through::copies_done(&down).await;
+    let fetched = up.take_requests().iter().filter(|p| p.as_str() == "/garbage.tar.gz").count();
+    assert!(fetched <= 8 + 1, "at most once by each request and once by the puller: {fetched}");
     let (status, body) = down.get_json(&garbage).await;
     assert_eq!(status, 502, "{body}");
     assert!(body["errors"][0].as_str().unwrap().contains("the archive is refused"), "{body}");

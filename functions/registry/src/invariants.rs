@@ -29,11 +29,16 @@ pub fn length_prefixed<const N: usize>(data: &[u8]) -> ([&[u8]; N], &[u8]) {
 /// A key the layout may hand to S3: ASCII, printable, no traversal, no empty segment, no
 /// encoding left to interpret, under a prefix the registry owns.
 pub fn key_is_clean(key: &str) -> bool {
+    segments_clean(key)
+        && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX].iter().any(|p| key.starts_with(p))
+}
+
+/// Printable ASCII, no escapes, no empty, `.` or `..` segment.
+fn segments_clean(key: &str) -> bool {
     key.bytes().all(|b| b.is_ascii_graphic())
         && !key.contains('%')
         && !key.contains('\\')
         && key.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
-        && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX].iter().any(|p| key.starts_with(p))
 }
 
 /// Whether a 401's challenge for `raw_path` names `repository` as its scope, in characters a
@@ -249,6 +254,7 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
 /// Classify a bucket key (publishers choose keys: hostile input to the indexer). Whatever it
 /// classifies as, the keys the indexer derives from it are clean.
 pub fn check_bucket_key(key: &str) -> Result<(), String> {
+    check_upstream_module_key(key)?;
     let Some(kind) = layout::classify(key) else { return Ok(()) };
     let manifest = match kind.owner() {
         layout::Owner::Module(m) => layout::module_manifest(&m),
@@ -265,6 +271,20 @@ pub fn check_bucket_key(key: &str) -> Result<(), String> {
         if layout::provider_archive_name(provider, version, platform) != key.rsplit('/').next().unwrap_or_default() {
             return Err(format!("{key:?}: archive name does not round-trip"));
         }
+    }
+    Ok(())
+}
+
+/// A key of the modules pull-through that names a module pull record is exactly the key the
+/// layout writes for it, invokes the puller and nothing else, and is no pin or refusal record:
+/// no key wakes both the indexer and the puller, or names another module than it holds.
+fn check_upstream_module_key(key: &str) -> Result<(), String> {
+    let Some((module, version)) = layout::upstream_module_pull_release(key) else { return Ok(()) };
+    if layout::upstream_module_pull(&module, &version) != key || !segments_clean(key) {
+        return Err(format!("{key:?}: a module pull record's key does not round-trip"));
+    }
+    if !layout::notifies_puller(key) || layout::notifies(key) || layout::upstream_module_record(key).is_some() {
+        return Err(format!("{key:?}: a module pull record that is not only the puller's"));
     }
     Ok(())
 }

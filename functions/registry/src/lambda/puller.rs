@@ -8,8 +8,9 @@ use serde_json::Value;
 use super::{BoxError, PullerState, reported};
 use crate::storage::Storage;
 
-/// Pull what one invocation's pull records name (what the runtime calls). An `Err` (storage or
-/// the upstream unreachable) makes Lambda retry the event; a zip that does not verify is not.
+/// Pull what one invocation's pull records name (what the runtime calls). An `Err` (storage, or
+/// for a provider the upstream unreachable) makes Lambda retry the event; a zip that does not
+/// verify is not, and a module pull's upstream failure is recorded beside its pull record.
 pub async fn pull<S: Storage>(state: &PullerState<S>, event: LambdaEvent<Value>) -> Result<Value, BoxError> {
     Box::pin(pull_payload(state, event.payload)).await
 }

@@ -165,28 +165,31 @@ mod fetching {
         let kept = super::optional(
             ctx.reader.manifest(&key, ModuleIndex::parse, |_| false, super::not_found, deadline).await,
         )?;
-        let (index, _, _) = versions(ctx, module, kept).await?;
+        let now = crate::clock::now_unix();
+        // Both reads at once: the first download is the one the CLI waits longest for.
+        let (listed, state) =
+            tokio::join!(versions(ctx, module, kept), module_pull::state(ctx.storage(), module, version, now));
+        let (index, _, _) = listed?;
         if !index.versions.contains(&version.to_string()) {
             return Err(absent());
         }
         if let Some(refused) = upstream.recently_refused(module, version) {
             return Err(refused);
         }
-        let now = crate::clock::now_unix();
-        match module_pull::state(ctx.storage(), module, version, now).await? {
+        let standing = state?;
+        match &standing.state {
             PullState::NotAsked => {}
             PullState::Copying(at) => {
-                return Err(module_pull::pending(module, version, at, now, upstream.retry_after()));
+                return Err(module_pull::pending(module, version, *at, now, upstream.retry_after()));
             }
-            PullState::Failed(why) => return Err(Error::BadGateway(why)),
+            PullState::Failed(why) => return Err(Error::BadGateway(why.clone())),
         }
-        let mut bounds = ctx.config.archive_bounds();
-        bounds.unpacked_bytes = bounds.unpacked_bytes.min(crate::upstream::UPSTREAM_MODULE_UNPACKED_MAX);
+        let bounds = module_copy::bounds(ctx.config.archive_bounds());
         match module_copy::copy(ctx.storage(), &upstream, module, version, bounds).await {
             Ok(Copied::Pinned(pin)) => Ok(pin),
             Ok(Copied::NoSuchVersion) => Err(absent()),
             Ok(Copied::LargerThan(_)) => {
-                module_pull::request(ctx.storage(), module, version, now).await?;
+                module_pull::request(ctx.storage(), module, version, now, &standing).await?;
                 Err(module_pull::pending(module, version, now, now, upstream.retry_after()))
             }
             Err(e) => {

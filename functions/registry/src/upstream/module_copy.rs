@@ -20,6 +20,14 @@ use super::modules::{Fetched, FetchedModule, ModuleUpstream};
 const INDEX_RETRY: Backoff =
     Backoff { attempts: 8, first: std::time::Duration::from_millis(20), max: std::time::Duration::from_millis(400) };
 
+/// The bounds a copy by the pull-through is checked within, the modules function's or the
+/// puller's: the configured ones (`REGISTRY_MAX_UNPACKED_BYTES`, `REGISTRY_MAX_ARCHIVE_ENTRIES`),
+/// unpacking to at most `UPSTREAM_MODULE_UNPACKED_MAX`, which a request's 25 s and a function's
+/// `/tmp` hold.
+pub fn bounds(configured: Bounds) -> Bounds {
+    Bounds { unpacked_bytes: configured.unpacked_bytes.min(super::UPSTREAM_MODULE_UNPACKED_MAX), ..configured }
+}
+
 /// What a copy did.
 #[derive(Debug, Clone)]
 pub enum Copied {

@@ -1,7 +1,8 @@
 //! What the modules pull-through keeps in the bucket (`layout::UPSTREAM_MODULES_PREFIX`): a
 //! module's version list with the time it was fetched and the versions copied, each copied
-//! version's pin, and the record of bytes refused because they differ from a pin. Written by
-//! the modules function only (or laid out the same way by an air-gap bundle). Pure.
+//! version's pin, and the record of bytes refused because they differ from a pin; the hand-off
+//! of a large archive to the puller and its failure. Written by the modules function and the
+//! puller (or laid out the same way by an air-gap bundle). Pure.
 
 use std::collections::BTreeSet;
 
@@ -124,7 +125,9 @@ pub struct ModulePull {
 
 /// `upstream-modules/HOST/NS/NAME/SYSTEM/VERSION.pull-failed.json`: why the puller could not
 /// copy a version (an archive it refuses, one larger than it copies, the upstream failing).
-/// Downloads answer with it until `PULL_RETRY_SECONDS` after it, then ask again.
+/// Downloads answer with it for `told_for`, then ask again: a minute after one failure,
+/// doubling with each failure in a row, at most `PULL_FAILURE_TOLD_MAX_SECONDS`, so an archive
+/// that never copies is not fetched again every minute.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModulePullFailure {
     /// `HOST/NS/NAME/SYSTEM`.
@@ -135,12 +138,37 @@ pub struct ModulePullFailure {
     pub why: String,
     /// When (Unix seconds).
     pub failed_at: i64,
+    /// How many pulls of the version failed in a row, this one included (0, in a record
+    /// without it: one).
+    #[serde(default)]
+    pub failures: u32,
+}
+
+impl ModulePullFailure {
+    /// How long downloads answer with this failure (seconds).
+    pub fn told_for(&self) -> i64 {
+        let doublings = self.failures.saturating_sub(1).min(16);
+        PULL_FAILURE_TOLD_SECONDS.saturating_mul(1 << doublings).min(PULL_FAILURE_TOLD_MAX_SECONDS)
+    }
+
+    /// The count of the failure that follows `previous` at `now`: one more, unless the previous
+    /// is older than a day (or from a skewed clock).
+    pub fn next_count(previous: Option<&ModulePullFailure>, now: i64) -> u32 {
+        match previous {
+            Some(p) if now.checked_sub(p.failed_at).is_some_and(|age| (0..86_400).contains(&age)) => {
+                p.failures.max(1).saturating_add(1)
+            }
+            _ => 1,
+        }
+    }
 }
 
 /// How long a module pull is waited for before a download asks for it again.
 pub const PULL_RETRY_SECONDS: i64 = 600;
-/// How long the puller's failure is the answer to downloads before one tries again.
+/// How long the puller's first failure is the answer to downloads before one tries again.
 pub const PULL_FAILURE_TOLD_SECONDS: i64 = 60;
+/// The longest a failure is told, however many came before it.
+pub const PULL_FAILURE_TOLD_MAX_SECONDS: i64 = 6 * 3600;
 
 /// Where a version with no pin stands with the puller, from its pull record and failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,13 +184,14 @@ pub enum PullState {
 
 impl PullState {
     /// Read the records at `now`. A failure at least as new as the pull answers it, for
-    /// `PULL_FAILURE_TOLD_SECONDS`; a pull with no such answer is waited for for
+    /// `ModulePullFailure::told_for`; a pull with no such answer is waited for for
     /// `PULL_RETRY_SECONDS`. A time in the future (a skewed clock) is old.
     pub fn of(pull: Option<&ModulePull>, failure: Option<&ModulePullFailure>, now: i64) -> PullState {
-        let within = |at: i64, seconds: i64| at <= now && now - at < seconds;
+        // Checked: the times are read from the bucket, and any i64 parses.
+        let within = |at: i64, seconds: i64| now.checked_sub(at).is_some_and(|age| (0..seconds).contains(&age));
         let requested = pull.map(|p| p.requested_at);
         if let Some(failure) = failure.filter(|f| requested.is_none_or(|at| f.failed_at >= at)) {
-            return match within(failure.failed_at, PULL_FAILURE_TOLD_SECONDS) {
+            return match within(failure.failed_at, failure.told_for()) {
                 true => PullState::Failed(failure.why.clone()),
                 false => PullState::NotAsked,
             };
@@ -203,12 +232,15 @@ mod tests {
             version: "1.0.0".into(),
             why: "too large".into(),
             failed_at: at,
+            failures: 1,
         };
         let now = 10_000;
         assert_eq!(PullState::of(None, None, now), PullState::NotAsked);
         assert_eq!(PullState::of(Some(&pull(now - 5)), None, now), PullState::Copying(now - 5));
         assert_eq!(PullState::of(Some(&pull(now - PULL_RETRY_SECONDS)), None, now), PullState::NotAsked);
         assert_eq!(PullState::of(Some(&pull(now + 5)), None, now), PullState::NotAsked, "a skewed clock");
+        assert_eq!(PullState::of(Some(&pull(i64::MIN)), Some(&failed(i64::MAX)), now), PullState::NotAsked);
+        assert_eq!(PullState::of(Some(&pull(i64::MAX)), Some(&failed(i64::MIN)), now), PullState::NotAsked);
         let told = PullState::Failed("too large".into());
         assert_eq!(PullState::of(Some(&pull(now - 9)), Some(&failed(now - 2)), now), told);
         assert_eq!(PullState::of(None, Some(&failed(now - 2)), now), told);
@@ -222,6 +254,27 @@ mod tests {
             PullState::NotAsked,
             "a failure is told for a minute, then the copy is tried again"
         );
+    }
+
+    #[test]
+    fn a_failure_in_a_row_is_told_twice_as_long_up_to_six_hours() {
+        let failed = |failures, at| ModulePullFailure {
+            module: "h.io/a/b/c".into(),
+            version: "1.0.0".into(),
+            why: "refused".into(),
+            failed_at: at,
+            failures,
+        };
+        let told: Vec<i64> = [0, 1, 2, 3, 9, u32::MAX].iter().map(|&n| failed(n, 0).told_for()).collect();
+        assert_eq!(told, [60, 60, 120, 240, 15_360, PULL_FAILURE_TOLD_MAX_SECONDS]);
+        let now = 100_000;
+        assert_eq!(ModulePullFailure::next_count(None, now), 1);
+        assert_eq!(ModulePullFailure::next_count(Some(&failed(3, now - 500)), now), 4);
+        assert_eq!(ModulePullFailure::next_count(Some(&failed(0, now - 500)), now), 2, "a record without a count");
+        assert_eq!(ModulePullFailure::next_count(Some(&failed(9, now - 90_000)), now), 1, "a day later: afresh");
+        assert_eq!(ModulePullFailure::next_count(Some(&failed(9, now + 5)), now), 1, "a skewed clock");
+        let third = failed(3, now - 200);
+        assert_eq!(PullState::of(None, Some(&third), now), PullState::Failed("refused".into()), "told 240 s");
     }
 
     #[test]

@@ -81,9 +81,9 @@ pub const UPSTREAM_MODULE_MAX_BYTES_DEFAULT: u64 = 32 << 20;
 /// Default of `ModuleUpstreamSettings::retry_after`: the puller copies an archive of a few
 /// hundred MiB in that time.
 pub const UPSTREAM_MODULE_RETRY_AFTER_DEFAULT: u64 = 20;
-/// Most bytes an archive copied while the CLI waits may unpack to (below
-/// `REGISTRY_MAX_UNPACKED_BYTES` when that is larger): unpacking and repacking must fit the
-/// request's 25 s and the function's disk. Module sources unpack to a few MiB.
+/// Most bytes an archive the pull-through copies may unpack to, by the modules function or the
+/// puller (below `REGISTRY_MAX_UNPACKED_BYTES` when that is larger): unpacking and repacking
+/// must fit the request's 25 s and the functions' `/tmp`. Module sources unpack to a few MiB.
 pub const UPSTREAM_MODULE_UNPACKED_MAX: u64 = 256 << 20;
 /// The largest archive the puller copies for the modules pull-through (in its 15 minutes,
 /// memory and `/tmp`: `puller_memory_mb` must hold it about twice, archive and repacked copy).
