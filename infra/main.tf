@@ -50,6 +50,7 @@ locals {
     "ANY /ui/modules/{namespace}/{name}/{system}/{version}/from/{from}" = "web"
     "ANY /ui/providers/{hostname}/{namespace}/{type}"                   = "web"
     "ANY /ui/providers/{hostname}/{namespace}/{type}/{version}"         = "web"
+    "ANY /ui/upstream/{hostname}/{namespace}/{name}/{system}"           = "web"
     "ANY /ui/sign-in"                                                   = "web"
     "ANY /ui/sign-out"                                                  = "web"
     "ANY /ui/assets/{file}"                                             = "web"

@@ -204,7 +204,10 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
                 let parts: Vec<&str> = rest.split('/').collect();
                 parts.len() == 5
                     && !parts.iter().any(|p| p.is_empty() || *p == "..")
-                    && (parts[4] == "index.json" || parts[4].ends_with(layout::UPSTREAM_MODULE_PIN_SUFFIX))
+                    && (parts[4] == "index.json"
+                        || parts[4].ends_with(layout::UPSTREAM_MODULE_PIN_SUFFIX)
+                        || parts[4].ends_with(layout::UPSTREAM_MODULE_PULL_SUFFIX)
+                        || parts[4].ends_with(layout::UPSTREAM_MODULE_PULL_FAILURE_SUFFIX))
             }
             Some(key) => matches!(
                 layout::classify(key),

@@ -42,6 +42,18 @@ async fn fetch_download(location: &str) -> Vec<u8> {
     bytes.to_vec()
 }
 
+/// A page's HTML, as the registry's token sees it (200, or the test fails).
+async fn page(h: &Harness, path: &str) -> String {
+    let token = format!("Bearer {}", h.running.dev_token);
+    let reply = h.running.app.handle(&registry::app::Request::get(path).authorization(Some(&token))).await;
+    let html = String::from_utf8_lossy(&reply.body).to_string();
+    assert_eq!(reply.status.as_u16(), 200, "{path}: {html}");
+    if let Err(broken) = registry::invariants::check_inert_html(&html, &registry::invariants::FRAME_TAGS) {
+        panic!("{path}: {broken}");
+    }
+    html
+}
+
 fn names(tar_gz: &[u8]) -> Vec<String> {
     registry::testing::tar_gz_names(tar_gz)
 }
@@ -94,6 +106,20 @@ async fn a_public_module_is_copied_on_first_download_pinned_and_then_served_from
         serde_json::from_slice(&std::fs::read(down.object_path(&format!("{prefix}5.1.0.pin.json"))).unwrap()).unwrap();
     assert_eq!(pin["sha256"], sha.as_str());
     assert_eq!(pin["source"], "git::https://github.com/terraform-aws-modules/terraform-aws-vpc?ref=v5.1.0");
+    // The module's page (from the catalog, where the indexer put the pin): the version, its
+    // SHA-256 and source, the `source` line and the CLI configuration to write.
+    let page = page(&down, &format!("/ui/upstream/{HOST}/{VPC}")).await;
+    for shown in [
+        "5.1.0",
+        sha.as_str(),
+        "git::https://github.com/terraform-aws-modules/terraform-aws-vpc?ref=v5.1.0",
+        "source  = &quot;terraform-aws-modules/vpc/aws&quot;",
+        "host &quot;registry.terraform.io&quot;",
+    ] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
+    let catalog = self::page(&down, "/").await;
+    assert!(catalog.contains(&format!("href=\"/ui/upstream/{HOST}/{VPC}\"")), "linked from the catalog: {catalog}");
 
     // Served from the copy: no upstream request, whatever the upstream does.
     let (_, second) = down.get_json(&format!("{}/5.1.0/download", base(VPC))).await;

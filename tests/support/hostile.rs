@@ -86,6 +86,8 @@ fn basic(credentials: &str) -> String {
 /// The web pages (the web function): their errors are HTML pages, not JSON.
 const PAGE_MODULE: &str = "/ui/modules/acme/vpc/aws";
 const PAGE_PROVIDER: &str = "/ui/providers/registry.terraform.io/hashicorp/null";
+/// An upstream module's page (nothing copied in the fixture: absent for everyone who may look).
+const PAGE_UPSTREAM: &str = "/ui/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws";
 const SIGN_IN: &str = "/ui/sign-in";
 const SIGN_OUT: &str = "/ui/sign-out";
 
@@ -434,6 +436,15 @@ pub fn corpus() -> Vec<Case> {
         auth(401, "/ui/modules/acme/vpc/aws/1.0.0/from/1.0.0", Auth::None),
         auth(404, "/ui/modules/other/vpc/aws/1.0.0/from/1.0.0", Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
         auth(404, "/ui/providers/registry.terraform.io/hashicorp/null/9.9.9", Auth::Dev),
+        auth(404, PAGE_UPSTREAM, Auth::Dev),
+        auth(401, PAGE_UPSTREAM, Auth::None),
+        auth(404, PAGE_UPSTREAM, Auth::Header(format!("Bearer {SCOPED_TOKEN}"))),
+        with_header(404, PAGE_UPSTREAM, Auth::None, "cookie", cookie(SCOPED_TOKEN)),
+        case(400, format!("{PAGE_UPSTREAM}?q=x")),
+        method(405, "POST", PAGE_UPSTREAM),
+        auth(400, "/ui/upstream/localhost/a/b/c", Auth::Dev),
+        auth(404, "/ui/upstream/169.254.169.254/latest/meta/data", Auth::Dev),
+        auth(404, "/ui/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0", Auth::Dev),
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(EXPIRED_TOKEN)),
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie("trg_0000000000000000000000000000000000000000000")),
         with_header(401, PAGE_MODULE, Auth::None, "cookie", cookie(&long(4096))),
@@ -562,6 +573,10 @@ pub fn corpus() -> Vec<Case> {
         "/ui/providers/registry.terraform.io/{}/null",
         "/ui/providers/registry.terraform.io/hashicorp/{}",
         "/ui/providers/registry.terraform.io/hashicorp/null/{}",
+        "/ui/upstream/{}/terraform-aws-modules/vpc/aws",
+        "/ui/upstream/registry.terraform.io/{}/vpc/aws",
+        "/ui/upstream/registry.terraform.io/terraform-aws-modules/{}/aws",
+        "/ui/upstream/registry.terraform.io/terraform-aws-modules/vpc/{}",
     ] {
         for segment in ["..", "%2e%2e", "%00", "%2f"] {
             cases.push(case(400, template.replace("{}", segment)));

@@ -30,7 +30,9 @@ pub fn length_prefixed<const N: usize>(data: &[u8]) -> ([&[u8]; N], &[u8]) {
 /// encoding left to interpret, under a prefix the registry owns.
 pub fn key_is_clean(key: &str) -> bool {
     segments_clean(key)
-        && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX].iter().any(|p| key.starts_with(p))
+        && [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX, layout::INDEXED_PREFIX, layout::UPSTREAM_MODULES_PREFIX]
+            .iter()
+            .any(|p| key.starts_with(p))
 }
 
 /// Printable ASCII, no escapes, no empty, `.` or `..` segment.
@@ -87,7 +89,9 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
             | Route::SignIn {}
             | Route::SignInSubmit {}
             | Route::SignOut {}
-            | Route::PageAsset { .. } => {
+            | Route::PageAsset { .. }
+            // Reads only the catalog, whatever the module.
+            | Route::UpstreamModulePage { .. } => {
                 continue;
             }
             Route::CatalogPage { listing } => {
@@ -416,7 +420,26 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
     let page =
         crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), Some(("0.9.0", &changes)), true);
     check_inert_html(&page, &FRAME_TAGS)?;
-    check_inert_html(&crate::web::changes::upgrade(&module, &entry, "0.9.0", Some(&changes), true), &FRAME_TAGS)
+    check_inert_html(&crate::web::changes::upgrade(&module, &entry, "0.9.0", Some(&changes), true), &FRAME_TAGS)?;
+    // An upstream module's page: the catalog entry is the indexer's, but its pins hold what
+    // an upstream said (the source) and are read back from the bucket.
+    let pin = crate::catalog::UpstreamPin {
+        version: text.into(),
+        sha256: text.into(),
+        size: 1,
+        source: text.into(),
+        copied_at: text.into(),
+    };
+    let upstream = crate::catalog::UpstreamEntry {
+        hostname: text.into(),
+        namespace: text.into(),
+        name: text.into(),
+        system: text.into(),
+        versions: vec![text.into()],
+        copied_at: text.into(),
+        pins: vec![pin],
+    };
+    check_inert_html(&crate::web::upstream::module(text, text, &upstream, true), &FRAME_TAGS)
 }
 
 #[cfg(test)]

@@ -62,13 +62,12 @@ pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: 
 pub(super) async fn add_upstream_copy<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &crate::address::UpstreamModule,
-    version: &str,
-    copied_at: &str,
+    pin: &crate::catalog::UpstreamPin,
 ) -> Result<(), Error> {
     retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
         let read = read_document(indexer.storage, layout::CATALOG).await?;
         let (mut catalog, replace) = stored_or_rebuilt(indexer, read.as_ref()).await?;
-        if !catalog.add_upstream_copy(module, version, copied_at) && !replace {
+        if !catalog.add_upstream_copy(module, pin.clone()) && !replace {
             return Ok(());
         }
         write_catalog(indexer, &catalog, read.as_ref()).await

@@ -22,7 +22,16 @@ pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) 
             if pin.module != module.to_string() || pin.version != version.to_string() {
                 return Err(Error::internal(format!("the pin {key} names {} {}", pin.module, pin.version)));
             }
-            listed = Some((module.clone(), version.to_string(), pin.copied_at.clone()));
+            listed = Some((
+                module.clone(),
+                crate::catalog::UpstreamPin {
+                    version: version.to_string(),
+                    sha256: pin.sha256.clone(),
+                    size: pin.size,
+                    source: pin.source.clone(),
+                    copied_at: pin.copied_at.clone(),
+                },
+            ));
             Change {
                 action: Action::Publish,
                 key: layout::upstream_module_archive(&module, &version, &pin.sha256, &pin.archive),
@@ -57,8 +66,8 @@ pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) 
     let principal = indexer.principals().get(key).cloned();
     super::changes::log_changes(indexer, vec![Change { principal, ..change }]).await?;
     // Then the catalog, which shows the copies on the catalog page.
-    if let Some((module, version, copied_at)) = listed {
-        super::catalog::add_upstream_copy(indexer, &module, &version, &copied_at).await?;
+    if let Some((module, pin)) = listed {
+        super::catalog::add_upstream_copy(indexer, &module, &pin).await?;
     }
     Ok(true)
 }

@@ -253,6 +253,11 @@ route_table! {
     ProviderVersionPage { provider: ProviderAddress, version: Version }
         name "page_provider", service Web, path Ui "providers/{hostname}/{namespace}/{type}/{version}",
         reads Provider(provider), absent "provider {provider} not found";
+    /// `GET /ui/upstream/HOSTNAME/NAMESPACE/NAME/SYSTEM`: an upstream module's page: the
+    /// versions copied here, each with its pin.
+    UpstreamModulePage { module: UpstreamModule }
+        name "page_upstream_module", service Web, path Ui "upstream/{hostname}/{namespace}/{name}/{system}",
+        reads UpstreamModule(module), absent "module {module} has no copies here";
     /// `GET /ui/sign-in`: the form.
     SignIn {}
         name "page_sign_in", service Web, path Ui "sign-in",

@@ -163,6 +163,14 @@ async fn page<S: Storage>(
             super::authorize(ctx, route, authorization).await?;
             provider_page(ctx, provider, version, absent, request, deadline).await
         }
+        Route::UpstreamModulePage { module } => {
+            super::authorize(ctx, route, authorization).await?;
+            let (catalog, stale) = super::modules::catalog(ctx, deadline).await?;
+            let entry = catalog.upstream_module(module).ok_or_else(absent)?;
+            let page =
+                crate::web::upstream::module(&place(ctx, request).0, &ctx.config.paths.modules, entry, signed_in);
+            Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
+        }
         _ => Err(super::elsewhere(route)),
     }
 }

@@ -1,5 +1,5 @@
-//! The web pages' HTML, for people in a browser: the catalog with search, a page per module
-//! and per provider, sign-in and sign-out (`pages`, built safely by `html`; READMEs rendered by
+//! The web pages' HTML, for people in a browser: the catalog with search, a page per module,
+//! per provider and per upstream module copied here (`upstream`), sign-in and sign-out (`pages`, built safely by `html`; READMEs rendered by
 //! `markdown`). `routes::web` answers the requests.
 //!
 //! Every page carries a Content-Security-Policy that allows only this registry's own
@@ -10,6 +10,7 @@ pub mod changes;
 mod html;
 pub mod markdown;
 pub mod pages;
+pub mod upstream;
 
 pub use html::PAGE_BYTES_MAX;
 

@@ -12,7 +12,7 @@ use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
 use crate::router::UI_PATH;
 
-use super::html::{self, Frame, PAGE_BYTES_MAX, clip, code, escape, snippet, table};
+use super::html::{self, Frame, PAGE_BYTES_MAX, clip, code, constraint, count, date, escape, snippet, table};
 use super::markdown;
 
 /// Version links shown on a module or provider page; the API lists the rest.
@@ -30,24 +30,6 @@ pub struct Place<'a> {
     pub mirror_path: &'a str,
     /// The module protocol's base path, for links to the API (`/v1/modules/`).
     pub modules_path: &'a str,
-}
-
-/// The `version` constraint a snippet suggests: `~> MAJOR.MINOR` (this minor and later
-/// patches and minors of the major); a pre-release exactly, since no range selects one.
-pub fn constraint(version: &str) -> String {
-    match semver::Version::parse(version) {
-        Ok(v) if v.pre.is_empty() => format!("~> {}.{}", v.major, v.minor),
-        _ => version.to_string(),
-    }
-}
-
-/// `1 version`, `2 versions`.
-fn count(n: usize, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
-}
-
-fn date(timestamp: &str) -> &str {
-    timestamp.get(..10).unwrap_or(timestamp)
 }
 
 /// The catalog page: the modules of `listing`'s page (of `total` found), the providers, and the
@@ -145,48 +127,10 @@ pub fn catalog(
     }
     main.push_str("</section>\n");
     if !upstream.is_empty() {
-        main.push_str(&upstream_section(upstream));
+        main.push_str(&super::upstream::section(upstream));
     }
     let title = listing.q.as_deref().map_or_else(|| "Catalog".to_string(), |q| format!("Search: {q}"));
     html::document(&Frame { title: &title, search: listing.q.as_deref(), signed_in }, &main)
-}
-
-/// The catalog's section of upstream registries' modules this registry holds pinned copies of:
-/// installed with their own `source` line (the CLI's `host` block sends it here), so the source
-/// shown is the upstream's address, without the host when it is the public registry's.
-fn upstream_section(upstream: &[&UpstreamEntry]) -> String {
-    let rows: Vec<Vec<String>> = upstream
-        .iter()
-        .map(|m| {
-            let source = match m.hostname.as_str() {
-                "registry.terraform.io" => format!("{}/{}/{}", m.namespace, m.name, m.system),
-                _ => m.address(),
-            };
-            vec![
-                escape(&m.address()),
-                code(&format!("source = \"{source}\"")),
-                code(m.latest().unwrap_or_default()),
-                m.versions.len().to_string(),
-                escape(date(&m.copied_at)),
-            ]
-        })
-        .collect();
-    let mut budget = PAGE_BYTES_MAX / 6;
-    let mut section = format!(
-        "<section id=\"upstream\">\n<h2>Public modules copied here <span class=\"count\">{}</span></h2>\n\
-         <p>Copies of upstream registries' modules, each version pinned to the SHA-256 of its first copy \
-         (the modules pull-through, or an air-gap bundle).</p>\n",
-        upstream.len()
-    );
-    section.push_str(&table(
-        "catalog",
-        &["Upstream module", "Source", "Latest copied", "Versions copied", "Copied"],
-        &rows,
-        &mut budget,
-        "/",
-    ));
-    section.push_str("</section>\n");
-    section
 }
 
 /// A module version's page: usage, README, inputs, outputs, requirements, submodules,

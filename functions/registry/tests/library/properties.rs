@@ -80,6 +80,9 @@ fn raw_path() -> impl Strategy<Value = String> {
         "/v1/mirror/registry.terraform.io/hashicorp/null/index.json",
         "/v1/mirror/registry.terraform.io/hashicorp/null/1.2.3-rc.1.json",
         "/.well-known/terraform.json",
+        "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/versions",
+        "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/5.1.0/download",
+        "/ui/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws",
     ]);
     let edit = (0usize..4, any::<prop::sample::Index>(), prop::sample::select(PIECES.to_vec()));
     (templates, prop::collection::vec(edit, 0..5)).prop_map(|(template, edits)| {
