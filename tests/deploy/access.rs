@@ -68,6 +68,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("upstream module refusal", layout::upstream_module_refusal(&public, &v, &"cd".repeat(32))),
         ("upstream module pull", layout::upstream_module_pull(&public, &v)),
         ("upstream module pull failure", layout::upstream_module_pull_failure(&public, &v)),
+        ("upstream module pins", layout::upstream_module_pins(&public)),
     ])
 }
 
@@ -102,6 +103,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "own rejection",
         "upstream module pin",
         "upstream module refusal",
+        "upstream module pins",
     ];
     let indexer_writes = vec![
         "module manifest",
@@ -111,6 +113,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "publish log head",
         "oci manifest",
         "own rejection",
+        "upstream module pins",
     ];
     // Everything the modules pull-through keeps: the modules function and the puller (which
     // copies the archives too large to copy while the CLI waits) read and write all of it.
@@ -160,7 +163,14 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (
             role("web"),
             GET,
-            vec!["module manifest", "provider index", "served provider index", "catalog", "token store"],
+            vec![
+                "module manifest",
+                "provider index",
+                "served provider index",
+                "catalog",
+                "token store",
+                "upstream module pins",
+            ],
         ),
         (
             role("oci"),

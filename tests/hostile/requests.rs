@@ -198,6 +198,11 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
             Some(key) if key.starts_with(layout::OCI_PREFIX) => true,
             // A module version's docs (the details routes).
             Some(key) if key.starts_with("indexed/modules/") && key.contains("/docs/") => true,
+            // An upstream module's pins (its page): HOST/NS/NAME/SYSTEM/pins.json, no more.
+            Some(key) if key.starts_with("indexed/upstream-modules/") => {
+                let parts: Vec<&str> = key["indexed/upstream-modules/".len()..].split('/').collect();
+                parts.len() == 5 && !parts.iter().any(|p| p.is_empty() || *p == "..") && parts[4] == "pins.json"
+            }
             // The modules pull-through's index and pins: HOST/NS/NAME/SYSTEM/FILE, no more.
             Some(key) if key.starts_with(layout::UPSTREAM_MODULES_PREFIX) => {
                 let rest = &key[layout::UPSTREAM_MODULES_PREFIX.len()..];

@@ -118,6 +118,18 @@ async fn a_public_module_is_copied_on_first_download_pinned_and_then_served_from
     ] {
         assert!(page.contains(shown), "{shown}: {page}");
     }
+    // `reindex all` gives a module whose pins document is gone (or predates it) one again.
+    {
+        use registry::storage::Storage;
+        let pins = format!("indexed/{prefix}pins.json");
+        down.running.storage.delete(&pins).await.unwrap();
+        let config = down.running.app.config();
+        let indexer = registry::index::Indexer::new(&down.running.storage, config.limits.clone());
+        for (owner, outcome) in indexer.reindex_all().await.unwrap() {
+            outcome.unwrap_or_else(|e| panic!("{owner}: {e}"));
+        }
+        assert!(down.running.storage.get(&pins).await.unwrap().is_some(), "rebuilt from the pins");
+    }
     let catalog = self::page(&down, "/").await;
     assert!(catalog.contains(&format!("href=\"/ui/upstream/{HOST}/{VPC}\"")), "linked from the catalog: {catalog}");
 

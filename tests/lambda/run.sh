@@ -168,6 +168,21 @@ if echo "$out" | grep -q '"upstream/pulls/registry.terraform.io/hashicorp/null/3
 else
   echo "FAIL  puller: $out"; failures=$((failures + 1))
 fi
+# A module pull record (the modules pull-through's large archives) of a host not allowed: the
+# puller wires up its module upstreams, refuses it by name and records why (no network needed).
+python3 - "$work/modulepullevent.json" "$work/s3event.json" <<'PY'
+import json, sys
+event = json.load(open(sys.argv[2]))
+record = event["Records"][0]
+record["s3"]["object"]["key"] = "upstream-modules/example.com/acme/vpc/aws/1.0.0.pull.json"
+json.dump({"Records": [record]}, open(sys.argv[1], "w"))
+PY
+out="$(invoke puller "$work/modulepullevent.json" 2>&1)" || true
+if echo "$out" | grep -q '"upstream-modules/example.com/acme/vpc/aws/1.0.0.pull.json":{"failed":"example.com/acme/vpc/aws: its host or namespace is not in REGISTRY_UPSTREAM_MODULES"}'; then
+  echo "ok    puller: a module pull record of a host not allowed is refused by name and recorded"
+else
+  echo "FAIL  puller (module pull record): $out"; failures=$((failures + 1))
+fi
 out="$(invoke indexer "$work/s3event.json" 2>&1)" || true
 if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget 0.1.0"' \
   && echo "$out" | grep -q '"provider registry.example.com/acme/gizmo 1.0.0"'; then

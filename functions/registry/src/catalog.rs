@@ -110,26 +110,6 @@ pub struct UpstreamEntry {
     pub versions: Vec<String>,
     /// When the last copy was pinned.
     pub copied_at: String,
-    /// Each copied version's pin, newest version first (what its page shows; a catalog
-    /// written before pins were kept here has none until a version is pinned again).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pins: Vec<UpstreamPin>,
-}
-
-/// A copied version of an upstream module, as its pin (`upstream-modules/…/VERSION.pin.json`)
-/// says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpstreamPin {
-    /// The version.
-    pub version: String,
-    /// The SHA-256 of the archive served for it, hex.
-    pub sha256: String,
-    /// Its size in bytes.
-    pub size: u64,
-    /// Where it was copied from (`git::https://…?ref=…`, or an HTTPS URL without its query).
-    pub source: String,
-    /// When (`2026-11-27T10:00:00Z`).
-    pub copied_at: String,
 }
 
 impl UpstreamEntry {
@@ -177,34 +157,25 @@ impl Catalog {
         set(&mut self.providers, provider.to_string(), entry)
     }
 
-    /// Add the pinned copy `pin` of an upstream `module`; whether that changed anything (a
-    /// version already listed only gains its pin, if it had none).
-    pub fn add_upstream_copy(&mut self, module: &UpstreamModule, pin: UpstreamPin) -> bool {
+    /// Add a pinned copy of `version` of an upstream `module`, pinned at `copied_at`; whether
+    /// that changed anything. (The pins themselves are the module's pins document's:
+    /// `upstream::module_records::ModulePins`.)
+    pub fn add_upstream_copy(&mut self, module: &UpstreamModule, version: &str, copied_at: &str) -> bool {
         let entry = self.upstream_modules.entry(module.to_string()).or_insert_with(|| UpstreamEntry {
             hostname: module.hostname.clone(),
             namespace: module.module.namespace.clone(),
             name: module.module.name.clone(),
             system: module.module.system.clone(),
             versions: Vec::new(),
-            copied_at: pin.copied_at.clone(),
-            pins: Vec::new(),
+            copied_at: copied_at.to_string(),
         });
-        if entry.pins.iter().any(|p| p.version == pin.version) {
+        if entry.versions.iter().any(|v| v == version) {
             return false;
         }
-        if !entry.versions.contains(&pin.version) {
-            entry.versions.push(pin.version.clone());
-            entry.versions.sort_by(|a, b| newest_first(a, b));
-            entry.copied_at = pin.copied_at.clone();
-        }
-        entry.pins.push(pin);
-        entry.pins.sort_by(|a, b| newest_first(&a.version, &b.version));
+        entry.versions.push(version.to_string());
+        entry.versions.sort_by(|a, b| newest_first(a, b));
+        entry.copied_at = copied_at.to_string();
         true
-    }
-
-    /// An upstream module's entry.
-    pub fn upstream_module(&self, module: &UpstreamModule) -> Option<&UpstreamEntry> {
-        self.upstream_modules.get(&module.to_string())
     }
 
     /// A module's entry.
@@ -318,29 +289,15 @@ mod tests {
     fn an_upstream_modules_copies_are_listed_newest_first_each_once() {
         let mut catalog = Catalog::default();
         let m = UpstreamModule::parse("registry.terraform.io", "terraform-aws-modules", "vpc", "aws").unwrap();
-        let pin = |version: &str, copied_at: &str| UpstreamPin {
-            version: version.into(),
-            sha256: "ab".repeat(32),
-            size: 10,
-            source: "git::https://github.com/o/r?ref=v1".into(),
-            copied_at: copied_at.into(),
-        };
-        assert!(catalog.add_upstream_copy(&m, pin("5.0.0", "2026-11-27T10:00:00Z")));
-        assert!(catalog.add_upstream_copy(&m, pin("5.10.0", "2026-11-27T11:00:00Z")));
-        assert!(!catalog.add_upstream_copy(&m, pin("5.0.0", "2026-11-27T12:00:00Z")), "each version once");
+        assert!(catalog.add_upstream_copy(&m, "5.0.0", "2026-11-27T10:00:00Z"));
+        assert!(catalog.add_upstream_copy(&m, "5.10.0", "2026-11-27T11:00:00Z"));
+        assert!(!catalog.add_upstream_copy(&m, "5.0.0", "2026-11-27T12:00:00Z"), "each version once");
         let entry = &catalog.upstream_modules["registry.terraform.io/terraform-aws-modules/vpc/aws"];
         assert_eq!(
             (entry.versions.clone(), entry.latest()),
             (vec!["5.10.0".to_string(), "5.0.0".to_string()], Some("5.10.0"))
         );
         assert_eq!(entry.copied_at, "2026-11-27T11:00:00Z");
-        let pinned: Vec<&str> = entry.pins.iter().map(|p| p.version.as_str()).collect();
-        assert_eq!(pinned, ["5.10.0", "5.0.0"], "each version's pin, newest first");
-        // A catalog from before pins were kept: the version listed, its pin added once.
-        let mut old = catalog.clone();
-        old.upstream_modules.values_mut().for_each(|e| e.pins.clear());
-        assert!(old.add_upstream_copy(&m, pin("5.0.0", "2026-11-27T10:00:00Z")));
-        assert_eq!(old.upstream_modules[&m.to_string()].versions.len(), 2);
         assert_eq!(entry.module(), Some(m));
         let stored = catalog.to_bytes().unwrap();
         assert_eq!(Catalog::parse(&stored).unwrap(), catalog);

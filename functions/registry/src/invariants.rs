@@ -89,9 +89,16 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
             | Route::SignIn {}
             | Route::SignInSubmit {}
             | Route::SignOut {}
-            | Route::PageAsset { .. }
-            // Reads only the catalog, whatever the module.
-            | Route::UpstreamModulePage { .. } => {
+            | Route::PageAsset { .. } => {
+                continue;
+            }
+            Route::UpstreamModulePage { module: m } => {
+                let key = layout::upstream_module_pins(m);
+                let under =
+                    key.starts_with(&format!("{}{}", layout::INDEXED_PREFIX, layout::upstream_module_prefix(m)));
+                if !key_is_clean(&key) || !under || layout::classify(&key).is_some() {
+                    return Err(format!("{target:?} -> pins key {key:?} unclean, outside its module or taken"));
+                }
                 continue;
             }
             Route::CatalogPage { listing } => {
@@ -421,25 +428,21 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
         crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), Some(("0.9.0", &changes)), true);
     check_inert_html(&page, &FRAME_TAGS)?;
     check_inert_html(&crate::web::changes::upgrade(&module, &entry, "0.9.0", Some(&changes), true), &FRAME_TAGS)?;
-    // An upstream module's page: the catalog entry is the indexer's, but its pins hold what
-    // an upstream said (the source) and are read back from the bucket.
-    let pin = crate::catalog::UpstreamPin {
+    // An upstream module's page: its pins are the indexer's, but hold what an upstream said
+    // (the source) and are read back from the bucket.
+    let pin = crate::upstream::module_records::ModulePin {
+        module: text.into(),
         version: text.into(),
         sha256: text.into(),
         size: 1,
+        archive: text.into(),
         source: text.into(),
         copied_at: text.into(),
     };
-    let upstream = crate::catalog::UpstreamEntry {
-        hostname: text.into(),
-        namespace: text.into(),
-        name: text.into(),
-        system: text.into(),
-        versions: vec![text.into()],
-        copied_at: text.into(),
-        pins: vec![pin],
-    };
-    check_inert_html(&crate::web::upstream::module(text, text, &upstream, true), &FRAME_TAGS)
+    let pins = crate::upstream::module_records::ModulePins { pins: vec![pin.clone(), pin] };
+    let upstream =
+        crate::address::UpstreamModule::parse("registry.example", "acme", "vpc", "aws").map_err(|e| e.to_string())?;
+    check_inert_html(&crate::web::upstream::module(text, text, &upstream, &pins, true), &FRAME_TAGS)
 }
 
 #[cfg(test)]

@@ -62,12 +62,13 @@ pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: 
 pub(super) async fn add_upstream_copy<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &crate::address::UpstreamModule,
-    pin: &crate::catalog::UpstreamPin,
+    version: &str,
+    copied_at: &str,
 ) -> Result<(), Error> {
     retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
         let read = read_document(indexer.storage, layout::CATALOG).await?;
         let (mut catalog, replace) = stored_or_rebuilt(indexer, read.as_ref()).await?;
-        if !catalog.add_upstream_copy(module, pin.clone()) && !replace {
+        if !catalog.add_upstream_copy(module, version, copied_at) && !replace {
             return Ok(());
         }
         write_catalog(indexer, &catalog, read.as_ref()).await

@@ -212,6 +212,7 @@ impl<S: Storage> Indexer<'_, S> {
         }
         // Once for all owners, not once per owner: each update reads and writes the whole catalog.
         catalog::rebuild_catalog(self).await?;
+        upstream_modules::rebuild_pins(self).await?;
         Ok(results)
     }
 }

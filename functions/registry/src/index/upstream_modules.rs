@@ -4,11 +4,19 @@
 //! their S3 events bring them here.
 
 use super::indexer::Indexer;
+use crate::address::UpstreamModule;
 use crate::error::Error;
 use crate::layout::{self, UpstreamModuleRecord};
+use crate::manifest::CONTENT_TYPE_JSON;
 use crate::publish_log::{Action, Change};
+use crate::retry::{self, Backoff};
+use crate::storage::Precondition;
 use crate::storage::Storage;
-use crate::upstream::module_records::{ModulePin, ModuleRefusal};
+use crate::upstream::module_records::{ModulePin, ModulePins, ModuleRefusal};
+
+/// Writers of one module's pins: the indexer's passes over that module's pins, few at once.
+const PINS_RETRY: Backoff =
+    Backoff { attempts: 20, first: std::time::Duration::from_millis(10), max: std::time::Duration::from_millis(500) };
 
 /// Put the record at `key` on the publish log; `false` when it is gone (deleted since), or the
 /// key is no record.
@@ -22,16 +30,7 @@ pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) 
             if pin.module != module.to_string() || pin.version != version.to_string() {
                 return Err(Error::internal(format!("the pin {key} names {} {}", pin.module, pin.version)));
             }
-            listed = Some((
-                module.clone(),
-                crate::catalog::UpstreamPin {
-                    version: version.to_string(),
-                    sha256: pin.sha256.clone(),
-                    size: pin.size,
-                    source: pin.source.clone(),
-                    copied_at: pin.copied_at.clone(),
-                },
-            ));
+            listed = Some((module.clone(), pin.clone()));
             Change {
                 action: Action::Publish,
                 key: layout::upstream_module_archive(&module, &version, &pin.sha256, &pin.archive),
@@ -65,9 +64,57 @@ pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) 
     // Who wrote the record: the modules function (or an operator syncing a bundle).
     let principal = indexer.principals().get(key).cloned();
     super::changes::log_changes(indexer, vec![Change { principal, ..change }]).await?;
-    // Then the catalog, which shows the copies on the catalog page.
+    // Then the catalog, which shows the copies on the catalog page, and the module's pins,
+    // which its page shows.
     if let Some((module, pin)) = listed {
-        super::catalog::add_upstream_copy(indexer, &module, &pin).await?;
+        super::catalog::add_upstream_copy(indexer, &module, &pin.version, &pin.copied_at).await?;
+        keep_pin(indexer, &module, pin).await?;
     }
     Ok(true)
+}
+
+/// Add `pin` to its module's pins document (`layout::upstream_module_pins`), with the same
+/// conditional write as a manifest, retried when another pass wrote first.
+async fn keep_pin<S: Storage>(indexer: &Indexer<'_, S>, module: &UpstreamModule, pin: ModulePin) -> Result<(), Error> {
+    let key = layout::upstream_module_pins(module);
+    retry::on_conflict(PINS_RETRY, &key, |_| async {
+        let read = super::intake::read_document(indexer.storage, &key).await?;
+        // Unreadable (another release's format, corrupt): rebuilt from this pin on.
+        let mut pins = read.as_ref().and_then(|o| ModulePins::parse(&o.bytes).ok()).unwrap_or_default();
+        if !pins.add(pin.clone()) && read.is_some() {
+            return Ok(());
+        }
+        let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
+        indexer.storage.put(&key, crate::manifest::to_json(&pins)?, CONTENT_TYPE_JSON, precondition).await
+    })
+    .await
+}
+
+/// Give every upstream module the catalog lists a pins document holding each copied version's
+/// pin (`reindex all`: a bucket from before pins documents, or one lost): the pins named by the
+/// catalog's versions, read from `upstream-modules/`.
+pub(super) async fn rebuild_pins<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
+    let Some(stored) = super::intake::read_document(indexer.storage, layout::CATALOG).await? else { return Ok(()) };
+    let Ok(catalog) = crate::catalog::Catalog::parse(&stored.bytes) else { return Ok(()) };
+    for entry in catalog.upstream_modules.values() {
+        let Some(module) = entry.module() else { continue };
+        let held = match indexer.storage.get(&layout::upstream_module_pins(&module)).await? {
+            Some(o) => ModulePins::parse(&o.bytes).unwrap_or_default(),
+            None => ModulePins::default(),
+        };
+        for version in entry.versions.iter().filter(|v| !held.pins.iter().any(|p| &p.version == *v)) {
+            let Ok(version) = crate::address::parse_version(version) else { continue };
+            // A pin gone (or, for a role that may not list upstream-modules/, AccessDenied for
+            // a missing key): nothing to show for it.
+            let object = match indexer.storage.get(&layout::upstream_module_pin(&module, &version)).await {
+                Ok(object) => object,
+                Err(Error::Forbidden(_)) => None,
+                Err(e) => return Err(e),
+            };
+            if let Some(object) = object {
+                keep_pin(indexer, &module, ModulePin::parse(&object.bytes)?).await?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -187,6 +187,12 @@ pub fn upstream_module_pull(m: &UpstreamModule, version: &semver::Version) -> St
     format!("{}{version}{UPSTREAM_MODULE_PULL_SUFFIX}", upstream_module_prefix(m))
 }
 
+/// The pins the indexer keeps of an upstream module for its page, as it logged them:
+/// `indexed/upstream-modules/HOST/NS/NAME/SYSTEM/pins.json` (`upstream::module_records::ModulePins`).
+pub fn upstream_module_pins(m: &UpstreamModule) -> String {
+    format!("{INDEXED_PREFIX}{}pins.json", upstream_module_prefix(m))
+}
+
 /// Why the puller could not copy a version a pull record named.
 pub fn upstream_module_pull_failure(m: &UpstreamModule, version: &semver::Version) -> String {
     format!("{}{version}{UPSTREAM_MODULE_PULL_FAILURE_SUFFIX}", upstream_module_prefix(m))

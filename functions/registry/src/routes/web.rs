@@ -165,11 +165,13 @@ async fn page<S: Storage>(
         }
         Route::UpstreamModulePage { module } => {
             super::authorize(ctx, route, authorization).await?;
-            let (catalog, stale) = super::modules::catalog(ctx, deadline).await?;
-            let entry = catalog.upstream_module(module).ok_or_else(absent)?;
-            let page =
-                crate::web::upstream::module(&place(ctx, request).0, &ctx.config.paths.modules, entry, signed_in);
-            Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
+            let key = crate::layout::upstream_module_pins(module);
+            let parse = crate::upstream::module_records::ModulePins::parse;
+            let read = ctx.reader.manifest(&key, parse, |_| false, super::not_found, deadline).await;
+            let pins = super::optional(read)?.filter(|p| !p.value.pins.is_empty()).ok_or_else(absent)?;
+            let host = place(ctx, request);
+            let page = crate::web::upstream::module(&host.0, &ctx.config.paths.modules, module, &pins.value, signed_in);
+            Ok(html_reply(StatusCode::OK, page).etag().stale(pins.stale))
         }
         _ => Err(super::elsewhere(route)),
     }

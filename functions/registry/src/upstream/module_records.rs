@@ -89,6 +89,36 @@ impl ModulePin {
     }
 }
 
+/// `indexed/upstream-modules/HOST/NS/NAME/SYSTEM/pins.json`: every copied version's pin of one
+/// upstream module, newest version first, as the indexer read each when it logged it: what
+/// the module's page shows, in one read (the catalog keeps only the versions, as it is read
+/// whole by every list and search).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModulePins {
+    /// The pins.
+    pub pins: Vec<ModulePin>,
+}
+
+impl ModulePins {
+    /// Read a stored document; unreadable: `Error::Internal`.
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        serde_json::from_slice(bytes).map_err(|e| Error::internal_from("upstream module pins", e))
+    }
+
+    /// Add `pin`, or replace the one of its version if it differs (a pin deleted by an
+    /// operator and written again); whether that changed anything.
+    pub fn add(&mut self, pin: ModulePin) -> bool {
+        if let Some(held) = self.pins.iter_mut().find(|p| p.version == pin.version) {
+            let changed = *held != pin;
+            *held = pin;
+            return changed;
+        }
+        let at = self.pins.partition_point(|p| crate::manifest::newest_first(&p.version, &pin.version).is_lt());
+        self.pins.insert(at, pin);
+        true
+    }
+}
+
 /// `upstream-modules/HOST/NS/NAME/SYSTEM/VERSION/SHA256.refused.json`: bytes fetched for a
 /// pinned version that differ from its pin (the upstream's tag moved, or its archive changed).
 /// Never served.
@@ -275,6 +305,29 @@ mod tests {
         assert_eq!(ModulePullFailure::next_count(Some(&failed(9, now + 5)), now), 1, "a skewed clock");
         let third = failed(3, now - 200);
         assert_eq!(PullState::of(None, Some(&third), now), PullState::Failed("refused".into()), "told 240 s");
+    }
+
+    #[test]
+    fn pins_are_kept_newest_first_each_version_once_and_corrected() {
+        let pin = |version: &str, sha: char| ModulePin {
+            module: "h.io/a/b/c".into(),
+            version: version.into(),
+            sha256: sha.to_string().repeat(64),
+            size: 1,
+            archive: "tar.gz".into(),
+            source: "x".into(),
+            copied_at: "t".into(),
+        };
+        let mut pins = ModulePins::default();
+        for v in ["1.0.0", "1.10.0", "1.2.0", "2.0.0-rc.1"] {
+            assert!(pins.add(pin(v, 'a')));
+        }
+        let order: Vec<&str> = pins.pins.iter().map(|p| p.version.as_str()).collect();
+        assert_eq!(order, ["2.0.0-rc.1", "1.10.0", "1.2.0", "1.0.0"]);
+        assert!(!pins.add(pin("1.2.0", 'a')), "the same pin again");
+        assert!(pins.add(pin("1.2.0", 'b')), "a pin written again with other bytes replaces it");
+        assert_eq!(pins.pins.len(), 4);
+        assert_eq!(pins.pins[2].sha256, "b".repeat(64));
     }
 
     #[test]

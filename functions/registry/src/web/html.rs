@@ -78,6 +78,20 @@ pub fn document(frame: &Frame<'_>, main: &str) -> String {
 /// they all are. No cell is cut: text wraps, and a table wider than a narrow screen scrolls
 /// sideways in its own box (`div.scroll`), not the page.
 pub fn table(class: &str, head: &[&str], rows: &[Vec<String>], budget: &mut usize, all_at: &str) -> String {
+    let all = format!("all are in the API's answer, <a href=\"{all}\">{all}</a>", all = escape(all_at));
+    table_noting(class, head, rows, budget, &all, rows.len())
+}
+
+/// `table`, of `total` rows of which `rows` were built, saying where those not shown are with
+/// `elsewhere` (HTML).
+pub fn table_noting(
+    class: &str,
+    head: &[&str],
+    rows: &[Vec<String>],
+    budget: &mut usize,
+    elsewhere: &str,
+    total: usize,
+) -> String {
     let mut out = format!("<div class=\"scroll\">\n<table class=\"{class}\">\n<thead><tr>");
     for h in head {
         let _ = write!(out, "<th scope=\"col\">{}</th>", escape(h));
@@ -97,13 +111,8 @@ pub fn table(class: &str, head: &[&str], rows: &[Vec<String>], budget: &mut usiz
         shown += 1;
     }
     out.push_str("</tbody>\n</table>\n</div>\n");
-    if shown < rows.len() {
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">{} more not shown on this page: all are in the API's answer, <a href=\"{all}\">{all}</a>.</p>",
-            rows.len() - shown,
-            all = escape(all_at)
-        );
+    if shown < total {
+        let _ = writeln!(out, "<p class=\"note\">{} more not shown on this page: {elsewhere}.</p>", total - shown);
     }
     *budget = budget.saturating_sub(out.len());
     out
