@@ -1,5 +1,6 @@
 //! The puller adapter: an invocation's S3 notifications of pull records to
-//! `upstream::copy::copy_batch`, and its reports back as JSON.
+//! `upstream::copy::copy_batch` (providers) and `upstream::module_pull::pull` (modules), and
+//! their reports back as JSON.
 
 use aws_lambda_events::s3::S3Event;
 use lambda_runtime::LambdaEvent;

@@ -1,7 +1,7 @@
 //! The pages of upstream registries' modules this registry holds pinned copies of (the modules
-//! pull-through, or an air-gap bundle): their section of the catalog page, and a page per
-//! module listing each copied version's pin. Both read only the catalog, where the indexer
-//! adds each pin as it logs it.
+//! pull-through, or an air-gap bundle): their section of the catalog page (from the catalog),
+//! and a page per module listing its copied versions' pins (from its pins document). The
+//! indexer writes both as it logs each pin.
 
 use std::fmt::Write;
 
