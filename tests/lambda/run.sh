@@ -153,36 +153,27 @@ json.dump({"Records": [record("modules/acme/network/aws/1.0.0.tar.gz"),
                        record("providers/registry.example.com/acme/gizmo/terraform-provider-gizmo_1.0.0_SHA256SUMS.sig")]},
           open(sys.argv[1], "w"))
 PY
-# The puller, woken by a pull record that is gone by the time it runs: it wires up (the
-# upstream client with the system's roots) and answers that nothing was there to copy.
-python3 - "$work/pullevent.json" "$work/s3event.json" <<'PY'
+# pull NAME KEY EXPECTED: the puller invoked with an S3 notification of KEY answers EXPECTED.
+pull() {
+  python3 - "$work/pullevent.json" "$work/s3event.json" "$2" <<'PY'
 import json, sys
 event = json.load(open(sys.argv[2]))
 record = event["Records"][0]
-record["s3"]["object"]["key"] = "upstream/pulls/registry.terraform.io/hashicorp/null/3.2.0.json"
+record["s3"]["object"]["key"] = sys.argv[3]
 json.dump({"Records": [record]}, open(sys.argv[1], "w"))
 PY
-out="$(invoke puller "$work/pullevent.json" 2>&1)" || true
-if echo "$out" | grep -q '"upstream/pulls/registry.terraform.io/hashicorp/null/3.2.0.json":{"copied":\[\],"present":\[\]}'; then
-  echo "ok    puller: an S3 notification of a pull record is answered (nothing left to copy)"
-else
-  echo "FAIL  puller: $out"; failures=$((failures + 1))
-fi
+  local out; out="$(invoke puller "$work/pullevent.json" 2>&1)" || true
+  if echo "$out" | grep -qF "\"$2\":$3"; then echo "ok    puller: $1"; else echo "FAIL  puller: $1: $out"; failures=$((failures + 1)); fi
+}
+# A pull record that is gone by the time the puller runs: it wires up (the upstream client
+# with the system's roots) and answers that nothing was there to copy.
+pull "an S3 notification of a pull record is answered (nothing left to copy)" \
+  "upstream/pulls/registry.terraform.io/hashicorp/null/3.2.0.json" '{"copied":[],"present":[]}'
 # A module pull record (the modules pull-through's large archives) of a host not allowed: the
 # puller wires up its module upstreams, refuses it by name and records why (no network needed).
-python3 - "$work/modulepullevent.json" "$work/s3event.json" <<'PY'
-import json, sys
-event = json.load(open(sys.argv[2]))
-record = event["Records"][0]
-record["s3"]["object"]["key"] = "upstream-modules/example.com/acme/vpc/aws/1.0.0.pull.json"
-json.dump({"Records": [record]}, open(sys.argv[1], "w"))
-PY
-out="$(invoke puller "$work/modulepullevent.json" 2>&1)" || true
-if echo "$out" | grep -q '"upstream-modules/example.com/acme/vpc/aws/1.0.0.pull.json":{"failed":"example.com/acme/vpc/aws: its host or namespace is not in REGISTRY_UPSTREAM_MODULES"}'; then
-  echo "ok    puller: a module pull record of a host not allowed is refused by name and recorded"
-else
-  echo "FAIL  puller (module pull record): $out"; failures=$((failures + 1))
-fi
+pull "a module pull record of a host not allowed is refused by name and recorded" \
+  "upstream-modules/example.com/acme/vpc/aws/1.0.0.pull.json" \
+  '{"failed":"example.com/acme/vpc/aws: its host or namespace is not in REGISTRY_UPSTREAM_MODULES"}'
 out="$(invoke indexer "$work/s3event.json" 2>&1)" || true
 if echo "$out" | grep -q '"module acme/network/aws"' && echo "$out" | grep -q '"provider example.com/acme/widget 0.1.0"' \
   && echo "$out" | grep -q '"provider registry.example.com/acme/gizmo 1.0.0"'; then
