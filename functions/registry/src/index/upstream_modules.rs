@@ -5,7 +5,7 @@
 
 use super::indexer::Indexer;
 use crate::address::UpstreamModule;
-use crate::error::Error;
+use crate::error::{Error, chain};
 use crate::layout::{self, UpstreamModuleRecord};
 use crate::manifest::CONTENT_TYPE_JSON;
 use crate::publish_log::{Action, Change};
@@ -98,10 +98,8 @@ pub(super) async fn rebuild_pins<S: Storage>(indexer: &Indexer<'_, S>) -> Result
     let Ok(catalog) = crate::catalog::Catalog::parse(&stored.bytes) else { return Ok(()) };
     for entry in catalog.upstream_modules.values() {
         let Some(module) = entry.module() else { continue };
-        let held = match indexer.storage.get(&layout::upstream_module_pins(&module)).await? {
-            Some(o) => ModulePins::parse(&o.bytes).unwrap_or_default(),
-            None => ModulePins::default(),
-        };
+        let held = super::intake::read_document(indexer.storage, &layout::upstream_module_pins(&module)).await?;
+        let held = held.and_then(|o| ModulePins::parse(&o.bytes).ok()).unwrap_or_default();
         for version in entry.versions.iter().filter(|v| !held.pins.iter().any(|p| &p.version == *v)) {
             let Ok(version) = crate::address::parse_version(version) else { continue };
             // A pin gone (or, for a role that may not list upstream-modules/, AccessDenied for
@@ -111,8 +109,13 @@ pub(super) async fn rebuild_pins<S: Storage>(indexer: &Indexer<'_, S>) -> Result
                 Err(Error::Forbidden(_)) => None,
                 Err(e) => return Err(e),
             };
-            if let Some(object) = object {
-                keep_pin(indexer, &module, ModulePin::parse(&object.bytes)?).await?;
+            // One unreadable pin does not stop the repair of the others.
+            match object.map(|o| ModulePin::parse(&o.bytes)) {
+                Some(Ok(pin)) => keep_pin(indexer, &module, pin).await?,
+                Some(Err(e)) => {
+                    tracing::warn!(%module, %version, error = %chain(&e), "unreadable pin: left off its page")
+                }
+                None => {}
             }
         }
     }
