@@ -73,15 +73,28 @@ pub(super) async fn log_record<S: Storage>(indexer: &Indexer<'_, S>, key: &str) 
     Ok(true)
 }
 
-/// Add `pin` to its module's pins document (`layout::upstream_module_pins`), with the same
-/// conditional write as a manifest, retried when another pass wrote first.
+/// Add `pin` to its module's pins document (`layout::upstream_module_pins`).
 async fn keep_pin<S: Storage>(indexer: &Indexer<'_, S>, module: &UpstreamModule, pin: ModulePin) -> Result<(), Error> {
+    keep_pins(indexer, module, vec![pin]).await
+}
+
+/// Add `pins` to their module's pins document in one write, with the same conditional write
+/// as a manifest, retried when another pass wrote first.
+async fn keep_pins<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &UpstreamModule,
+    added: Vec<ModulePin>,
+) -> Result<(), Error> {
     let key = layout::upstream_module_pins(module);
     retry::on_conflict(PINS_RETRY, &key, |_| async {
         let read = super::intake::read_document(indexer.storage, &key).await?;
-        // Unreadable (another release's format, corrupt): rebuilt from this pin on.
+        // Unreadable (another release's format, corrupt): rebuilt from these pins on.
         let mut pins = read.as_ref().and_then(|o| ModulePins::parse(&o.bytes).ok()).unwrap_or_default();
-        if !pins.add(pin.clone()) && read.is_some() {
+        let mut changed = read.is_none();
+        for pin in &added {
+            changed |= pins.add(pin.clone());
+        }
+        if !changed {
             return Ok(());
         }
         let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
@@ -100,7 +113,11 @@ pub(super) async fn rebuild_pins<S: Storage>(indexer: &Indexer<'_, S>) -> Result
         let Some(module) = entry.module() else { continue };
         let held = super::intake::read_document(indexer.storage, &layout::upstream_module_pins(&module)).await?;
         let held = held.and_then(|o| ModulePins::parse(&o.bytes).ok()).unwrap_or_default();
-        for version in entry.versions.iter().filter(|v| !held.pins.iter().any(|p| &p.version == *v)) {
+        // Gathered first, then written once: a module missing thousands of pins costs one
+        // write, not one rewrite of a growing document per pin.
+        let mut missing = Vec::new();
+        let pinned: std::collections::HashSet<&str> = held.pins.iter().map(|p| p.version.as_str()).collect();
+        for version in entry.versions.iter().filter(|v| !pinned.contains(v.as_str())) {
             let Ok(version) = crate::address::parse_version(version) else { continue };
             // A pin gone (or, for a role that may not list upstream-modules/, AccessDenied for
             // a missing key): nothing to show for it.
@@ -111,12 +128,15 @@ pub(super) async fn rebuild_pins<S: Storage>(indexer: &Indexer<'_, S>) -> Result
             };
             // One unreadable pin does not stop the repair of the others.
             match object.map(|o| ModulePin::parse(&o.bytes)) {
-                Some(Ok(pin)) => keep_pin(indexer, &module, pin).await?,
+                Some(Ok(pin)) => missing.push(pin),
                 Some(Err(e)) => {
                     tracing::warn!(%module, %version, error = %chain(&e), "unreadable pin: left off its page")
                 }
                 None => {}
             }
+        }
+        if !missing.is_empty() {
+            keep_pins(indexer, &module, missing).await?;
         }
     }
     Ok(())

@@ -108,14 +108,19 @@ impl ModulePins {
     /// Add `pin`, or replace the one of its version if it differs (a pin deleted by an
     /// operator and written again); whether that changed anything.
     pub fn add(&mut self, pin: ModulePin) -> bool {
-        if let Some(held) = self.pins.iter_mut().find(|p| p.version == pin.version) {
-            let changed = *held != pin;
-            *held = pin;
-            return changed;
-        }
+        // Kept in order, so its place is found by bisection, and so is a pin of its version.
         let at = self.pins.partition_point(|p| crate::manifest::newest_first(&p.version, &pin.version).is_lt());
-        self.pins.insert(at, pin);
-        true
+        match self.pins.get_mut(at) {
+            Some(held) if held.version == pin.version => {
+                let changed = *held != pin;
+                *held = pin;
+                changed
+            }
+            _ => {
+                self.pins.insert(at, pin);
+                true
+            }
+        }
     }
 }
 

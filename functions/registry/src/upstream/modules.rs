@@ -138,12 +138,6 @@ impl ModuleUpstream {
         self.settings.retry_after
     }
 
-    /// The largest archive copied (`REGISTRY_UPSTREAM_MODULE_MAX_BYTES` on the request path;
-    /// the puller's and the bundle's own limits where they copy).
-    pub fn max_bytes(&self) -> u64 {
-        self.settings.max_bytes
-    }
-
     fn module_url(&self, host: &str, base: &Url, module: &UpstreamModule, rest: &str) -> Result<Url, Error> {
         self.registries.endpoint(host, base, &format!("{}/{rest}", module.module))
     }

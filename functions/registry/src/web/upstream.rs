@@ -14,10 +14,10 @@ use super::html::{self, Frame, PAGE_BYTES_MAX, code, constraint, count, date, es
 
 /// The `source` line that installs it through the CLI's `host` block: the upstream's address,
 /// without the host when it is the public registry's (the CLI's default host).
-fn source(m: &UpstreamEntry) -> String {
-    match m.hostname.as_str() {
-        "registry.terraform.io" => format!("{}/{}/{}", m.namespace, m.name, m.system),
-        _ => m.address(),
+fn source(hostname: &str, address: String, without_host: String) -> String {
+    match hostname {
+        "registry.terraform.io" => without_host,
+        _ => address,
     }
 }
 
@@ -35,7 +35,10 @@ pub(super) fn section(upstream: &[&UpstreamEntry]) -> String {
         .map(|m| {
             vec![
                 link(m),
-                code(&format!("source = \"{}\"", source(m))),
+                code(&format!(
+                    "source = \"{}\"",
+                    source(&m.hostname, m.address(), format!("{}/{}/{}", m.namespace, m.name, m.system))
+                )),
                 code(m.latest().unwrap_or_default()),
                 m.versions.len().to_string(),
                 escape(date(&m.copied_at)),
@@ -76,10 +79,7 @@ pub fn module(host: &str, modules_path: &str, module: &UpstreamModule, pins: &Mo
     );
     main.push_str("<section id=\"usage\">\n<h2>Use it</h2>\n");
     let latest = crate::catalog::latest(pins.pins.iter().map(|p| p.version.as_str())).unwrap_or_default();
-    let source = match module.hostname.as_str() {
-        "registry.terraform.io" => module.module.to_string(),
-        _ => address.clone(),
-    };
+    let source = source(&module.hostname, address.clone(), module.module.to_string());
     let usage = format!(
         "module \"{name}\" {{\n  source  = \"{source}\"\n  version = \"{constraint}\"\n}}\n",
         name = module.module.name,
