@@ -28,9 +28,9 @@ pub struct App<S> {
     answer: Answer<S>,
 }
 
-/// How an app is built (`App::builder`): what differs between a Lambda function, the local
-/// registry and a test, and nothing else. Unless told otherwise it serves every service with
-/// every protocol's code, and its clients read the real clock.
+/// How an app is built (`App::builder` or `App::function_builder`): what differs between a
+/// Lambda function, the local registry and a test, and nothing else. Its clients read the real
+/// clock unless told otherwise.
 pub struct Builder<S> {
     config: Config,
     storage: S,
@@ -40,13 +40,6 @@ pub struct Builder<S> {
 }
 
 impl<S: Storage> Builder<S> {
-    /// One Lambda function's: its service's routes alone, answered by its protocol's code alone
-    /// (so its binary links no other protocol's). Other routes answer 404, as they would if
-    /// API Gateway had sent a request to the wrong function.
-    pub fn function(self, function: Function<S>) -> Self {
-        Builder { services: vec![function.service], answer: function.answer, ..self }
-    }
-
     /// Only the routes of `services` (others answer 404, as from the wrong function), with every
     /// protocol's code linked: tests of one function's behaviour.
     pub fn services(self, services: &[Service]) -> Self {
@@ -73,9 +66,26 @@ impl<S: Storage> Builder<S> {
 }
 
 impl<S: Storage> App<S> {
-    /// The one way to build an app: `config` and `storage`, then what varies (`Builder`).
+    /// An app that serves every service with every protocol's code (the local registry, tests):
+    /// `config` and `storage`, then what varies (`Builder`).
     pub fn builder(config: Config, storage: S) -> Builder<S> {
         Builder { config, storage, services: Service::ALL.to_vec(), answer: routes::every, clock: Monotonic::real() }
+    }
+
+    /// One Lambda function's app: its service's routes alone, answered by its protocol's code
+    /// alone. Other routes answer 404, as they would if API Gateway had sent a request to the
+    /// wrong function. A second way in, not a `Builder` option, because a binary links what its
+    /// constructor names: when `builder` set `routes::every` and an option replaced it, every
+    /// function linked every protocol again (discovery grew from 2.6 to 7.9 MB, the read
+    /// functions to 10.7 MB; docs/PERFORMANCE.md, "Lambda packages").
+    pub fn function_builder(config: Config, storage: S, function: Function<S>) -> Builder<S> {
+        Builder {
+            config,
+            storage,
+            services: vec![function.service],
+            answer: function.answer,
+            clock: Monotonic::real(),
+        }
     }
 
     /// The mirror's upstream registries, for the publishing side of the same process (the

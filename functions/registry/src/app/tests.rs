@@ -260,7 +260,7 @@ async fn the_default_route_function_answers_what_no_route_key_matches_as_locally
     let local = app();
     let function = Function::discovery();
     assert_eq!(function.service, router::DEFAULT_ROUTE_SERVICE);
-    let default = App::builder(open(Config::new("bucket")), MemoryStorage::new()).function(function).build().unwrap();
+    let default = App::function_builder(open(Config::new("bucket")), MemoryStorage::new(), function).build().unwrap();
     let cases = [
         (Method::GET, "/nope"),
         (Method::GET, "/v2/modules/acme/vpc/aws/versions"),
@@ -320,7 +320,7 @@ async fn each_function_answers_its_routes_as_the_local_registry_does() {
     let mut served = std::collections::BTreeSet::new();
     for function in functions {
         let service = function.service;
-        let only = App::builder(open(Config::new("bucket")), fixture()).function(function).build().unwrap();
+        let only = App::function_builder(open(Config::new("bucket")), fixture(), function).build().unwrap();
         for target in paths {
             let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
             let request = Request::get(path).query(query);
@@ -911,7 +911,7 @@ async fn every_row_is_answered_by_its_function_and_access_checked() {
     config.hostname = Some("registry.example.com".into());
     for row in ROUTES {
         let app =
-            App::builder(config.clone(), MemoryStorage::new()).function(Function::of(row.service)).build().unwrap();
+            App::function_builder(config.clone(), MemoryStorage::new(), Function::of(row.service)).build().unwrap();
         let (method, path, query) = row.example(&config.paths);
         let reply = app.handle(&Request::new(&method, &path).query(query)).await;
         let body = String::from_utf8_lossy(&reply.body);

@@ -32,7 +32,7 @@ fn reported(err: Error) -> BoxError {
 
 /// Discovery answers from configuration alone: no S3 client, no AWS credential lookup.
 pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
-    App::builder(Config::from_env()?, NoStorage).function(Function::discovery()).build().map_err(reported)
+    App::function_builder(Config::from_env()?, NoStorage, Function::discovery()).build().map_err(reported)
 }
 
 /// The modules, mirror, providers, web or oci function (`Function::modules()`, …): config and
@@ -40,7 +40,7 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
 /// (`Builder::build`: the mirror's upstreams, the OpenID Connect issuers' keys).
 pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    App::builder(config, storage).function(function).build().map_err(reported)
+    App::function_builder(config, storage, function).build().map_err(reported)
 }
 
 /// The indexer function's state: config and the S3 client, built once per container.
