@@ -94,10 +94,11 @@ browser-deps:
 	elif command -v npm >/dev/null 2>&1; then npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error; \
 	else echo "=== SKIPPED: npm not found: the browser tests will report SKIPPED ==="; fi
 
-## Release zips for Lambda (arm64, provided.al2023): $(LAMBDA_DIR)/NAME/bootstrap.zip.
+## Release zips for Lambda (arm64, provided.al2023): $(LAMBDA_DIR)/NAME/bootstrap.zip. Fails
+## when a bootstrap unzips to more than 8 MB (docs/PERFORMANCE.md, "Lambda packages").
 build:
 	$(CARGO) lambda build --release --arm64 --output-format zip $(addprefix -p ,$(LAMBDAS))
-	@for f in $(LAMBDAS); do ls -l $(LAMBDA_DIR)/$$f/bootstrap.zip; done
+	@python3 bench/package_sizes.py 8000000 $(addprefix $(LAMBDA_DIR)/,$(addsuffix /bootstrap.zip,$(LAMBDAS)))
 
 ## Each Lambda binary under cargo lambda watch (Runtime API emulator), real events, embedded S3.
 lambda-test:

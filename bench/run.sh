@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: every side-by-side benchmark on this machine, printed as markdown tables (the
-# figures in docs/PERFORMANCE.md come from here). Bounded: about 28 minutes on 2 cores, plus
+# figures in docs/PERFORMANCE.md come from here). Bounded: about 30 minutes on 2 cores, plus
 # the optimised builds the first time (and, once, zipping the AWS provider from /opt/tf-plugins
 # for big_provider: ≈ 30 s, kept under the target directory). Plain HTTP on loopback only; servers stop by themselves.
 set -euo pipefail
@@ -29,6 +29,10 @@ echo; echo "## Request overhead (registry vs raw S3 GET of the same manifest)"; 
 "$B/overhead" "${SECONDS_PER_RUN:-3}" "${ROUNDS:-3}"
 echo; echo "## terraform init: registry vs nginx static files"; echo
 "$B/init" "${INIT_ROUNDS:-7}" "${ZIP_MB:-4}"
+echo; echo "## terraform init with S3's latency: registry vs nginx behind the same latency"; echo
+"$B/aws_init" "${AWS_INIT_ROUNDS:-7}" "${BIG_ZIP_MB_AWS:-100}" bench/cost/counts.json
+echo; echo "## What a month costs, from the counts just recorded"; echo
+"$B/cost" bench/cost/counts.json bench/cost/organisation.json
 echo; echo "## terraform init of one real-size provider: make dev vs nginx vs filesystem_mirror"; echo
 "$B/big_provider" "$B/registry-local" "${BIG_ROUNDS:-5}" "${BIG_ZIP_MB:-180}"
 echo; echo "## Manifest TTL with S3's latency put back in"; echo

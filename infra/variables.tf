@@ -351,7 +351,7 @@ variable "tags" {
 }
 
 variable "monitoring" {
-  description = "CloudWatch alarms (API 5xx rate, each function's errors and throttles, the dead-letter queues) and a dashboard: a few dollars a month at list prices (docs/OPERATIONS.md, Cost). false: neither."
+  description = "CloudWatch alarms (API 5xx rate, each function's errors and throttles, the dead-letter queues) and a dashboard: a few dollars a month at list prices (docs/PERFORMANCE.md, What a month costs). false: neither."
   type        = bool
   default     = true
 }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use registry_local::{LocalOptions, Running};
 
+pub mod cost;
+
 /// A registry over `data_dir` with plain HTTP on an ephemeral port, configured by `settings`.
 pub async fn registry(data_dir: &Path, settings: &[(&str, &str)]) -> Running {
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
@@ -158,6 +160,17 @@ impl Nginx {
     pub fn start(data_dir: &Path, bucket_root: &Path, work: &Path) -> Nginx {
         std::fs::create_dir_all(work).unwrap();
         let (cert, key) = registry_local::tls::write_leaf(data_dir, [127, 0, 0, 1].into(), work).unwrap();
+        let tls = format!(" ssl;\n    ssl_certificate {};\n    ssl_certificate_key {}", cert.display(), key.display());
+        Nginx::launch(&tls, bucket_root, work)
+    }
+
+    /// Over plain HTTP, for a front that adds what it adds (`LatencyProxy`).
+    pub fn start_plain(bucket_root: &Path, work: &Path) -> Nginx {
+        std::fs::create_dir_all(work).unwrap();
+        Nginx::launch("", bucket_root, work)
+    }
+
+    fn launch(tls: &str, bucket_root: &Path, work: &Path) -> Nginx {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let conf = work.join("nginx.conf");
         let d = work.display();
@@ -168,12 +181,10 @@ impl Nginx {
                  http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
                  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
                  types {{ application/json json; application/zip zip; application/gzip gz; }}\n  sendfile on;\n\
-                 server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
+                 server {{\n    listen 127.0.0.1:{port}{tls};\n\
                  root {root};\n\
                  location ~ ^/mirror/(.+\\.json)$ {{ alias {root}/indexed/providers/$1; }}\n\
                  location ~ ^/mirror/(.+\\.zip)$ {{ alias {root}/providers/$1; }}\n  }}\n}}\n",
-                cert.display(),
-                key.display(),
                 root = bucket_root.display()
             ),
         )
@@ -303,6 +314,71 @@ pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[rank.min(samples.len()) - 1]
 }
 
+/// An HTTPS front (a leaf certificate from the local registry's CA in `data_dir`) for a plain
+/// HTTP server on `upstream_port` (nginx), answering as slowly as S3 in AWS: each request
+/// waits a first byte drawn from `latency`, and its body comes at the model's bandwidth
+/// (`Paced`), the same model and the same rule as the embedded S3 (`registry_local::latency`).
+/// Stopped when dropped.
+pub struct LatencyProxy {
+    pub port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LatencyProxy {
+    pub async fn start(
+        data_dir: &Path,
+        upstream_port: u16,
+        latency: std::sync::Arc<registry_local::latency::S3Latency>,
+    ) -> LatencyProxy {
+        use http_body_util::BodyExt;
+        let tls = registry_local::tls::server_config(data_dir, [127, 0, 0, 1].into()).unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client: hyper_util::client::legacy::Client<_, http_body_util::Empty<bytes::Bytes>> =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    // Out of descriptors, say: not a busy loop.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let (acceptor, client, latency) = (acceptor.clone(), client.clone(), latency.clone());
+                tokio::spawn(async move {
+                    let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
+                    let Ok(Ok(stream)) = handshake.await else { return };
+                    let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                        let (client, latency) = (client.clone(), latency.clone());
+                        async move {
+                            tokio::time::sleep(latency.first_byte()).await;
+                            let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
+                            let uri: http::Uri = format!("http://127.0.0.1:{upstream_port}{path}").parse().unwrap();
+                            let mut forward = http::Request::builder().method(request.method()).uri(uri);
+                            for (name, value) in request.headers() {
+                                forward = forward.header(name, value);
+                            }
+                            let response = client.request(forward.body(http_body_util::Empty::new()).unwrap()).await?;
+                            let paced = |body| registry_local::latency::Paced::new(body, latency.clone()).boxed();
+                            Ok::<_, hyper_util::client::legacy::Error>(response.map(paced))
+                        }
+                    });
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        LatencyProxy { port, task }
+    }
+}
+
+impl Drop for LatencyProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,5 +392,22 @@ mod tests {
         let mut samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
         assert_eq!(percentile(&mut samples, 99.0), Duration::from_millis(99));
         assert_eq!(percentile(&mut samples, 50.0), Duration::from_millis(50));
+    }
+
+    /// The benchmarks' `perf` profile inherits release's per-crate opt-levels, and a crate's own
+    /// override wins over the profile's: every crate release names needs its own line at 3 in perf, or
+    /// `make bench` measures it at release's size-first level.
+    #[test]
+    fn perf_puts_back_every_crate_release_sizes() {
+        let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml")).unwrap();
+        let crates = |profile: &str| -> Vec<String> {
+            let prefix = format!("[profile.{profile}.package.");
+            manifest.lines().filter_map(|l| l.strip_prefix(&prefix)?.strip_suffix(']').map(str::to_string)).collect()
+        };
+        let (release, perf) = (crates("release"), crates("perf"));
+        assert!(!release.is_empty());
+        for name in &release {
+            assert!(perf.contains(name), "[profile.perf.package.{name}] opt-level = 3 is missing from Cargo.toml");
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    registry::lambda::init_logging();
     let app = registry::lambda::discovery_app()?;
     lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::http::respond(&app, event))).await
 }

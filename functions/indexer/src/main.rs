@@ -3,7 +3,7 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    registry::lambda::init_logging();
     let state = registry::lambda::indexer_state().await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::indexer::index(&state, event))).await
 }

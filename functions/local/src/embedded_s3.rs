@@ -42,6 +42,7 @@ use s3s::{Body, HttpError};
 use crate::bucket_rights::Verified;
 use crate::faults::{Fault, Faults, s3_error, spoil};
 use crate::idle_body::{BODY_IDLE, IdleBody};
+use crate::latency::{Paced, S3Latency};
 
 use registry::Config;
 use registry::index::Indexer;
@@ -67,6 +68,8 @@ pub struct S3Request {
     pub if_none_match: bool,
     /// The status answered.
     pub status: u16,
+    /// The answer's body length (`Content-Length`): what S3 would bill as data out.
+    pub sent_bytes: u64,
 }
 
 /// Every request, in order, for tests that assert what the registry reads.
@@ -117,6 +120,8 @@ pub struct IndexingS3 {
     module_upstream: Option<Arc<ModuleUpstream>>,
     /// Pulls running in the background now (`Running::wait_for_pulls`).
     pulls: Arc<std::sync::atomic::AtomicUsize>,
+    /// AWS-like latency added to every request (benchmarks), if on.
+    latency: Option<Arc<S3Latency>>,
 }
 
 impl IndexingS3 {
@@ -140,7 +145,14 @@ impl IndexingS3 {
             upstream: None,
             module_upstream: None,
             pulls: Arc::default(),
+            latency: None,
         }
+    }
+
+    /// Answer as slowly as S3 in AWS (`latency`), if given.
+    pub fn slowed_by(mut self, latency: Option<Arc<S3Latency>>) -> Self {
+        self.latency = latency;
+        self
     }
 
     /// Also run the puller for writes its notification covers (`layout::notifies_puller`),
@@ -176,24 +188,39 @@ impl IndexingS3 {
             query,
             if_none_match: request.headers().contains_key(http::header::IF_NONE_MATCH),
             status: 0,
+            sent_bytes: 0,
         });
-        let mut record = |status: http::StatusCode, signer: Option<Principal>| {
+        let mut record = |status: http::StatusCode, signer: Option<Principal>, sent_bytes: u64| {
             if let (Some(log), Some(mut e)) = (&self.log, entry.take()) {
                 e.status = status.as_u16();
+                e.sent_bytes = sent_bytes;
                 e.signer = signer.map(|p| p.access_key().to_string());
                 log.lock().unwrap_or_else(|p| p.into_inner()).push(e);
             }
         };
         let fault = self.faults.pick(&method, key.as_deref());
-        if let Some(answer) = answer_fault(fault, &mut |status| record(status, None)).await {
+        if let Some(answer) = answer_fault(fault, &mut |status| record(status, None, 0)).await {
             return answer;
         }
+        if let Some(latency) = &self.latency {
+            tokio::time::sleep(latency.first_byte()).await;
+        }
         let verified = Arc::new(Verified::default());
-        let mut request = request.map(|body| Body::http_body_unsync(IdleBody::new(body, BODY_IDLE)));
+        let mut request = request.map(|body| match &self.latency {
+            // An upload comes at the bandwidth, as S3 reads it over one connection.
+            Some(latency) => Body::http_body_unsync(Paced::new(IdleBody::new(body, BODY_IDLE), latency.clone())),
+            None => Body::http_body_unsync(IdleBody::new(body, BODY_IDLE)),
+        });
         request.extensions_mut().insert(verified.clone());
         let response = self.serve(request, &verified).await?;
+        // A HEAD's Content-Length is the object's, not a body sent.
+        let sent_bytes = if method == Method::HEAD { 0 } else { content_length(response.headers()) };
+        let response = match &self.latency {
+            Some(latency) => response.map(|body| Body::http_body_unsync(Paced::new(body, latency.clone()))),
+            None => response,
+        };
         let principal = verified.principal();
-        record(response.status(), principal);
+        record(response.status(), principal, sent_bytes);
         answered(&method, key.as_deref(), response.status(), principal);
         if !response.status().is_success() {
             return Ok(response);
@@ -289,6 +316,11 @@ impl IndexingS3 {
         }
         registry::percent::decode_text(rest, false)
     }
+}
+
+/// A message's `Content-Length` (0 when absent or unreadable).
+fn content_length(headers: &http::HeaderMap) -> u64 {
+    headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(0)
 }
 
 /// The answer an injected fault replaces the request with, if it replaces it (a slow answer

@@ -21,9 +21,10 @@ pub mod embedded_s3;
 pub mod faults;
 mod idle_body;
 mod key_locks;
+pub mod latency;
 mod object_files;
 mod object_listing;
-mod server;
+pub mod server;
 pub mod tls;
 pub mod tokens;
 
@@ -62,6 +63,9 @@ pub struct LocalOptions {
     /// Keep a log of every request the embedded S3 answers (`Running::s3_requests`), for
     /// tests that assert which keys the registry reads. Off for `make dev`: it would grow.
     pub log_s3_requests: bool,
+    /// Keep a log of what the registry answered and how long each took
+    /// (`Running::take_answers`), for benchmarks that count what a deployment would bill.
+    pub log_answers: bool,
     /// Also serve plain HTTP here (loopback benchmarks, or behind a TLS-terminating proxy).
     /// The terraform CLI itself only talks HTTPS to registries.
     pub http_listen: Option<SocketAddr>,
@@ -70,6 +74,8 @@ pub struct LocalOptions {
     /// The clock of the registry's bounded waits (key set lifetimes): real, or a manual one a
     /// test moves instead of sleeping.
     pub clock: registry::clock::Monotonic,
+    /// Answer S3 requests as slowly as S3 in AWS (`latency`: benchmarks); `None`: loopback.
+    pub s3_latency: Option<Arc<latency::S3Latency>>,
 }
 
 impl LocalOptions {
@@ -84,9 +90,11 @@ impl LocalOptions {
             data_dir: data_dir.into(),
             write_client_files: false,
             log_s3_requests: false,
+            log_answers: false,
             http_listen: None,
             settings: vec![],
             clock: registry::clock::Monotonic::real(),
+            s3_latency: None,
         }
     }
 }
@@ -109,6 +117,7 @@ pub struct Running {
     /// Faults the embedded S3 injects (tests add rules; none by default).
     pub faults: Arc<faults::Faults>,
     s3_log: Option<embedded_s3::RequestLog>,
+    answer_log: Option<server::AnswerLog>,
     pulls: Arc<std::sync::atomic::AtomicUsize>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -137,6 +146,15 @@ impl Running {
     /// started with `log_s3_requests`).
     pub fn take_s3_requests(&self) -> Vec<embedded_s3::S3Request> {
         self.s3_log
+            .as_ref()
+            .map(|log| std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
+    }
+
+    /// What the registry answered since the last call, oldest first (empty unless started with
+    /// `log_answers`).
+    pub fn take_answers(&self) -> Vec<server::Answered> {
+        self.answer_log
             .as_ref()
             .map(|log| std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner())))
             .unwrap_or_default()
@@ -249,15 +267,18 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let config = local_config(&options, registry_addr)?;
     let mirror_path = config.paths.mirror.clone();
     let s3_log = options.log_s3_requests.then(embedded_s3::RequestLog::default);
+    let answer_log = options.log_answers.then(server::AnswerLog::default);
     let faults = Arc::new(faults::Faults::default());
-    // The same construction as every Lambda's (`App::builder`), serving every service at once.
+    // Built as the Lambdas build theirs, but serving every service at once (`App::builder`;
+    // a Lambda's `App::function_builder` serves its own).
     let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).build();
     let app = Arc::new(app.map_err(|e| LocalError(registry::error::chain(&e)))?);
     // The puller's module upstreams: the same hosts, with the puller's larger limit.
     let module_puller = registry::upstream::module_pull::puller_upstream(&config.upstream_modules, &config.upstream)
         .map_err(|e| LocalError(registry::error::chain(&e)))?;
     let s3 = IndexingS3::new(s3_service, storage.clone(), config, s3_log.clone(), faults.clone())
-        .pulling_from(app.upstream(), module_puller);
+        .pulling_from(app.upstream(), module_puller)
+        .slowed_by(options.s3_latency.clone());
     let pulls = s3.pulls();
     let tls = tls::server_config(&data_dir, registry_addr.ip())?;
 
@@ -269,11 +290,17 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         Some(addr) => {
             let plain = TcpListener::bind(addr).await.map_err(|e| io(&format!("bind {addr}"), e))?;
             let http_addr = plain.local_addr().map_err(|e| io("HTTP address", e))?;
-            tasks.push(tokio::spawn(server::serve_registry(plain, None, app.clone(), watcher.clone())));
+            tasks.push(tokio::spawn(server::serve_registry(
+                plain,
+                None,
+                app.clone(),
+                answer_log.clone(),
+                watcher.clone(),
+            )));
             Some(http_addr)
         }
     };
-    tasks.push(tokio::spawn(server::serve_registry(listener, Some(tls), app.clone(), watcher)));
+    tasks.push(tokio::spawn(server::serve_registry(listener, Some(tls), app.clone(), answer_log.clone(), watcher)));
 
     let dev_token = client_files::ensure_dev_token(&storage, &data_dir).await?;
     let running = Running {
@@ -288,6 +315,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         app,
         faults,
         s3_log,
+        answer_log,
         pulls,
         shutdown,
         tasks,

@@ -19,6 +19,20 @@ use tokio::sync::watch;
 
 use crate::embedded_s3::IndexingS3;
 
+/// What the registry answered, with how long its handler took (`LocalOptions::log_answers`):
+/// the Lambda invocations and durations a deployment would bill (`bench/src/bin/aws_init.rs`).
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// The Lambda function API Gateway would invoke (`Service::function_name`).
+    pub function: &'static str,
+    pub status: u16,
+    /// The handler's time (`App::respond`), without TLS and HTTP framing.
+    pub elapsed: Duration,
+}
+
+/// Where answers are recorded.
+pub type AnswerLog = Arc<std::sync::Mutex<Vec<Answered>>>;
+
 /// How long an S3 client may take to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -63,6 +77,7 @@ pub(crate) async fn serve_registry(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     app: Arc<App<S3Storage>>,
+    log: Option<AnswerLog>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
@@ -77,12 +92,13 @@ pub(crate) async fn serve_registry(
         let _ = stream.set_nodelay(true);
         let acceptor = acceptor.clone();
         let app = app.clone();
+        let log = log.clone();
         let mut stop = shutdown.clone();
         tokio::spawn(async move {
             let connection = async move {
-                let Some(acceptor) = acceptor else { return serve_connection(stream, app).await };
+                let Some(acceptor) = acceptor else { return serve_connection(stream, app, log).await };
                 match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => serve_connection(stream, app).await,
+                    Ok(Ok(stream)) => serve_connection(stream, app, log).await,
                     Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake"),
                     Err(_) => tracing::debug!("TLS handshake timed out"),
                 }
@@ -95,12 +111,36 @@ pub(crate) async fn serve_registry(
     }
 }
 
-async fn serve_connection<IO>(stream: IO, app: Arc<App<S3Storage>>)
+fn record(
+    log: &AnswerLog,
+    app: &App<S3Storage>,
+    request: &http::Request<Bytes>,
+    status: http::StatusCode,
+    elapsed: Duration,
+) {
+    // A routed request: its route's function (whose route key takes it, as the infra
+    // consistency test holds). One refused (400, 405): the function of a route key its path
+    // fits (keys take every method), else the default route's.
+    let (method, uri) = (request.method(), request.uri());
+    let paths = &app.config().paths;
+    let service = match registry::router::route(method, uri.path(), uri.query(), paths) {
+        Ok(route) => route.service(),
+        Err(_) => registry::router::route_templates(paths)
+            .into_iter()
+            .find(|(_, key)| registry::router::route_key_matches(key, uri.path()))
+            .map_or(registry::router::DEFAULT_ROUTE_SERVICE, |(service, _)| service),
+    };
+    let answered = Answered { function: service.function_name(), status: status.as_u16(), elapsed };
+    log.lock().unwrap_or_else(|p| p.into_inner()).push(answered);
+}
+
+async fn serve_connection<IO>(stream: IO, app: Arc<App<S3Storage>>, log: Option<AnswerLog>)
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
         let app = app.clone();
+        let log = log.clone();
         async move {
             let (parts, body) = request.into_parts();
             // Only the sign-in form has a body to read; none is read for anything else, and
@@ -119,7 +159,12 @@ where
                 },
                 false => Bytes::new(),
             };
-            let response = app.respond(&http::Request::from_parts(parts, body)).await;
+            let request = http::Request::from_parts(parts, body);
+            let started = std::time::Instant::now();
+            let response = app.respond(&request).await;
+            if let Some(log) = log {
+                record(&log, &app, &request, response.status(), started.elapsed());
+            }
             Ok::<_, Infallible>(response.map(Full::new))
         }
     });

@@ -4,7 +4,7 @@ use registry::app::Function;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    registry::lambda::init_logging();
     let app = registry::lambda::s3_app(Function::mirror()).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::http::respond(&app, event))).await
 }

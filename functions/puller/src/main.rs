@@ -3,7 +3,7 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    registry::lambda::init_logging();
     let state = registry::lambda::puller_state().await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event| registry::lambda::puller::pull(&state, event))).await
 }

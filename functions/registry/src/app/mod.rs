@@ -79,13 +79,7 @@ impl<S: Storage> App<S> {
     /// function linked every protocol again (discovery grew from 2.6 to 7.9 MB, the read
     /// functions to 10.7 MB; docs/PERFORMANCE.md, "Lambda packages").
     pub fn function_builder(config: Config, storage: S, function: Function<S>) -> Builder<S> {
-        Builder {
-            config,
-            storage,
-            services: vec![function.service],
-            answer: function.answer,
-            clock: Monotonic::real(),
-        }
+        Builder { config, storage, services: vec![function.service], answer: function.answer, clock: Monotonic::real() }
     }
 
     /// The mirror's upstream registries, for the publishing side of the same process (the

@@ -21,6 +21,30 @@ use crate::error::Error;
 use crate::storage::{NoStorage, S3Storage};
 use crate::upstream::Upstream;
 
+/// Logs as Lambda's advanced logging controls ask: JSON lines when `AWS_LAMBDA_LOG_FORMAT` is
+/// `JSON` (infra sets it), at the level `AWS_LAMBDA_LOG_LEVEL` names (infra sets INFO), else
+/// `RUST_LOG`, else INFO. lambda_runtime's `init_default_subscriber` did the same and then
+/// applied `RUST_LOG`'s per-module directives (`registry=debug`) through an `EnvFilter`, whose
+/// regex engine was 0.35 MB of every binary (docs/PERFORMANCE.md, "Lambda packages"): here a
+/// variable names one level, and one that does not is reported and read as INFO.
+pub fn init_logging() {
+    use lambda_runtime::tracing::subscriber::{self, filter::LevelFilter};
+    let setting = std::env::var("AWS_LAMBDA_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG")).ok();
+    // Lambda's levels are TRACE to ERROR and FATAL, which tracing has not: its nearest, ERROR.
+    let level = setting.as_deref().map(|l| match l.trim() {
+        fatal if fatal.eq_ignore_ascii_case("fatal") => Ok(LevelFilter::ERROR),
+        level => level.parse::<LevelFilter>(),
+    });
+    if let Some(Err(_)) = level {
+        // Before any subscriber exists: stderr, which Lambda keeps in the function's log.
+        eprintln!("log level {setting:?} is not one level (error, warn, info, debug, trace): logging at INFO");
+    }
+    let level = level.and_then(Result::ok).unwrap_or(LevelFilter::INFO);
+    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let fmt = subscriber::fmt().with_target(false).without_time().with_max_level(level);
+    if json { fmt.json().init() } else { fmt.init() }
+}
+
 /// What a function's start-up or an indexer or puller invocation fails with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -91,11 +115,11 @@ async fn config_and_storage() -> Result<(Config, S3Storage), BoxError> {
     let started = std::time::Instant::now();
     let config = Config::from_env()?;
     let config_done = started.elapsed();
-    let storage = S3Storage::from_env(&config.bucket, config.s3_force_path_style).await;
+    let storage = S3Storage::from_lambda_env(&config.bucket, config.s3_force_path_style).map_err(reported)?;
     tracing::info!(
         config_us = config_done.as_micros() as u64,
         sdk_us = (started.elapsed() - config_done).as_micros() as u64,
-        "init: configuration, then AWS config, credentials chain and S3 client with its TLS setup"
+        "init: configuration, then the S3 client with its TLS setup"
     );
     Ok((config, storage))
 }

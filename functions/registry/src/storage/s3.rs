@@ -28,8 +28,8 @@ pub struct S3Storage {
 /// most 2.5 s, connect within 2 s, 6 s in all); a body that fails on the way is read once more
 /// (`BODY_RETRY_AFTER`), so a request gives up after about 12 s: inside the read functions'
 /// 15 s timeout and API Gateway's 29 s, and early enough for the terraform CLI to retry.
-pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
-    aws_config::timeout::TimeoutConfig::builder()
+pub fn timeouts() -> aws_sdk_s3::config::timeout::TimeoutConfig {
+    aws_sdk_s3::config::timeout::TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(2))
         .operation_attempt_timeout(Duration::from_millis(2500))
         .operation_timeout(Duration::from_secs(6))
@@ -38,8 +38,8 @@ pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
 
 /// The SDK's own retries: one more attempt after a throttled (503 SlowDown), failed (5xx),
 /// timed-out or reset request, 50 ms to 500 ms later.
-pub fn retries() -> aws_config::retry::RetryConfig {
-    aws_config::retry::RetryConfig::standard()
+pub fn retries() -> aws_sdk_s3::config::retry::RetryConfig {
+    aws_sdk_s3::config::retry::RetryConfig::standard()
         .with_max_attempts(2)
         .with_initial_backoff(Duration::from_millis(50))
         .with_max_backoff(Duration::from_millis(500))
@@ -58,10 +58,53 @@ impl S3Storage {
         S3Storage { client, bucket, presigner }
     }
 
-    /// The client for a Lambda: region, credentials and endpoint from the standard AWS
-    /// environment (`AWS_REGION`, role credentials, `AWS_ENDPOINT_URL`...). Built once per
-    /// container. Takes the two settings it needs, not the configuration: storage sits below
+    /// The client for a Lambda, built once per container: the region and the role's credentials
+    /// from the variables Lambda sets (`AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), and the endpoint settings aws-config
+    /// would read (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`, `AWS_USE_FIPS_ENDPOINT`,
+    /// `AWS_USE_DUALSTACK_ENDPOINT`, `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`). Not through
+    /// aws-config: in Lambda its credential chain stops at these same variables (and never
+    /// refreshes them either), and leaving it (with its STS, SSO, profile and IMDS providers)
+    /// out of the binaries is 0.72 MB of each (docs/PERFORMANCE.md, "Lambda packages"). Takes the two settings it needs, not the configuration: storage sits below
     /// `config` (whose limits name the index, which names storage).
+    pub fn from_lambda_env(bucket: &str, force_path_style: bool) -> Result<Self, Error> {
+        S3Storage::from_variables(bucket, force_path_style, |name| std::env::var(name).ok())
+    }
+
+    /// `from_lambda_env`, reading the variables through `var`.
+    pub fn from_variables(
+        bucket: &str,
+        force_path_style: bool,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
+        let missing = |name: &str| Error::internal(format!("{name} is not set (Lambda sets it for every function)"));
+        let region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).ok_or_else(|| missing("AWS_REGION"))?;
+        let id = var("AWS_ACCESS_KEY_ID").ok_or_else(|| missing("AWS_ACCESS_KEY_ID"))?;
+        let secret = var("AWS_SECRET_ACCESS_KEY").ok_or_else(|| missing("AWS_SECRET_ACCESS_KEY"))?;
+        let credentials = aws_credential_types::Credentials::new(id, secret, var("AWS_SESSION_TOKEN"), None, "Lambda");
+        let credentials = SharedCredentialsProvider::new(credentials);
+        let mut config = aws_sdk_s3::config::Builder::new()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new(region))
+            .credentials_provider(credentials.clone())
+            .timeout_config(timeouts())
+            .retry_config(retries())
+            .force_path_style(force_path_style);
+        // The endpoint settings aws-config read from the environment, read the same way.
+        let on = |name: &str| var(name).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        config = config.use_fips(on("AWS_USE_FIPS_ENDPOINT")).use_dual_stack(on("AWS_USE_DUALSTACK_ENDPOINT"));
+        if let Some(endpoint) = var("AWS_ENDPOINT_URL_S3").or_else(|| var("AWS_ENDPOINT_URL"))
+            && !on("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+        {
+            config = config.endpoint_url(endpoint);
+        }
+        Ok(S3Storage::new(Client::from_conf(config.build()), Some(credentials), bucket.to_string()))
+    }
+
+    /// The client for the local registry's commands on a deployed bucket (`--bucket`), from a
+    /// person's own AWS configuration: aws-config's whole chain (profiles, SSO, the
+    /// environment...), which no Lambda links.
     pub async fn from_env(bucket: &str, force_path_style: bool) -> Self {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .timeout_config(timeouts())
@@ -314,6 +357,35 @@ mod tests {
     use aws_smithy_runtime_api::client::result::ConnectorError;
 
     use super::*;
+
+    /// The Lambda's client takes what Lambda sets, and says which variable is missing.
+    #[tokio::test]
+    async fn the_lambda_client_is_built_from_lambdas_variables() {
+        let lambda = [
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("AWS_SESSION_TOKEN", "session"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+            ("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:8"),
+            ("AWS_USE_DUALSTACK_ENDPOINT", "false"),
+        ];
+        let from = |unset: &'static str| {
+            move |name: &str| lambda.iter().find(|(n, _)| *n == name && *n != unset).map(|(_, v)| v.to_string())
+        };
+        let storage = S3Storage::from_variables("bucket", true, from("")).unwrap();
+        let config = storage.client.config();
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(storage.bucket(), "bucket");
+        let url =
+            storage.presign_get_at("k", None, Duration::from_secs(60), std::time::SystemTime::now()).await.unwrap();
+        assert!(url.starts_with("http://127.0.0.1:8/bucket/k?"), "the S3 endpoint first, path style: {url}");
+        assert!(url.contains("X-Amz-Security-Token=session") && url.contains("ASIAEXAMPLE"), "{url}");
+        for missing in ["AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
+            let error = S3Storage::from_variables("bucket", false, from(missing)).unwrap_err();
+            assert!(chain(&error).contains(missing), "{missing}: {}", chain(&error));
+        }
+    }
 
     /// S3 unreachable: the SDK's error is the cause, reachable through `source()` and in the
     /// chain a log line shows, and never in what a client reads.
