@@ -49,6 +49,50 @@ pub fn terraform_init(tf: &Path, work: &Path, ca: &Path) -> (Duration, String) {
     (elapsed, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The registry-against-nginx `terraform init` benchmarks' two configurations, each a
+/// (`main.tf`, CLI configuration) pair: `modules` modules `acme/mN/aws` 1.0.0 and `providers`
+/// providers `example.com/acme/pN`, through the registry at `host` (the module protocol, the
+/// network mirror, `token`), and through static files at `https://127.0.0.1:PORT` (module
+/// archives by URL, the mirror at `/mirror/`).
+pub fn init_configurations(
+    host: &str,
+    token: &str,
+    port: u16,
+    modules: usize,
+    providers: usize,
+) -> [(String, String); 2] {
+    let blocks = |source: &dyn Fn(usize) -> String| -> String {
+        (0..modules).map(|m| format!("module \"m{m}\" {{\n  {}\n}}\n", source(m))).collect()
+    };
+    let required: String =
+        (0..providers).map(|p| format!("    p{p} = {{ source = \"example.com/acme/p{p}\" }}\n")).collect();
+    let required = format!("terraform {{\n  required_providers {{\n{required}  }}\n}}\n");
+    let via_registry =
+        format!("{required}{}", blocks(&|m| format!("source = \"{host}/acme/m{m}/aws\"\n  version = \"1.0.0\"")));
+    let via_files = format!(
+        "{required}{}",
+        blocks(&|m| format!("source = \"https://127.0.0.1:{port}/modules/acme/m{m}/aws/1.0.0.tar.gz\""))
+    );
+    let registry_rc = format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n\
+         credentials \"{host}\" {{\n  token = \"{token}\"\n}}\n"
+    );
+    let files_rc = format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1:{port}/mirror/\"\n  }}\n}}\n"
+    );
+    [(via_registry, registry_rc), (via_files, files_rc)]
+}
+
+/// `terraform init` of one of `init_configurations` in `work`: how long it took, having checked
+/// that every module and provider was installed.
+pub fn checked_init(tf: &Path, work: &Path, ca: &Path, modules: usize, providers: usize) -> Duration {
+    let (elapsed, stdout) = terraform_init(tf, work, ca);
+    let installed = stdout.matches("- Installed example.com/acme/").count();
+    let listed = std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap_or_default();
+    assert!(installed == providers && listed.matches("\"Key\":\"m").count() == modules, "{stdout}\n{listed}");
+    elapsed
+}
+
 /// `registry-local serve` in its own process, as `make dev` runs it (so its memory and CPU are
 /// its own): HTTPS on `addr`, the embedded S3 on the next port. Killed when dropped.
 pub struct LocalProcess {

@@ -76,26 +76,8 @@ async fn main() {
     let nginx = Nginx::start_plain(&root, &dir.path().join("nginx"));
     let proxy = LatencyProxy::start(&local.data_dir, nginx.port, Arc::new(S3Latency::aws())).await;
     let (host, port) = (local.registry_addr.to_string(), proxy.port);
-    let modules = |source: &dyn Fn(usize) -> String| -> String {
-        (0..MODULES).map(|m| format!("module \"m{m}\" {{\n  {}\n}}\n", source(m))).collect()
-    };
-    let providers: String =
-        (0..PROVIDERS).map(|p| format!("    p{p} = {{ source = \"example.com/acme/p{p}\" }}\n")).collect();
-    let required = format!("terraform {{\n  required_providers {{\n{providers}  }}\n}}\n");
-    let via_registry =
-        format!("{required}{}", modules(&|m| format!("source = \"{host}/acme/m{m}/aws\"\n  version = \"1.0.0\"")));
-    let via_nginx = format!(
-        "{required}{}",
-        modules(&|m| format!("source = \"https://127.0.0.1:{port}/modules/acme/m{m}/aws/1.0.0.tar.gz\""))
-    );
-    let registry_rc = format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n\
-         credentials \"{host}\" {{\n  token = \"{}\"\n}}\n",
-        local.dev_token
-    );
-    let nginx_rc = format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1:{port}/mirror/\"\n  }}\n}}\n"
-    );
+    let [(via_registry, registry_rc), (via_nginx, nginx_rc)] =
+        registry_bench::init_configurations(&host, &local.dev_token, port, MODULES, PROVIDERS);
 
     let mut times: [Vec<Duration>; 2] = [vec![], vec![]];
     let mut per_init = Vec::new();
@@ -106,7 +88,7 @@ async fn main() {
             std::fs::write(work.join("main.tf"), config).unwrap();
             std::fs::write(work.join("cli.tfrc"), rc).unwrap();
             let _ = (local.take_answers(), local.take_s3_requests());
-            let elapsed = init(&tf, &work, &local.data_dir.join("ca.pem"));
+            let elapsed = registry_bench::checked_init(&tf, &work, &local.data_dir.join("ca.pem"), MODULES, PROVIDERS);
             let (answers, requests) = (local.take_answers(), local.take_s3_requests());
             // Round 0 warms the page cache and both servers; it is not counted.
             if round > 0 {
@@ -296,12 +278,4 @@ fn family(r: &S3Request) -> &'static str {
     } else {
         "other"
     }
-}
-
-fn init(tf: &Path, work: &Path, ca: &Path) -> Duration {
-    let (elapsed, stdout) = registry_bench::terraform_init(tf, work, ca);
-    let installed = stdout.matches("- Installed example.com/acme/").count();
-    let modules = std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap_or_default();
-    assert!(installed == PROVIDERS && modules.matches("\"Key\":\"m").count() == MODULES, "{stdout}\n{modules}");
-    elapsed
 }

@@ -9,7 +9,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::time::Duration;
 
 use registry_bench::{percentile, registry};
@@ -60,26 +59,8 @@ async fn main() {
 
     // The two configurations and CLI configs.
     let host = local.registry_addr.to_string();
-    let modules = |source: &dyn Fn(usize) -> String| -> String {
-        (0..MODULES).map(|m| format!("module \"m{m}\" {{\n  {}\n}}\n", source(m))).collect()
-    };
-    let providers: String =
-        (0..PROVIDERS).map(|p| format!("    p{p} = {{ source = \"example.com/acme/p{p}\" }}\n")).collect();
-    let required = format!("terraform {{\n  required_providers {{\n{providers}  }}\n}}\n");
-    let via_registry =
-        format!("{required}{}", modules(&|m| format!("source = \"{host}/acme/m{m}/aws\"\n  version = \"1.0.0\"")));
-    let via_nginx = format!(
-        "{required}{}",
-        modules(&|m| format!("source = \"https://127.0.0.1:{port}/modules/acme/m{m}/aws/1.0.0.tar.gz\""))
-    );
-    let registry_rc = format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"https://{host}/v1/mirror/\"\n  }}\n}}\n\
-         credentials \"{host}\" {{\n  token = \"{}\"\n}}\n",
-        local.dev_token
-    );
-    let nginx_rc = format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"https://127.0.0.1:{port}/mirror/\"\n  }}\n}}\n"
-    );
+    let [(via_registry, registry_rc), (via_nginx, nginx_rc)] =
+        registry_bench::init_configurations(&host, &local.dev_token, port, MODULES, PROVIDERS);
 
     let mut times: [Vec<Duration>; 2] = [vec![], vec![]];
     for round in 0..rounds + 1 {
@@ -88,7 +69,7 @@ async fn main() {
             std::fs::create_dir_all(work.join(".home")).unwrap();
             std::fs::write(work.join("main.tf"), config).unwrap();
             std::fs::write(work.join("cli.tfrc"), rc).unwrap();
-            let elapsed = init(&tf, &work, &local.data_dir.join("ca.pem"));
+            let elapsed = registry_bench::checked_init(&tf, &work, &local.data_dir.join("ca.pem"), MODULES, PROVIDERS);
             // Round 0 warms the page cache and both servers; it is not counted.
             if round > 0 {
                 times[i].push(elapsed);
@@ -118,13 +99,4 @@ async fn main() {
         from_nginx.p50_us / 1e3
     );
     local.stop().await;
-}
-
-fn init(tf: &Path, work: &Path, ca: &Path) -> Duration {
-    let (elapsed, stdout) = registry_bench::terraform_init(tf, work, ca);
-    // The work really happened: every module and provider installed.
-    let installed = stdout.matches("- Installed example.com/acme/").count();
-    let modules = std::fs::read_to_string(work.join(".terraform/modules/modules.json")).unwrap_or_default();
-    assert!(installed == PROVIDERS && modules.matches("\"Key\":\"m").count() == MODULES, "{stdout}\n{modules}");
-    elapsed
 }
