@@ -14,13 +14,18 @@ use registry_local::{LocalOptions, Running};
 
 pub mod cost;
 
-/// A registry over `data_dir` with plain HTTP on an ephemeral port, configured by `settings`.
+/// A registry over `data_dir` with plain HTTP on an ephemeral port, configured by `settings`;
+/// its embedded S3 as slow as `BENCH_S3_LATENCY` says (`aws`, or `MEDIAN_MS,P99_MS,MB_PER_S`:
+/// `registry_local::latency`), at loopback speed without it.
 pub async fn registry(data_dir: &Path, settings: &[(&str, &str)]) -> Running {
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let latency =
+        std::env::var("BENCH_S3_LATENCY").ok().map(|m| registry_local::latency::S3Latency::parse(&m).unwrap());
     registry_local::start(LocalOptions {
         log_s3_requests: true,
         http_listen: Some(any),
         settings: settings.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+        s3_latency: latency.map(std::sync::Arc::new),
         ..LocalOptions::ephemeral(data_dir)
     })
     .await
