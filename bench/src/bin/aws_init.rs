@@ -4,7 +4,7 @@
 //! bucket directory behind the same model (`LatencyProxy`), side by side, alternating, fresh
 //! working directory and no plugin cache each run. The registry runs with infra's defaults
 //! (`REGISTRY_MANIFEST_CACHE_SECONDS=5`). A realistic configuration: 20 modules, 5 providers,
-//! one provider zip of BIG_ZIP_MB (≥ 100 MB by default).
+//! one provider zip of BIG_ZIP_MB MiB (100 by default).
 //!
 //! It also counts what a deployment would bill for, per `terraform init` and per publish:
 //! the registry's answers by Lambda function with their handler times, and S3 requests by kind
@@ -114,7 +114,7 @@ async fn main() {
         r_max / n_max
     );
     println!(
-        "\n{MODULES} modules, {PROVIDERS} providers (one {big_mb} MB zip, the others {SMALL_ZIP_MB} MB; \
+        "\n{MODULES} modules, {PROVIDERS} providers (one {big_mb} MiB zip, the others {SMALL_ZIP_MB} MiB; \
          the CLI fetches its own platform's)"
     );
     let init = Counts::mean(&per_init);
@@ -135,10 +135,10 @@ async fn main() {
 }
 
 fn describe() -> String {
-    "20 ms median, 80 ms p99 first byte, 85 MB/s (S3Latency::aws)".into()
+    format!("{} (S3Latency::aws)", S3Latency::aws())
 }
 
-/// A module of three files: the size of a small real module's archive.
+/// A module of two files (variables and an output, a README): a small real module's size.
 fn module(m: usize, version: &str) -> Vec<u8> {
     let main = format!(
         "variable \"name\" {{\n  type = string\n  default = \"m{m}\"\n}}\n\

@@ -114,6 +114,15 @@ impl S3Latency {
     }
 }
 
+/// The model in words, as the benchmarks print it ("20 ms median, 80 ms p99 first byte, 85 MB/s").
+impl std::fmt::Display for S3Latency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_millis();
+        let mb = self.bytes_per_second as f64 / 1e6;
+        write!(f, "{} ms median, {} ms p99 first byte, {mb} MB/s", ms(self.median), ms(self.p99))
+    }
+}
+
 /// A body as it arrives over one connection at the model's bandwidth: each frame is passed on
 /// no earlier than the bytes before it would have taken (a running deadline, so the timer's
 /// millisecond steps do not add up frame by frame).
@@ -215,6 +224,11 @@ mod tests {
         let bytes = Paced::new(body, model).collect().await.unwrap().to_bytes();
         assert_eq!(bytes.len(), 100_000);
         assert!(start.elapsed() >= Duration::from_millis(100), "100 KB at 1 MB/s: {:?}", start.elapsed());
+    }
+
+    #[test]
+    fn the_model_says_what_it_is() {
+        assert_eq!(S3Latency::aws().to_string(), "20 ms median, 80 ms p99 first byte, 85 MB/s");
     }
 
     #[test]
