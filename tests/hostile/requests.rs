@@ -193,7 +193,9 @@ fn authorization(case: &Case, secrets: &Secrets) -> Option<String> {
 fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), String> {
     for r in requests {
         let allowed_key = match r.key.as_deref() {
-            Some(layout::TOKENS | layout::CATALOG) => true,
+            Some(layout::TOKENS) => true,
+            // The catalog's parts (list, search, the catalog page).
+            Some(key) if key.starts_with(layout::CATALOG_PREFIX) => true,
             // OCI manifests and blob pointers, by digest.
             Some(key) if key.starts_with(layout::OCI_PREFIX) => true,
             // A module version's docs (the details routes).

@@ -2,8 +2,9 @@
 //! same time through the embedded S3. Every upload runs its own indexing pass, all of them
 //! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed,
 //! every platform of a provider release uploaded at once, the publish log must hold one
-//! unbroken chain with one publish entry per archive, and the catalog (one document every
-//! pass of every owner writes) must list every module and provider with all its versions.
+//! unbroken chain with one publish entry per archive, and the catalog (the namespace's shard
+//! every module pass writes, the providers part every provider pass writes, and the index)
+//! must list every module and provider with all its versions.
 
 // Test helpers: a failed step is a failed test, with the panic message saying which.
 #![allow(clippy::unwrap_used)]
@@ -116,13 +117,13 @@ async fn concurrent_publishes_lose_no_version() {
 
     // The catalog, as the list and search API answers from it: every round's module and
     // provider, each with every version, none lost to the other owners' concurrent writes.
-    let stored = registry::storage::Storage::get(&h.running.storage, registry::layout::CATALOG).await.unwrap();
-    let catalog = registry::catalog::Catalog::parse(&stored.unwrap().bytes).unwrap();
+    let catalog = registry::catalog::stored(&h.running.storage).await.unwrap();
+    let modules: std::collections::BTreeMap<String, _> = catalog.modules().map(|m| (m.address(), m)).collect();
     let mut behind = Vec::new();
     for round in 0..rounds {
-        let entry = |id: String| catalog.modules.get(&id).map(|m| (m.versions, m.latest.clone()));
+        let entry = |id: String| modules.get(&id).map(|m| (m.versions, m.latest.clone()));
         let latest = format!("1.{}.0", versions - 1);
-        let provider = catalog.providers.get(&format!("example.com/acme/race{round}"));
+        let provider = catalog.providers.providers.get(&format!("example.com/acme/race{round}"));
         let mut expected = vec![(format!("acme/race{round}/aws"), Some((versions, latest.clone())))];
         expected.extend((0..owners).map(|k| (format!("acme/race{round}-side{k}/aws"), Some((1, "1.0.0".to_string())))));
         for (id, want) in expected {

@@ -156,7 +156,7 @@ fn the_bucket_docs_name_every_notification_and_prefix() {
     for prefix in prefixes {
         assert!(bucket.contains(&format!("── {prefix}")), "docs/BUCKET.md's tree has no {prefix}");
     }
-    for key in [layout::CATALOG, layout::TOKENS] {
+    for key in [layout::CATALOG_INDEX, layout::CATALOG_PROVIDERS, layout::CATALOG_UPSTREAM_MODULES, layout::TOKENS] {
         let file = key.rsplit('/').next().unwrap_or_default();
         assert!(bucket.contains(file), "docs/BUCKET.md's tree has no {key}");
     }

@@ -1,5 +1,7 @@
-//! Catalog: list, search and details answers with 5,000 modules in the catalog (wrk, one
-//! connection, cold and warm), and what keeping docs and the catalog adds to a publish, as
+//! Catalog: list, search and details answers with 5,000 modules in 50 namespaces and 100
+//! providers (or MODULES in MODULES / 100 namespaces and MODULES / 50 providers) in the catalog
+//! (wrk, one connection, cold and warm), beside one S3 GET of a catalog shard (what a cold
+//! answer cannot go below), and what keeping docs and the catalog adds to a publish, as
 //! ratios measured side by side in this run:
 //! - the catalog: one module version published by the indexer with its catalog upkeep and
 //!   without it (`Indexer::with_catalog(false)`, the publish as it was before the catalog),
@@ -69,11 +71,22 @@ async fn main() {
     let data = dir.path().join("data");
     let bucket = data.join("s3").join(registry_local::BUCKET);
 
-    // 5,000 modules in 50 namespaces, one version each, indexed in memory by one repair pass
-    // (manifests, docs, catalog, publish log), then written into the embedded S3's directory.
+    // 5,000 modules in 50 namespaces and 100 providers, one version each, indexed in memory
+    // by one repair pass (manifests, docs, catalog, publish log), then written into the
+    // embedded S3's directory.
+    let namespaces = (modules / 100).max(1);
+    let providers = modules / 50;
     let memory = MemoryStorage::new();
     for i in 0..modules {
-        memory.insert(&format!("modules/team{}/network{i}/aws/1.0.0.tar.gz", i % 50), real_world_module(i));
+        memory.insert(&format!("modules/team{}/network{i}/aws/1.0.0.tar.gz", i % namespaces), real_world_module(i));
+    }
+    for p in 0..providers {
+        let zip = support::provider_zip(&format!("tool{p}"), "1.0.0", "bench");
+        let key = format!(
+            "providers/registry.example.com/team{}/tool{p}/terraform-provider-tool{p}_1.0.0_linux_amd64.zip",
+            p % namespaces
+        );
+        memory.insert(&key, zip);
     }
     let limits = registry::index::Limits::default();
     let started = Instant::now();
@@ -85,12 +98,33 @@ async fn main() {
         std::fs::write(&path, memory.peek(&key).unwrap()).unwrap();
     }
     let warm = registry(&data, &[]).await;
-    let catalog_bytes = std::fs::metadata(bucket.join(registry::layout::CATALOG)).unwrap().len();
+    let catalog_bytes: u64 = memory
+        .keys()
+        .iter()
+        .filter(|k| k.starts_with(registry::layout::CATALOG_PREFIX))
+        .map(|k| memory.peek(k).unwrap().len() as u64)
+        .sum();
+    let shard = registry::layout::catalog_shard("team7");
+    let shard_bytes = memory.peek(&shard).unwrap().len();
+    let index_bytes = memory.peek(registry::layout::CATALOG_INDEX).unwrap().len();
     println!(
-        "{modules} modules indexed in memory (docs and catalog) in {:.1} s; catalog {:.0} KB\n",
+        "{modules} modules in {namespaces} namespaces and {providers} providers indexed in memory (docs and \
+         catalog) in {:.1} s; catalog {:.0} KB in all: index {:.1} KB, a namespace's shard {:.1} KB\n",
         full.as_secs_f64(),
-        catalog_bytes as f64 / 1e3
+        catalog_bytes as f64 / 1e3,
+        index_bytes as f64 / 1e3,
+        shard_bytes as f64 / 1e3
     );
+    // The floor of a cold answer: one GET of a shard, as the registry's S3 client sends it.
+    let mut raw = Vec::new();
+    let until = Instant::now() + Duration::from_secs(u64::from(seconds) * 3);
+    while Instant::now() < until {
+        let started = Instant::now();
+        warm.storage.get(&shard).await.unwrap().unwrap();
+        raw.push(started.elapsed());
+    }
+    let raw_p50 = ms(registry_bench::percentile(&mut raw, 50.0));
+    let raw_p99 = ms(registry_bench::percentile(&mut raw, 99.0));
 
     // Answers, cold (no manifest cache) and warm, as the wrk of the scale benchmark measures.
     let cold = registry(&data, &[("REGISTRY_MANIFEST_CACHE_BYTES", "0")]).await;
@@ -99,7 +133,7 @@ async fn main() {
     let auth = vec![format!("Authorization: Bearer {}", warm.dev_token)];
     let last_page = format!("/v1/modules?offset={}&limit=15", modules.saturating_sub(15));
     // One module in the middle of the catalog, and how many names contain "network1".
-    let (pick, namespace) = (modules / 2, (modules / 2) % 50);
+    let (pick, namespace) = (modules / 2, (modules / 2) % namespaces);
     let hits = (0..modules).filter(|i| format!("network{i}").contains("network1")).count();
     let routes = [
         ("list, first page".to_string(), "/v1/modules?limit=15".to_string()),
@@ -108,11 +142,17 @@ async fn main() {
         (format!("search, one word, {hits} hits"), "/v1/modules/search?q=network1".to_string()),
         ("search, two words, 1 hit".to_string(), format!("/v1/modules/search?q=network{pick}+team{namespace}")),
         ("search, no hit".to_string(), "/v1/modules/search?q=zzzz".to_string()),
+        ("search, one namespace".to_string(), "/v1/modules/search?q=network1&namespace=team7".to_string()),
         ("details (latest)".to_string(), format!("/v1/modules/team{namespace}/network{pick}/aws")),
         ("details (1.0.0)".to_string(), format!("/v1/modules/team{namespace}/network{pick}/aws/1.0.0")),
     ];
     println!("| answer at {modules} modules | response | cold p50 / p99 | warm p50 / p99 | warm, TTL p50 / p99 |");
     println!("| --- | --- | --- | --- | --- |");
+    println!(
+        "| one S3 GET of a shard (the registry's client, {} samples) | {:.1} KB | {raw_p50:.2} / {raw_p99:.2} ms | | |",
+        raw.len(),
+        shard_bytes as f64 / 1e3
+    );
     for (name, target) in &routes {
         let (path, query) = target.split_once('?').map_or((target.as_str(), None), |(p, q)| (p, Some(q)));
         let request = registry::app::Request::get(path).query(query).authorization(Some(&auth[0][15..]));

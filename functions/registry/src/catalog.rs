@@ -1,50 +1,256 @@
 //! The catalog: every module and provider the registry serves, with what a person choosing one
-//! wants to see (latest version, description, how many versions, when it last changed), in one
-//! document (`layout::CATALOG`). The indexer keeps it (`index::catalog`), with the same
-//! conditional writes as manifests; the web function answers list and search from it with one
-//! read.
+//! wants to see (latest version, description, how many versions, when it last changed). The
+//! indexer keeps it (`index::catalog`), with the same conditional writes as manifests; the web
+//! function answers list and search from it.
+//!
+//! It is stored in parts (`layout::catalog_*`), so that a publish rewrites only its own
+//! namespace's part and publishes in different namespaces never contend:
+//! - one `ModuleShard` per namespace: its modules' entries;
+//! - the `CatalogIndex`: for each namespace, how many modules of each system it holds. It
+//!   changes only when a module appears or goes, and lets a list find the shards that hold a
+//!   page without reading the others;
+//! - `ProviderCatalog` and `UpstreamCatalog`: the providers and the upstream modules copied
+//!   here, each one document (published far more rarely than modules, and listed whole on
+//!   the catalog page).
 //!
 //! Each entry is a function of its owner's manifest as stored, so the indexer can always
-//! recompute one from the bucket, and a repair (`reindex_all`) rebuilds the whole document.
+//! recompute one from the bucket, and a repair (`reindex_all`) rebuilds every part.
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use crate::error::Error;
 use crate::manifest::{ModuleManifest, ModuleVersion, ProviderIndex, newest_first};
 
-/// The `format` of the catalog this code reads and writes.
-pub const CATALOG_FORMAT: u32 = 1;
+/// The `format` of the catalog's parts this code reads and writes (1 was the single document
+/// `layout::LEGACY_CATALOG`, read now only for the upstream modules it held).
+pub const CATALOG_FORMAT: u32 = 2;
 
-/// `indexed/catalog.json`.
+/// What the four parts share: a `format`, checked on read, and compact JSON.
+pub trait Part: Serialize + DeserializeOwned {
+    /// What the part is called in errors.
+    const WHAT: &'static str;
+    /// Its `format`.
+    fn format(&self) -> u32;
+
+    /// Read a stored part; unreadable or of another format: `Error::Internal`.
+    fn parse(bytes: &[u8]) -> Result<Self, Error> {
+        let part: Self = serde_json::from_slice(bytes).map_err(|e| Error::internal_from(Self::WHAT, e))?;
+        if part.format() != CATALOG_FORMAT {
+            return Err(Error::internal(format!("{} format {} is not {CATALOG_FORMAT}", Self::WHAT, part.format())));
+        }
+        Ok(part)
+    }
+
+    /// Stored as compact JSON: lists and searches read parts whole, and pretty-printing would
+    /// add a third to every read.
+    fn to_bytes(&self) -> Result<bytes::Bytes, Error> {
+        let mut bytes = serde_json::to_vec(self).map_err(|e| Error::internal_from(Self::WHAT, e))?;
+        bytes.push(b'\n');
+        Ok(bytes.into())
+    }
+}
+
+/// `indexed/catalog/index.json`: each namespace that holds a module, with how many modules of
+/// each system it holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Catalog {
+pub struct CatalogIndex {
     /// `CATALOG_FORMAT`; another value is refused.
     pub format: u32,
-    /// `NAMESPACE/NAME/SYSTEM` → the module.
+    /// Namespace → system → modules.
+    #[serde(default)]
+    pub namespaces: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+/// `indexed/catalog/modules/NAMESPACE.json`: the entries of one namespace's modules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleShard {
+    /// `CATALOG_FORMAT`; another value is refused.
+    pub format: u32,
+    /// `NAMESPACE/NAME/SYSTEM` → the module (the whole address, so that entries read the same
+    /// in every part and in `Catalog`).
     #[serde(default)]
     pub modules: BTreeMap<String, ModuleEntry>,
+}
+
+/// `indexed/catalog/providers.json`: every provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderCatalog {
+    /// `CATALOG_FORMAT`; another value is refused.
+    pub format: u32,
     /// `HOSTNAME/NAMESPACE/TYPE` → the provider.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
-    /// `HOSTNAME/NAMESPACE/NAME/SYSTEM` → an upstream registry's module this registry holds
-    /// pinned copies of (the modules pull-through, or an air-gap bundle), added as the indexer
-    /// logs each pin. Not derived from a manifest: a rebuild keeps these as they were.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+}
+
+/// `indexed/catalog/upstream-modules.json`: the upstream registries' modules this registry
+/// holds pinned copies of (the modules pull-through, or an air-gap bundle), added as the
+/// indexer logs each pin. Not derived from a manifest: a rebuild keeps these as they were.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpstreamCatalog {
+    /// `CATALOG_FORMAT`; another value is refused.
+    pub format: u32,
+    /// `HOSTNAME/NAMESPACE/NAME/SYSTEM` → the module.
+    #[serde(default)]
+    pub modules: BTreeMap<String, UpstreamEntry>,
+}
+
+macro_rules! part {
+    ($($t:ident { $field:ident } => $what:literal),*) => {$(
+        impl Part for $t {
+            const WHAT: &'static str = $what;
+            fn format(&self) -> u32 {
+                self.format
+            }
+        }
+        impl Default for $t {
+            fn default() -> Self {
+                $t { format: CATALOG_FORMAT, $field: BTreeMap::new() }
+            }
+        }
+    )*};
+}
+part!(CatalogIndex { namespaces } => "catalog index", ModuleShard { modules } => "catalog shard",
+      ProviderCatalog { providers } => "provider catalog", UpstreamCatalog { modules } => "upstream modules catalog");
+
+impl CatalogIndex {
+    /// Set a namespace's counts from its shard (no module: the namespace goes); whether that
+    /// changed anything.
+    pub fn set_namespace(&mut self, namespace: &str, shard: &ModuleShard) -> bool {
+        let counts = shard.counts();
+        if counts.is_empty() {
+            return self.namespaces.remove(namespace).is_some();
+        }
+        if self.namespaces.get(namespace) == Some(&counts) {
+            return false;
+        }
+        self.namespaces.insert(namespace.to_string(), counts);
+        true
+    }
+}
+
+impl ModuleShard {
+    /// System → modules.
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for entry in self.modules.values() {
+            *counts.entry(entry.system.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Replace (or with `None` remove) a module's entry; whether that changed anything.
+    pub fn set_module(&mut self, module: &ModuleAddress, entry: Option<ModuleEntry>) -> bool {
+        set(&mut self.modules, module.to_string(), entry)
+    }
+
+    /// A module's entry.
+    pub fn module(&self, module: &ModuleAddress) -> Option<&ModuleEntry> {
+        self.modules.get(&module.to_string())
+    }
+}
+
+impl ProviderCatalog {
+    /// Replace (or with `None` remove) a provider's entry; whether that changed anything.
+    pub fn set_provider(&mut self, provider: &ProviderAddress, entry: Option<ProviderEntry>) -> bool {
+        set(&mut self.providers, provider.to_string(), entry)
+    }
+
+    /// A provider's entry.
+    pub fn provider(&self, provider: &ProviderAddress) -> Option<&ProviderEntry> {
+        self.providers.get(&provider.to_string())
+    }
+}
+
+impl UpstreamCatalog {
+    /// Add a pinned copy of `version` of an upstream `module`, pinned at `copied_at`; whether
+    /// that changed anything. (The pins themselves are the module's pins document's:
+    /// `upstream::module_records::ModulePins`.)
+    pub fn add_copy(&mut self, module: &UpstreamModule, version: &str, copied_at: &str) -> bool {
+        let entry = self.modules.entry(module.to_string()).or_insert_with(|| UpstreamEntry {
+            hostname: module.hostname.clone(),
+            namespace: module.module.namespace.clone(),
+            name: module.module.name.clone(),
+            system: module.module.system.clone(),
+            versions: Vec::new(),
+            copied_at: copied_at.to_string(),
+        });
+        if entry.versions.iter().any(|v| v == version) {
+            return false;
+        }
+        entry.versions.push(version.to_string());
+        entry.versions.sort_by(|a, b| newest_first(a, b));
+        entry.copied_at = copied_at.to_string();
+        true
+    }
+}
+
+/// The single document of format 1 (`layout::LEGACY_CATALOG`), read only for its upstream
+/// modules, which no manifest holds: a bucket upgraded to the sharded catalog keeps them.
+#[derive(Debug, Deserialize)]
+pub struct LegacyCatalog {
+    /// `HOSTNAME/NAMESPACE/NAME/SYSTEM` → the module, as `UpstreamCatalog` holds them now.
+    #[serde(default)]
     pub upstream_modules: BTreeMap<String, UpstreamEntry>,
 }
 
-impl Default for Catalog {
-    fn default() -> Self {
-        Catalog {
-            format: CATALOG_FORMAT,
-            modules: BTreeMap::new(),
-            providers: BTreeMap::new(),
-            upstream_modules: BTreeMap::new(),
+/// The whole catalog in memory: what a repair computes before writing each part, and what
+/// tests compare.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Catalog {
+    /// Every namespace's shard.
+    pub shards: BTreeMap<String, ModuleShard>,
+    /// The providers.
+    pub providers: ProviderCatalog,
+    /// The upstream modules.
+    pub upstream: UpstreamCatalog,
+}
+
+impl Catalog {
+    /// The index of these shards.
+    pub fn index(&self) -> CatalogIndex {
+        let mut index = CatalogIndex::default();
+        for (namespace, shard) in &self.shards {
+            index.set_namespace(namespace, shard);
+        }
+        index
+    }
+
+    /// Every module's entry, in address order.
+    pub fn modules(&self) -> impl Iterator<Item = &ModuleEntry> {
+        self.shards.values().flat_map(|s| s.modules.values())
+    }
+
+    /// A module's entry.
+    pub fn module(&self, module: &ModuleAddress) -> Option<&ModuleEntry> {
+        self.shards.get(&module.namespace)?.module(module)
+    }
+
+    /// Replace (or with `None` remove) a module's entry; whether that changed anything.
+    pub fn set_module(&mut self, module: &ModuleAddress, entry: Option<ModuleEntry>) -> bool {
+        self.shards.entry(module.namespace.clone()).or_default().set_module(module, entry)
+    }
+}
+
+/// The catalog as stored, every part (tests, and tools that show the whole catalog).
+pub async fn stored<S: crate::storage::Storage>(storage: &S) -> Result<Catalog, Error> {
+    let mut catalog = Catalog::default();
+    for object in storage.list(crate::layout::CATALOG_SHARDS_PREFIX).await? {
+        let Some(namespace) = crate::layout::catalog_shard_namespace(&object.key) else { continue };
+        if let Some(shard) = read_part::<ModuleShard, _>(storage, &object.key).await? {
+            catalog.shards.insert(namespace.to_string(), shard);
         }
     }
+    catalog.providers = read_part(storage, crate::layout::CATALOG_PROVIDERS).await?.unwrap_or_default();
+    catalog.upstream = read_part(storage, crate::layout::CATALOG_UPSTREAM_MODULES).await?.unwrap_or_default();
+    Ok(catalog)
+}
+
+async fn read_part<P: Part, S: crate::storage::Storage>(storage: &S, key: &str) -> Result<Option<P>, Error> {
+    storage.get(key).await?.map(|o| P::parse(&o.bytes)).transpose()
 }
 
 /// One module in the catalog.
@@ -126,66 +332,6 @@ impl UpstreamEntry {
     /// The version to show first (`latest`).
     pub fn latest(&self) -> Option<&str> {
         latest(self.versions.iter().map(String::as_str))
-    }
-}
-
-impl Catalog {
-    /// Read a stored catalog; unreadable or of another format: `Error::Internal`.
-    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
-        let c: Catalog = serde_json::from_slice(bytes).map_err(|e| Error::internal_from("catalog", e))?;
-        if c.format != CATALOG_FORMAT {
-            return Err(Error::internal(format!("catalog format {} is not {CATALOG_FORMAT}", c.format)));
-        }
-        Ok(c)
-    }
-
-    /// Stored as compact JSON: it is read whole on every list and search, and at thousands of
-    /// modules pretty-printing would add a third to every read.
-    pub fn to_bytes(&self) -> Result<bytes::Bytes, Error> {
-        let mut bytes = serde_json::to_vec(self).map_err(|e| Error::internal_from("serialise catalog", e))?;
-        bytes.push(b'\n');
-        Ok(bytes.into())
-    }
-
-    /// Replace (or with `None` remove) a module's entry; whether that changed anything.
-    pub fn set_module(&mut self, module: &ModuleAddress, entry: Option<ModuleEntry>) -> bool {
-        set(&mut self.modules, module.to_string(), entry)
-    }
-
-    /// Replace (or with `None` remove) a provider's entry; whether that changed anything.
-    pub fn set_provider(&mut self, provider: &ProviderAddress, entry: Option<ProviderEntry>) -> bool {
-        set(&mut self.providers, provider.to_string(), entry)
-    }
-
-    /// Add a pinned copy of `version` of an upstream `module`, pinned at `copied_at`; whether
-    /// that changed anything. (The pins themselves are the module's pins document's:
-    /// `upstream::module_records::ModulePins`.)
-    pub fn add_upstream_copy(&mut self, module: &UpstreamModule, version: &str, copied_at: &str) -> bool {
-        let entry = self.upstream_modules.entry(module.to_string()).or_insert_with(|| UpstreamEntry {
-            hostname: module.hostname.clone(),
-            namespace: module.module.namespace.clone(),
-            name: module.module.name.clone(),
-            system: module.module.system.clone(),
-            versions: Vec::new(),
-            copied_at: copied_at.to_string(),
-        });
-        if entry.versions.iter().any(|v| v == version) {
-            return false;
-        }
-        entry.versions.push(version.to_string());
-        entry.versions.sort_by(|a, b| newest_first(a, b));
-        entry.copied_at = copied_at.to_string();
-        true
-    }
-
-    /// A module's entry.
-    pub fn module(&self, module: &ModuleAddress) -> Option<&ModuleEntry> {
-        self.modules.get(&module.to_string())
-    }
-
-    /// A provider's entry.
-    pub fn provider(&self, provider: &ProviderAddress) -> Option<&ProviderEntry> {
-        self.providers.get(&provider.to_string())
     }
 }
 
@@ -287,12 +433,12 @@ mod tests {
 
     #[test]
     fn an_upstream_modules_copies_are_listed_newest_first_each_once() {
-        let mut catalog = Catalog::default();
+        let mut catalog = UpstreamCatalog::default();
         let m = UpstreamModule::parse("registry.terraform.io", "terraform-aws-modules", "vpc", "aws").unwrap();
-        assert!(catalog.add_upstream_copy(&m, "5.0.0", "2026-11-27T10:00:00Z"));
-        assert!(catalog.add_upstream_copy(&m, "5.10.0", "2026-11-27T11:00:00Z"));
-        assert!(!catalog.add_upstream_copy(&m, "5.0.0", "2026-11-27T12:00:00Z"), "each version once");
-        let entry = &catalog.upstream_modules["registry.terraform.io/terraform-aws-modules/vpc/aws"];
+        assert!(catalog.add_copy(&m, "5.0.0", "2026-11-27T10:00:00Z"));
+        assert!(catalog.add_copy(&m, "5.10.0", "2026-11-27T11:00:00Z"));
+        assert!(!catalog.add_copy(&m, "5.0.0", "2026-11-27T12:00:00Z"), "each version once");
+        let entry = &catalog.modules["registry.terraform.io/terraform-aws-modules/vpc/aws"];
         assert_eq!(
             (entry.versions.clone(), entry.latest()),
             (vec!["5.10.0".to_string(), "5.0.0".to_string()], Some("5.10.0"))
@@ -300,9 +446,10 @@ mod tests {
         assert_eq!(entry.copied_at, "2026-11-27T11:00:00Z");
         assert_eq!(entry.module(), Some(m));
         let stored = catalog.to_bytes().unwrap();
-        assert_eq!(Catalog::parse(&stored).unwrap(), catalog);
-        let before = Catalog::default().to_bytes().unwrap();
-        assert!(!String::from_utf8_lossy(&before).contains("upstream"), "an older reader's catalog, unchanged");
+        assert_eq!(UpstreamCatalog::parse(&stored).unwrap(), catalog);
+        let legacy: LegacyCatalog =
+            serde_json::from_value(json!({"format": 1, "modules": {}, "upstream_modules": catalog.modules})).unwrap();
+        assert_eq!(legacy.upstream_modules, catalog.modules, "a format-1 catalog's copies are read");
     }
 
     #[test]
@@ -339,16 +486,22 @@ mod tests {
         assert_eq!(entry.address(), "acme/vpc/aws");
         assert_eq!(ModuleEntry::from_manifest(&module, &ModuleManifest::new(vec![]), |_| None), None);
 
-        let mut catalog = Catalog::default();
-        assert!(catalog.set_module(&module, Some(entry.clone())));
-        assert!(!catalog.set_module(&module, Some(entry.clone())), "the same entry again changes nothing");
-        assert_eq!(catalog.module(&module), Some(&entry));
-        let stored = catalog.to_bytes().unwrap();
-        assert_eq!(Catalog::parse(&stored).unwrap(), catalog);
-        assert!(catalog.set_module(&module, None));
-        assert!(!catalog.set_module(&module, None));
-        for bad in [&b"[]"[..], br#"{"format":2}"#, b"{"] {
-            assert_eq!(Catalog::parse(bad).unwrap_err().status().as_u16(), 500);
+        let mut shard = ModuleShard::default();
+        assert!(shard.set_module(&module, Some(entry.clone())));
+        assert!(!shard.set_module(&module, Some(entry.clone())), "the same entry again changes nothing");
+        assert_eq!(shard.module(&module), Some(&entry));
+        let stored = shard.to_bytes().unwrap();
+        assert_eq!(ModuleShard::parse(&stored).unwrap(), shard);
+        let mut index = CatalogIndex::default();
+        assert!(index.set_namespace("acme", &shard));
+        assert!(!index.set_namespace("acme", &shard));
+        assert_eq!(index.namespaces["acme"], BTreeMap::from([("aws".to_string(), 1)]));
+        assert!(shard.set_module(&module, None));
+        assert!(!shard.set_module(&module, None));
+        assert!(index.set_namespace("acme", &shard), "a namespace with no module leaves the index");
+        assert!(index.namespaces.is_empty());
+        for bad in [&b"[]"[..], br#"{"format":1}"#, br#"{"modules":{}}"#, b"{"] {
+            assert_eq!(ModuleShard::parse(bad).unwrap_err().status().as_u16(), 500);
         }
     }
 

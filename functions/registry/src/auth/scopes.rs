@@ -63,6 +63,17 @@ pub enum Viewer {
 }
 
 impl Viewer {
+    /// Whether this viewer may read the modules of `namespace` under `policy`: module scopes
+    /// are namespace globs, so this is `may_read` of any module there (what the catalog's
+    /// index is filtered by before a shard is read).
+    pub fn may_read_namespace(&self, policy: &Policy, namespace: &str) -> bool {
+        let token = match self {
+            Viewer::Anonymous => false,
+            Viewer::Token(record) => record.modules.iter().any(|g| glob(g, namespace)),
+        };
+        token || policy.anonymous_modules.iter().any(|g| glob(g, namespace))
+    }
+
     /// Whether this viewer may read `resource` under `policy`.
     pub fn may_read(&self, policy: &Policy, resource: Resource<'_>) -> bool {
         let token = match self {
@@ -174,6 +185,22 @@ mod tests {
                 grants,
                 "anonymous {pattern}"
             );
+        }
+    }
+
+    #[test]
+    fn a_namespace_is_readable_exactly_when_its_modules_are() {
+        let m = ModuleAddress::parse("team-net", "vpc", "aws").unwrap();
+        for pattern in ["*", "team-*", "team-net", "team", "other", "t?am-net", "registry.terraform.io/*"] {
+            let viewer = Viewer::Token(record("t", "trg_t", &[pattern], &[], None));
+            let policy = Policy { anonymous_modules: vec![pattern.into()], ..Policy::default() };
+            for (viewer, policy) in [(&viewer, &Policy::default()), (&Viewer::Anonymous, &policy)] {
+                assert_eq!(
+                    viewer.may_read_namespace(policy, &m.namespace),
+                    viewer.may_read(policy, Resource::Module(&m)),
+                    "{pattern}"
+                );
+            }
         }
     }
 

@@ -2,8 +2,9 @@
 //! written for it work here: `GET /v1/modules`, `GET /v1/modules/search?q=…`,
 //! `GET /v1/modules/:namespace/:name/:system[/:version]`. The web function serves it.
 //!
-//! List and search are one read (the catalog), filtered by what the caller may read, so a
-//! token never learns of a module outside its scopes. Details are the module's manifest and
+//! List and search read the catalog (`routes::catalog` finds the shards a page needs),
+//! filtered by what the caller may read, so a token never learns of a module outside its
+//! scopes. Details are the module's manifest and
 //! the version's docs, shown only when the docs were read from the archive the manifest
 //! serves. Fields the registry does not keep are present with empty values (`owner`,
 //! `source`, `downloads`, `verified`: docs/API.md says why), so decoders of the public
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::address::ModuleAddress;
 
-use crate::catalog::{Catalog, ModuleEntry};
+use crate::catalog::{CatalogIndex, ModuleEntry, ModuleShard};
 use crate::manifest::{ModuleManifest, ModuleVersion};
 use crate::module_docs::compare::Comparison;
 use crate::module_docs::{ModuleDir, ModuleDocs};
@@ -23,11 +24,10 @@ use crate::query::Listing;
 const SEARCH_TERMS_MAX: usize = 8;
 
 /// One page of a list or search answer: `meta` (`limit`, `current_offset`, and `next_offset`
-/// / `next_url`, `prev_offset` / `prev_url` where there is such a page) and `modules`. Modules
-/// in address order, or for a search by relevance; only those `visible` says may be read.
-pub fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddress) -> bool, path: &str) -> Value {
-    let (total, found) = select(catalog, listing, visible);
-    let modules: Vec<Value> = found.iter().skip(listing.offset).take(listing.limit).map(|e| summary(e)).collect();
+/// / `next_url`, `prev_offset` / `prev_url` where there is such a page) and `modules`, the
+/// page `shown` of `total` modules found.
+pub fn page(total: usize, shown: &[ModuleEntry], listing: &Listing, path: &str) -> Value {
+    let modules: Vec<Value> = shown.iter().map(summary).collect();
     let mut meta = json!({"limit": listing.limit, "current_offset": listing.offset});
     let next = listing.offset + listing.limit;
     if next < total {
@@ -42,10 +42,71 @@ pub fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddres
     json!({"meta": meta, "modules": modules})
 }
 
-/// Every module of `listing` (its filters and search words, not its page) that `visible` says
-/// may be read: in address order, or for a search by relevance. Also the count.
+/// Which catalog shards a list or search reads, in address order (`plan`), and where its page
+/// begins in them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan<'a> {
+    /// The namespaces whose shards to read.
+    pub namespaces: Vec<&'a str>,
+    /// A list's modules before its page in the first shard read, and how many it has in all
+    /// (as the index counts them); for a search, `None`: every candidate shard is read, and
+    /// the matches are counted there.
+    list: Option<(usize, usize)>,
+}
+
+/// The shards a list or search needs, from the index, among the namespaces `visible` says
+/// may be read. A list reads only the shards that hold its page (usually one or two); a
+/// search reads every namespace it may find a module in (one with `namespace=`).
+pub fn plan<'a>(index: &'a CatalogIndex, listing: &Listing, visible: impl Fn(&str) -> bool) -> Plan<'a> {
+    let counted = index
+        .namespaces
+        .iter()
+        .filter(|(namespace, _)| listing.namespace.as_deref().is_none_or(|n| n == namespace.as_str()))
+        .filter(|(namespace, _)| visible(namespace))
+        .map(|(namespace, systems)| {
+            let modules = match listing.provider.as_deref() {
+                Some(system) => systems.get(system).copied().unwrap_or(0),
+                None => systems.values().sum(),
+            };
+            (namespace.as_str(), modules)
+        })
+        .filter(|(_, modules)| *modules > 0);
+    if listing.q.is_some() {
+        return Plan { namespaces: counted.map(|(namespace, _)| namespace).collect(), list: None };
+    }
+    let (first, end) = (listing.offset, listing.offset.saturating_add(listing.limit));
+    let (mut at, mut namespaces, mut skip) = (0usize, Vec::new(), 0);
+    for (namespace, modules) in counted {
+        if at.saturating_add(modules) > first && at < end {
+            if namespaces.is_empty() {
+                skip = first.saturating_sub(at);
+            }
+            namespaces.push(namespace);
+        }
+        at = at.saturating_add(modules);
+    }
+    Plan { namespaces, list: Some((skip, at)) }
+}
+
+/// How many modules a list or search found, and its page, from the shards `plan` named (in
+/// its order). While a publish is between its shard and the index, a list's page can be a
+/// module short or long at a shard's edge; the next read has it right.
+pub fn found(
+    plan: &Plan<'_>,
+    shards: &[&ModuleShard],
+    listing: &Listing,
+    visible: impl Fn(&ModuleAddress) -> bool,
+) -> (usize, Vec<ModuleEntry>) {
+    let (_, selected) = select(shards.iter().flat_map(|s| s.modules.values()), listing, visible);
+    let (skip, total) = plan.list.unwrap_or((listing.offset, selected.len()));
+    (total, selected.into_iter().skip(skip).take(listing.limit).cloned().collect())
+}
+
+/// Of `entries` (in address order), those `listing` wants (its filters and search words, not
+/// its page) and `visible` says may be read: in address order, or for a search by relevance.
+/// Also the count.
 pub fn select<'a>(
-    catalog: &'a Catalog,
+    entries: impl Iterator<Item = &'a ModuleEntry>,
     listing: &Listing,
     visible: impl Fn(&ModuleAddress) -> bool,
 ) -> (usize, Vec<&'a ModuleEntry>) {
@@ -54,9 +115,7 @@ pub fn select<'a>(
         .as_deref()
         .map(|q| q.split_whitespace().take(SEARCH_TERMS_MAX).map(str::to_lowercase).collect())
         .unwrap_or_default();
-    let mut found: Vec<(u32, &ModuleEntry)> = catalog
-        .modules
-        .values()
+    let mut found: Vec<(u32, &ModuleEntry)> = entries
         .filter(|e| listing.namespace.as_deref().is_none_or(|n| n == e.namespace))
         .filter(|e| listing.provider.as_deref().is_none_or(|s| s == e.system))
         .filter(|e| ModuleAddress::parse(&e.namespace, &e.name, &e.system).is_ok_and(|m| visible(&m)))

@@ -1,5 +1,6 @@
 use super::*;
 use crate::app::{App, Request};
+use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::index::{Indexer, Limits};
 use crate::layout;
@@ -33,6 +34,45 @@ fn catalog() -> Catalog {
         c.set_module(&m, Some(e));
     }
     c
+}
+
+/// A page as the API makes it: the plan from the catalog's index, the shards it names, the
+/// page found in them.
+fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddress) -> bool, path: &str) -> Value {
+    let index = catalog.index();
+    let by_namespace = |ns: &str| ModuleAddress::parse(ns, "any", "any").is_ok_and(|m| visible(&m));
+    let plan = plan(&index, listing, by_namespace);
+    let shards: Vec<&ModuleShard> = plan.namespaces.iter().map(|ns| &catalog.shards[*ns]).collect();
+    let (total, shown) = found(&plan, &shards, listing, &visible);
+    super::page(total, &shown, listing, path)
+}
+
+#[test]
+fn a_list_reads_only_the_shards_that_hold_its_page() {
+    let mut c = Catalog::default();
+    for (ns, modules) in [("a", 10), ("b", 10), ("c", 10), ("d", 1)] {
+        for i in 0..modules {
+            let e = entry(ns, &format!("m{i:02}"), if i % 2 == 0 { "aws" } else { "google" }, "x");
+            c.set_module(&ModuleAddress::parse(ns, &e.name, &e.system).unwrap(), Some(e));
+        }
+    }
+    let index = c.index();
+    let all = |_: &str| true;
+    let at = |offset, limit| plan(&index, &Listing { offset, limit, ..Listing::default() }, all).namespaces;
+    assert_eq!(at(0, 10), ["a"]);
+    assert_eq!(at(5, 10), ["a", "b"]);
+    assert_eq!(at(10, 10), ["b"]);
+    assert_eq!(at(25, 100), ["c", "d"]);
+    assert!(at(31, 10).is_empty());
+    let google = Listing { provider: Some("google".into()), offset: 5, limit: 5, ..Listing::default() };
+    assert_eq!(plan(&index, &google, all).namespaces, ["b"], "counted by system");
+    let hidden = plan(&index, &Listing::default(), |ns| ns != "a");
+    assert_eq!(hidden.namespaces, ["b", "c"], "a namespace the viewer may not read is not read");
+    let search = Listing { q: Some("x".into()), ..Listing::default() };
+    assert_eq!(plan(&index, &search, |ns| ns != "c").namespaces, ["a", "b", "d"]);
+    let listed = page(&c, &Listing { offset: 8, limit: 4, ..Listing::default() }, |_| true, "/v1/modules");
+    assert_eq!(ids(&listed), ["a/m08/aws/1.0.0", "a/m09/google/1.0.0", "b/m00/aws/1.0.0", "b/m01/google/1.0.0"]);
+    assert_eq!(listed["meta"]["next_offset"], 12);
 }
 
 fn ids(page: &Value) -> Vec<String> {
@@ -144,7 +184,7 @@ async fn the_api_answers_from_what_the_indexer_wrote_within_a_tokens_scopes() {
     assert_eq!(list["modules"][0]["description"], "A network with subnets.");
     let before = app.storage().request_count();
     assert_eq!(call("/v1/modules", Some("limit=1"), acme).await.0, 200);
-    assert_eq!(app.storage().request_count() - before, 1, "warm: the catalog only");
+    assert_eq!(app.storage().request_count() - before, 2, "warm: the catalog's index and the one shard");
     let (_, found) = call("/v1/modules/search", Some("q=vault"), acme).await;
     assert!(ids(&found).is_empty(), "{found}");
     let (_, found) = call("/v1/modules/search", Some("q=network"), acme).await;

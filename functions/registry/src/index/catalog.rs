@@ -1,23 +1,33 @@
 //! Keeping the catalog (`crate::catalog`) in line with the manifests: after every pass, the
-//! pass's owner's entry is recomputed from its manifest as stored *now*, and written with the
-//! same conditional write (and retry) as a manifest; a repair rebuilds every entry.
+//! pass's owner's entry is recomputed from its manifest as stored *now*, and written into its
+//! part (the namespace's shard, or the providers) with the same conditional write (and retry)
+//! as a manifest; then the index, when the shard's counts changed. A repair rebuilds every
+//! part.
 //!
-//! Why no update is lost: an attempt reads the catalog (and its ETag) *before* the manifest it
-//! computes the entry from, and writes only if the catalog is still what it read. Take the
-//! last write of an owner's manifest, by pass P. P's catalog update starts after that write, so
-//! every attempt of it reads the final manifest, and one of them succeeds (or P fails and its
-//! event is retried). A catalog write that succeeds after P's read the catalog after P's write
-//! (nothing was written between its read and its write), so its manifest read came later
-//! still: it also carries the final entry. The same ordering as rule 1 of the manifests.
+//! Why no update is lost: an attempt reads the part (and its ETag) *before* the manifest it
+//! computes the entry from, and writes only if the part is still what it read. Take the last
+//! write of an owner's manifest, by pass P. P's update starts after that write, so every
+//! attempt of it reads the final manifest, and one of them succeeds (or P fails and its event
+//! is retried). A write of the part that succeeds after P's read it after P's write (nothing
+//! was written between its read and its write), so its manifest read came later still: it
+//! also carries the final entry. The same ordering as rule 1 of the manifests, and the same
+//! again one level up: the index is read before the shard its counts are taken from.
+//!
+//! Publishes of new versions in different namespaces write different shards, so they never
+//! contend here; the index is written only when a module appears in or leaves a namespace (or
+//! it is missing or unreadable), and every provider pass writes the one providers part.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 
 use super::indexer::Indexer;
 use super::intake::read_document;
-use crate::address::{ModuleAddress, ProviderAddress};
-use crate::catalog::{self, Catalog, ModuleEntry, ProviderEntry};
+use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
+use crate::catalog::{
+    self, CatalogIndex, LegacyCatalog, ModuleEntry, ModuleShard, Part, ProviderCatalog, ProviderEntry, UpstreamCatalog,
+};
 use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, ProviderIndex};
@@ -25,140 +35,405 @@ use crate::module_docs::{self, ModuleDocs};
 use crate::retry::{self, Backoff};
 use crate::storage::{Object, Precondition, Storage};
 
-/// Every pass of every owner writes this one document, so it sees more races than any
-/// manifest; each lost race is another pass's progress, so a generous bound costs nothing in
-/// the common case.
+/// Every pass of a namespace's owners writes its shard (and every provider pass the providers),
+/// so a part sees more races than a manifest; each lost race is another pass's progress, so a
+/// generous bound costs nothing in the common case.
 const CATALOG_RETRY: Backoff =
     Backoff { attempts: 60, first: Duration::from_millis(10), max: Duration::from_millis(1000) };
 
-/// Manifests read at once when the whole catalog is rebuilt.
+/// Documents read at once when parts are rebuilt.
 const REBUILD_READS: usize = 16;
 
 /// Bring `owner`'s catalog entry in line with its manifest as stored now (added, changed,
 /// or removed when it serves nothing). Nothing is written when the entry is already right.
+/// With no index (a new bucket, or one from before the catalog was sharded) every part is
+/// rebuilt; with an index but, for a provider, no providers part, that part.
 pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: &Owner) -> Result<(), Error> {
-    retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-        let read = read_document(indexer.storage, layout::CATALOG).await?;
-        let (mut catalog, replace) = stored_or_rebuilt(indexer, read.as_ref()).await?;
-        let changed = match owner {
-            Owner::Module(m) => {
-                let entry = module_entry(indexer, m, catalog.module(m)).await?;
-                catalog.set_module(m, entry)
+    match owner {
+        Owner::Module(m) => {
+            let shard = refresh_shard(indexer, &m.namespace, Some(m)).await?;
+            if !index_in_line(indexer, &m.namespace, &shard).await? {
+                rebuild_catalog(indexer).await?;
             }
-            Owner::Provider(p) => {
-                let entry = provider_entry(indexer, p, catalog.provider(p)).await?;
-                catalog.set_provider(p, entry)
-            }
-        };
-        if !changed && !replace {
-            return Ok(());
         }
-        write_catalog(indexer, &catalog, read.as_ref()).await
-    })
-    .await
+        Owner::Provider(p) => {
+            if refresh_providers(indexer, Some(p)).await? {
+                return Ok(());
+            }
+            match read_document(indexer.storage, layout::CATALOG_INDEX).await? {
+                Some(_) => rebuild_providers(indexer).await?,
+                None => rebuild_catalog(indexer).await?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Add a pinned copy of an upstream module to the catalog (the indexer logged its pin).
 pub(super) async fn add_upstream_copy<S: Storage>(
     indexer: &Indexer<'_, S>,
-    module: &crate::address::UpstreamModule,
+    module: &UpstreamModule,
     version: &str,
     copied_at: &str,
 ) -> Result<(), Error> {
-    retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-        let read = read_document(indexer.storage, layout::CATALOG).await?;
-        let (mut catalog, replace) = stored_or_rebuilt(indexer, read.as_ref()).await?;
-        if !catalog.add_upstream_copy(module, version, copied_at) && !replace {
+    retry::on_conflict(CATALOG_RETRY, "catalog's upstream modules", |_| async {
+        let (read, mut upstream, replace) = read_upstream(indexer).await?;
+        if !upstream.add_copy(module, version, copied_at) && !replace {
             return Ok(());
         }
-        write_catalog(indexer, &catalog, read.as_ref()).await
+        write(indexer, layout::CATALOG_UPSTREAM_MODULES, &upstream, read.as_ref()).await
     })
     .await
 }
 
-/// Rebuild every entry from the manifests present (repair, migration): entries of owners
-/// that serve nothing go, descriptions are read again only where the latest version changed.
+/// Rebuild every part from the manifests present (repair, migration): entries of owners that
+/// serve nothing go, descriptions are read again only where the latest version changed, and
+/// a part already right is not written.
 pub(super) async fn rebuild_catalog<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
-    retry::on_conflict(CATALOG_RETRY, "catalog", |_| async {
-        let read = read_document(indexer.storage, layout::CATALOG).await?;
-        let previous = read.as_ref().and_then(|o| Catalog::parse(&o.bytes).ok()).unwrap_or_default();
-        let catalog = every_entry(indexer, &previous).await?;
-        if read.is_some() && catalog == previous {
+    let mut namespaces: BTreeMap<String, Vec<ModuleAddress>> = BTreeMap::new();
+    for object in indexer.storage.list(&format!("{}{}", layout::INDEXED_PREFIX, layout::MODULES_PREFIX)).await? {
+        if let Some(ObjectKind::ModuleManifest(m)) = layout::classify(&object.key) {
+            namespaces.entry(m.namespace.clone()).or_default().push(m);
+        }
+    }
+    for object in indexer.storage.list(layout::CATALOG_SHARDS_PREFIX).await? {
+        if let Some(namespace) = layout::catalog_shard_namespace(&object.key) {
+            namespaces.entry(namespace.to_string()).or_default();
+        }
+    }
+    let mut shards = futures_util::stream::iter(namespaces)
+        .map(|(namespace, modules)| async move { rebuild_shard(indexer, &namespace, &modules).await })
+        .buffer_unordered(REBUILD_READS);
+    while let Some(done) = shards.next().await {
+        done?;
+    }
+    drop(shards);
+    rebuild_index(indexer).await?;
+    rebuild_providers(indexer).await?;
+    retry::on_conflict(CATALOG_RETRY, "catalog's upstream modules", |_| async {
+        let (read, upstream, replace) = read_upstream(indexer).await?;
+        if !replace {
             return Ok(());
         }
-        write_catalog(indexer, &catalog, read.as_ref()).await
+        write(indexer, layout::CATALOG_UPSTREAM_MODULES, &upstream, read.as_ref()).await
     })
     .await
 }
 
-/// The catalog as stored, and whether what is stored must be replaced whatever one entry is:
-/// none yet (a new bucket, or one from before the catalog existed) or unreadable, every owner's
-/// entry is computed, not only the one a pass changed.
-async fn stored_or_rebuilt<S: Storage>(
+/// One namespace's shard: `only` that module's entry recomputed, or (`None`, or a shard
+/// missing or unreadable) every module's of the namespace, found by listing its manifests.
+async fn refresh_shard<S: Storage>(
     indexer: &Indexer<'_, S>,
-    read: Option<&Object>,
-) -> Result<(Catalog, bool), Error> {
-    match read.map(|o| Catalog::parse(&o.bytes)) {
-        Some(Ok(catalog)) => Ok((catalog, false)),
-        None => Ok((every_entry(indexer, &Catalog::default()).await?, true)),
+    namespace: &str,
+    only: Option<&ModuleAddress>,
+) -> Result<ModuleShard, Error> {
+    let key = layout::catalog_shard(namespace);
+    retry::on_conflict(CATALOG_RETRY, "catalog shard", |_| async {
+        let read = read_document(indexer.storage, &key).await?;
+        let (previous, replace) = parsed::<ModuleShard>(read.as_ref(), &key);
+        let shard = match only {
+            Some(m) if !replace => {
+                let mut shard = previous.clone();
+                let entry = module_entry(indexer, m, shard.module(m)).await?;
+                shard.set_module(m, entry);
+                shard
+            }
+            _ => {
+                let listed = namespace_modules(indexer, namespace).await?;
+                shard_entries(indexer, &listed, &previous).await
+            }
+        };
+        write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await?;
+        Ok(shard)
+    })
+    .await
+}
+
+/// Whether the index's line of `namespace` counts `shard` (the shard as this pass left it),
+/// and if not, the line set from the shard as stored now. One read when it does, which is
+/// every publish of a new version: only a module that appears or goes changes the counts.
+/// Checked on every pass, not only when this pass changed the counts, so that a pass retried
+/// after it failed between its shard and the index still brings the index in line. `false`:
+/// there is no index yet (the caller rebuilds everything).
+async fn index_in_line<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    namespace: &str,
+    shard: &ModuleShard,
+) -> Result<bool, Error> {
+    let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
+    let Some(read) = read else { return Ok(false) };
+    let counts = Some(shard.counts()).filter(|c| !c.is_empty());
+    match CatalogIndex::parse(&read.bytes) {
+        Ok(index) if index.namespaces.get(namespace) == counts.as_ref() => Ok(true),
+        _ => refresh_index(indexer, Some(namespace)).await,
+    }
+}
+
+/// A shard rebuilt for a repair: the modules listed before it, and those it held.
+async fn rebuild_shard<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    namespace: &str,
+    listed: &[ModuleAddress],
+) -> Result<(), Error> {
+    let key = layout::catalog_shard(namespace);
+    retry::on_conflict(CATALOG_RETRY, "catalog shard", |_| async {
+        let read = read_document(indexer.storage, &key).await?;
+        let (previous, replace) = parsed::<ModuleShard>(read.as_ref(), &key);
+        let shard = shard_entries(indexer, listed, &previous).await;
+        write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await
+    })
+    .await
+}
+
+/// The index's line of `namespace` (or, `None`, every line) set from the shards as stored now.
+/// `false`: there is no index yet, and nothing was written (the caller rebuilds everything).
+async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&str>) -> Result<bool, Error> {
+    retry::on_conflict(CATALOG_RETRY, "catalog index", |_| async {
+        let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
+        let (previous, replace) = parsed::<CatalogIndex>(read.as_ref(), layout::CATALOG_INDEX);
+        let (index, counted) = match namespace {
+            _ if read.is_none() => return Ok(false),
+            Some(namespace) if !replace => {
+                let mut index = previous.clone();
+                let (shard, etag) = shard_with_etag(indexer, namespace).await?;
+                index.set_namespace(namespace, &shard);
+                (index, Some((namespace, etag)))
+            }
+            _ => (every_namespace(indexer).await?, None),
+        };
+        write_if_changed(indexer, layout::CATALOG_INDEX, &index, &previous, read.as_ref(), replace).await?;
+        // A pass that found the index already right wrote nothing, so this write's If-Match
+        // cannot tell that the shard changed since it was read (a module gone, another come:
+        // the same counts). Checked after the write: a shard written since means counting
+        // again; one written after this check belongs to a pass that reads the index after
+        // this write, and corrects it.
+        if let Some((namespace, etag)) = counted {
+            let now = indexer.storage.etag(&layout::catalog_shard(namespace)).await?;
+            if now != etag {
+                return Err(Error::Conflict(format!("catalog shard {namespace} changed while counted")));
+            }
+        }
+        Ok(true)
+    })
+    .await
+}
+
+/// The index rebuilt from every shard (written also when there was none).
+async fn rebuild_index<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
+    retry::on_conflict(CATALOG_RETRY, "catalog index", |_| async {
+        let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
+        let (previous, replace) = parsed::<CatalogIndex>(read.as_ref(), layout::CATALOG_INDEX);
+        let index = every_namespace(indexer).await?;
+        write_if_changed(indexer, layout::CATALOG_INDEX, &index, &previous, read.as_ref(), replace).await
+    })
+    .await
+}
+
+/// A namespace's shard as stored (none, or unreadable: empty; its next pass rebuilds it).
+async fn shard_as_stored<S: Storage>(indexer: &Indexer<'_, S>, namespace: &str) -> Result<ModuleShard, Error> {
+    Ok(shard_with_etag(indexer, namespace).await?.0)
+}
+
+/// `shard_as_stored`, with the ETag it was read at (`None`: there was none).
+async fn shard_with_etag<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    namespace: &str,
+) -> Result<(ModuleShard, Option<String>), Error> {
+    let key = layout::catalog_shard(namespace);
+    let read = read_document(indexer.storage, &key).await?;
+    let etag = read.as_ref().map(|o| o.etag.clone());
+    Ok((parsed::<ModuleShard>(read.as_ref(), &key).0, etag))
+}
+
+/// The index as every shard stored says.
+async fn every_namespace<S: Storage>(indexer: &Indexer<'_, S>) -> Result<CatalogIndex, Error> {
+    let namespaces: Vec<String> = indexer
+        .storage
+        .list(layout::CATALOG_SHARDS_PREFIX)
+        .await?
+        .iter()
+        .filter_map(|o| layout::catalog_shard_namespace(&o.key).map(str::to_string))
+        .collect();
+    let mut shards = futures_util::stream::iter(namespaces)
+        .map(|namespace| async move { shard_as_stored(indexer, &namespace).await.map(|s| (namespace, s)) })
+        .buffer_unordered(REBUILD_READS);
+    let mut index = CatalogIndex::default();
+    while let Some(shard) = shards.next().await {
+        let (namespace, shard) = shard?;
+        index.set_namespace(&namespace, &shard);
+    }
+    Ok(index)
+}
+
+/// The providers part: `only` that provider's entry recomputed, or every provider's.
+/// `false`: there is no providers part yet, and nothing was written (the caller rebuilds
+/// everything).
+async fn refresh_providers<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    only: Option<&ProviderAddress>,
+) -> Result<bool, Error> {
+    retry::on_conflict(CATALOG_RETRY, "provider catalog", |_| async {
+        let read = read_document(indexer.storage, layout::CATALOG_PROVIDERS).await?;
+        let (previous, replace) = parsed::<ProviderCatalog>(read.as_ref(), layout::CATALOG_PROVIDERS);
+        let providers = match only {
+            _ if read.is_none() => return Ok(false),
+            Some(p) if !replace => {
+                let mut providers = previous.clone();
+                let entry = provider_entry(indexer, p, providers.provider(p)).await?;
+                providers.set_provider(p, entry);
+                providers
+            }
+            _ => every_provider(indexer, &previous).await?,
+        };
+        write_if_changed(indexer, layout::CATALOG_PROVIDERS, &providers, &previous, read.as_ref(), replace).await?;
+        Ok(true)
+    })
+    .await
+}
+
+/// The providers part rebuilt from every provider's index (written also when there was none).
+async fn rebuild_providers<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
+    retry::on_conflict(CATALOG_RETRY, "provider catalog", |_| async {
+        let read = read_document(indexer.storage, layout::CATALOG_PROVIDERS).await?;
+        let (previous, replace) = parsed::<ProviderCatalog>(read.as_ref(), layout::CATALOG_PROVIDERS);
+        let providers = every_provider(indexer, &previous).await?;
+        write_if_changed(indexer, layout::CATALOG_PROVIDERS, &providers, &previous, read.as_ref(), replace).await
+    })
+    .await
+}
+
+/// A part as read, and whether what is stored must be replaced whatever changes: none yet, or
+/// unreadable (then computed from nothing).
+fn parsed<P: Part + Default + Clone>(read: Option<&Object>, key: &str) -> (P, bool) {
+    match read.map(|o| P::parse(&o.bytes)) {
+        Some(Ok(part)) => (part, false),
+        None => (P::default(), true),
         Some(Err(e)) => {
-            tracing::warn!(error = %chain(&e), "stored catalog unreadable; rebuilding it from every manifest");
-            Ok((every_entry(indexer, &Catalog::default()).await?, true))
+            tracing::warn!(key, error = %chain(&e), "stored catalog part unreadable; rebuilding it");
+            (P::default(), true)
         }
     }
 }
 
-async fn write_catalog<S: Storage>(
+/// Write `part` unless it is what was read (`If-Match` what was read, or `If-None-Match: *`).
+/// A shard or upstream part that would be empty where none is stored is not written; the
+/// index and the providers part are, so that a rebuilt catalog has both (their absence is
+/// what makes a pass rebuild).
+async fn write_if_changed<P: Part + PartialEq + Default, S: Storage>(
     indexer: &Indexer<'_, S>,
-    catalog: &Catalog,
+    key: &str,
+    part: &P,
+    previous: &P,
+    read: Option<&Object>,
+    replace: bool,
+) -> Result<(), Error> {
+    let unchanged = part == previous && !replace;
+    let always = [layout::CATALOG_INDEX, layout::CATALOG_PROVIDERS].contains(&key);
+    let nothing_new = read.is_none() && *part == P::default() && !always;
+    if unchanged || nothing_new {
+        return Ok(());
+    }
+    write(indexer, key, part, read).await
+}
+
+async fn write<P: Part, S: Storage>(
+    indexer: &Indexer<'_, S>,
+    key: &str,
+    part: &P,
     read: Option<&Object>,
 ) -> Result<(), Error> {
     let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
-    indexer.storage.put(layout::CATALOG, catalog.to_bytes()?, CONTENT_TYPE_JSON, precondition).await
+    indexer.storage.put(key, part.to_bytes()?, CONTENT_TYPE_JSON, precondition).await
 }
 
-/// The catalog as every manifest in the bucket says, reusing `previous`'s descriptions.
-async fn every_entry<S: Storage>(indexer: &Indexer<'_, S>, previous: &Catalog) -> Result<Catalog, Error> {
-    let mut owners = Vec::new();
-    for documents in [layout::MODULES_PREFIX, layout::PROVIDERS_PREFIX] {
-        let prefix = format!("{}{documents}", layout::INDEXED_PREFIX);
-        for object in indexer.storage.list(&prefix).await? {
-            match layout::classify(&object.key) {
-                Some(ObjectKind::ModuleManifest(m)) => owners.push(Owner::Module(m)),
-                Some(ObjectKind::ProviderIndex(p)) => owners.push(Owner::Provider(p)),
-                _ => {}
-            }
-        }
+/// The upstream modules part as read, and whether it must be written whatever changes: none
+/// yet, or unreadable, then seeded from the single catalog of format 1, where a bucket from
+/// before the sharded catalog kept them (no manifest holds them).
+async fn read_upstream<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(Option<Object>, UpstreamCatalog, bool), Error> {
+    let read = read_document(indexer.storage, layout::CATALOG_UPSTREAM_MODULES).await?;
+    let (upstream, replace) = parsed::<UpstreamCatalog>(read.as_ref(), layout::CATALOG_UPSTREAM_MODULES);
+    if !replace {
+        return Ok((read, upstream, false));
     }
-    // An owner whose manifest cannot be read now keeps the entry it had (its own pass
-    // reports the failure): one poisoned owner does not block the others' entries.
-    let mut entries = futures_util::stream::iter(owners)
-        .map(|owner| async move {
-            let mut one = Catalog::default();
-            match &owner {
-                Owner::Module(m) => match module_entry(indexer, m, previous.module(m)).await {
-                    Ok(entry) => one.set_module(m, entry),
-                    Err(e) => {
-                        tracing::warn!(%owner, error = %chain(&e), "manifest unreadable; its catalog entry kept as it was");
-                        one.set_module(m, previous.module(m).cloned())
-                    }
-                },
-                Owner::Provider(p) => match provider_entry(indexer, p, previous.provider(p)).await {
-                    Ok(entry) => one.set_provider(p, entry),
-                    Err(e) => {
-                        tracing::warn!(%owner, error = %chain(&e), "index unreadable; its catalog entry kept as it was");
-                        one.set_provider(p, previous.provider(p).cloned())
-                    }
-                },
+    let legacy = read_document(indexer.storage, layout::LEGACY_CATALOG).await?;
+    let legacy = legacy.and_then(|o| serde_json::from_slice::<LegacyCatalog>(&o.bytes).ok());
+    let upstream = UpstreamCatalog { modules: legacy.map(|l| l.upstream_modules).unwrap_or_default(), ..upstream };
+    Ok((read, upstream, true))
+}
+
+/// The modules of a namespace that have a manifest.
+async fn namespace_modules<S: Storage>(indexer: &Indexer<'_, S>, namespace: &str) -> Result<Vec<ModuleAddress>, Error> {
+    let prefix = format!("{}{}{namespace}/", layout::INDEXED_PREFIX, layout::MODULES_PREFIX);
+    let listed = indexer.storage.list(&prefix).await?;
+    Ok(listed
+        .iter()
+        .filter_map(|o| match layout::classify(&o.key) {
+            Some(ObjectKind::ModuleManifest(m)) if m.namespace == namespace => Some(m),
+            _ => None,
+        })
+        .collect())
+}
+
+/// A shard as the manifests of `listed` (and of the modules `previous` held) say, reusing
+/// `previous`'s descriptions. A module whose manifest cannot be read now keeps the entry it
+/// had (its own pass reports the failure): one poisoned owner does not block the others.
+async fn shard_entries<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    listed: &[ModuleAddress],
+    previous: &ModuleShard,
+) -> ModuleShard {
+    let mut modules: BTreeSet<ModuleAddress> = listed.iter().cloned().collect();
+    modules
+        .extend(previous.modules.values().filter_map(|e| ModuleAddress::parse(&e.namespace, &e.name, &e.system).ok()));
+    let mut entries = futures_util::stream::iter(modules)
+        .map(|m| async move {
+            let entry = match module_entry(indexer, &m, previous.module(&m)).await {
+                Ok(entry) => entry,
+                Err(e) => {
+                    tracing::warn!(module = %m, error = %chain(&e), "manifest unreadable; its catalog entry kept as it was");
+                    previous.module(&m).cloned()
+                }
             };
-            one
+            (m, entry)
         })
         .buffer_unordered(REBUILD_READS);
-    // Upstream modules' copies are no manifest's: kept as they were (each pin added them).
-    let mut catalog = Catalog { upstream_modules: previous.upstream_modules.clone(), ..Catalog::default() };
-    while let Some(one) = entries.next().await {
-        catalog.modules.extend(one.modules);
-        catalog.providers.extend(one.providers);
+    let mut shard = ModuleShard::default();
+    while let Some((m, entry)) = entries.next().await {
+        shard.set_module(&m, entry);
+    }
+    shard
+}
+
+/// The providers part as every provider's index says, keeping `previous`'s times.
+async fn every_provider<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    previous: &ProviderCatalog,
+) -> Result<ProviderCatalog, Error> {
+    let mut providers: BTreeSet<ProviderAddress> = BTreeSet::new();
+    let prefix = format!("{}{}", layout::INDEXED_PREFIX, layout::PROVIDERS_PREFIX);
+    for object in indexer.storage.list(&prefix).await? {
+        if let Some(ObjectKind::ProviderIndex(p)) = layout::classify(&object.key) {
+            providers.insert(p);
+        }
+    }
+    providers.extend(
+        previous.providers.values().filter_map(|e| ProviderAddress::parse(&e.hostname, &e.namespace, &e.r#type).ok()),
+    );
+    let mut entries = futures_util::stream::iter(providers)
+        .map(|p| async move {
+            let entry = match provider_entry(indexer, &p, previous.provider(&p)).await {
+                Ok(entry) => entry,
+                Err(e) => {
+                    tracing::warn!(provider = %p, error = %chain(&e), "index unreadable; its catalog entry kept as it was");
+                    previous.provider(&p).cloned()
+                }
+            };
+            (p, entry)
+        })
+        .buffer_unordered(REBUILD_READS);
+    let mut catalog = ProviderCatalog::default();
+    while let Some((p, entry)) = entries.next().await {
+        catalog.set_provider(&p, entry);
     }
     Ok(catalog)
 }

@@ -122,8 +122,8 @@ mod tests {
         indexer.on_object_changed(FILE).await.unwrap();
         assert_eq!(
             s.request_count() - before,
-            3 + 2,
-            "manifest, listing, rejection listing; catalog, manifest; no file read"
+            3 + 3,
+            "manifest, listing, rejection listing; catalog shard, manifest, catalog index; no file read"
         );
         s.delete(FILE).await.unwrap();
         indexer.on_object_changed(FILE).await.unwrap();

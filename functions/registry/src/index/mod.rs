@@ -210,7 +210,7 @@ impl<S: Storage> Indexer<'_, S> {
             }
             results.push((owner, outcome));
         }
-        // Once for all owners, not once per owner: each update reads and writes the whole catalog.
+        // Once for all owners, not once per owner: a rebuild reads every manifest and every part.
         catalog::rebuild_catalog(self).await?;
         upstream_modules::rebuild_pins(self).await?;
         Ok(results)

@@ -170,20 +170,54 @@ async fn a_pass_that_loses_a_race_reads_again_and_loses_nothing() {
     assert_eq!(versions(&s.inner), ["9.0.0", "1.0.0"]);
 }
 
-/// The catalog, which every pass of every owner writes: another owner's pass writes it
-/// between this pass's read of it and its write. Both entries are kept.
+/// A namespace's catalog shard, which every pass of its modules writes: another module's pass
+/// writes it between this pass's read of it and its write; and the index, which a new module
+/// of another namespace writes likewise. Every entry and every count is kept.
 #[tokio::test]
 async fn a_catalog_update_that_loses_a_race_keeps_the_rivals_entry() {
-    let s = Racy::new(layout::CATALOG, "modules/acme/rival/aws/1.0.0.tar.gz");
-    // A catalog exists (else the first write would rebuild every entry from the manifests).
-    s.inner.insert("modules/acme/first/aws/1.0.0.tar.gz", tf("first"));
-    Indexer::new(&s.inner, Limits::default()).on_object_changed("modules/acme/first/aws/1.0.0.tar.gz").await.unwrap();
-    s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("mine"));
-    Indexer::new(&s, Limits::default()).reindex(&module()).await.unwrap();
-    assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival wrote first");
-    let catalog = crate::catalog::Catalog::parse(&s.inner.peek(layout::CATALOG).unwrap()).unwrap();
-    let modules: Vec<&String> = catalog.modules.keys().collect();
-    assert_eq!(modules, ["acme/first/aws", "acme/rival/aws", "acme/vpc/aws"]);
+    for (on, rival, address) in [
+        ("indexed/catalog/modules/acme.json", "modules/acme/rival/aws/1.0.0.tar.gz", "acme/rival/aws"),
+        (layout::CATALOG_INDEX, "modules/other/rival/aws/1.0.0.tar.gz", "other/rival/aws"),
+    ] {
+        let s = Racy::new(on, rival);
+        // An index exists (else the first write would rebuild every part from the manifests).
+        s.inner.insert("modules/acme/first/aws/1.0.0.tar.gz", tf("first"));
+        let first = Indexer::new(&s.inner, Limits::default());
+        first.on_object_changed("modules/acme/first/aws/1.0.0.tar.gz").await.unwrap();
+        s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("mine"));
+        Indexer::new(&s, Limits::default()).reindex(&module()).await.unwrap();
+        assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival wrote first");
+        let catalog = crate::catalog::stored(&s.inner).await.unwrap();
+        let modules: Vec<String> = catalog.modules().map(|e| e.address()).collect();
+        let mut want = vec!["acme/first/aws", "acme/vpc/aws", address];
+        want.sort_unstable();
+        assert_eq!(modules, want, "{on}");
+        let index = <crate::catalog::CatalogIndex as crate::catalog::Part>::parse(
+            &s.inner.peek(layout::CATALOG_INDEX).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(index, catalog.index(), "{on}: the index counts every shard");
+    }
+}
+
+/// The index's lost update a pass that writes nothing cannot prevent (found by a red-team
+/// review): `acme/a` is deleted, and while its pass writes the index from the emptied shard,
+/// `acme/b` is published; that pass finds the index line (aws: 1) already equal to its shard's
+/// counts and writes nothing. The deleting pass's write must not then drop the namespace.
+#[tokio::test]
+async fn an_index_write_from_a_shard_that_changed_meanwhile_counts_again() {
+    let s = Racy::new(layout::CATALOG_INDEX, "modules/acme/b/aws/1.0.0.tar.gz");
+    s.inner.insert("modules/acme/a/aws/1.0.0.tar.gz", tf("a"));
+    Indexer::new(&s.inner, Limits::default()).on_object_changed("modules/acme/a/aws/1.0.0.tar.gz").await.unwrap();
+    s.inner.delete("modules/acme/a/aws/1.0.0.tar.gz").await.unwrap();
+    Indexer::new(&s, Limits::default()).on_object_changed("modules/acme/a/aws/1.0.0.tar.gz").await.unwrap();
+    assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival published first");
+    let catalog = crate::catalog::stored(&s.inner).await.unwrap();
+    assert_eq!(catalog.modules().map(|e| e.address()).collect::<Vec<_>>(), ["acme/b/aws"]);
+    let index =
+        <crate::catalog::CatalogIndex as crate::catalog::Part>::parse(&s.inner.peek(layout::CATALOG_INDEX).unwrap())
+            .unwrap();
+    assert_eq!(index, catalog.index(), "the index counts every shard");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

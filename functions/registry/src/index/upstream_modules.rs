@@ -107,9 +107,13 @@ async fn keep_pins<S: Storage>(
 /// pin (`reindex all`: a bucket from before pins documents, or one lost): the pins named by the
 /// catalog's versions, read from `upstream-modules/`.
 pub(super) async fn rebuild_pins<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error> {
-    let Some(stored) = super::intake::read_document(indexer.storage, layout::CATALOG).await? else { return Ok(()) };
-    let Ok(catalog) = crate::catalog::Catalog::parse(&stored.bytes) else { return Ok(()) };
-    for entry in catalog.upstream_modules.values() {
+    let Some(stored) = super::intake::read_document(indexer.storage, layout::CATALOG_UPSTREAM_MODULES).await? else {
+        return Ok(());
+    };
+    let Ok(catalog) = <crate::catalog::UpstreamCatalog as crate::catalog::Part>::parse(&stored.bytes) else {
+        return Ok(());
+    };
+    for entry in catalog.modules.values() {
         let Some(module) = entry.module() else { continue };
         let held = super::intake::read_document(indexer.storage, &layout::upstream_module_pins(&module)).await?;
         let held = held.and_then(|o| ModulePins::parse(&o.bytes).ok()).unwrap_or_default();

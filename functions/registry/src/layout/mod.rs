@@ -290,9 +290,37 @@ pub fn module_docs(m: &ModuleAddress, version: &semver::Version) -> String {
     format!("{INDEXED_PREFIX}{}{MODULE_DOCS_DIR}{version}.json", module_prefix(m))
 }
 
-/// The catalog (`catalog`): every module and provider served, in one document the indexer
-/// keeps and the web function lists and searches.
-pub const CATALOG: &str = "indexed/catalog.json";
+/// Where the catalog's parts are (`catalog`): every module and provider served, kept by the
+/// indexer, listed and searched by the web function.
+pub const CATALOG_PREFIX: &str = "indexed/catalog/";
+
+/// The catalog's index: each namespace and how many modules of each system it holds.
+pub const CATALOG_INDEX: &str = "indexed/catalog/index.json";
+
+/// Where the catalog's module shards are, one per namespace.
+pub const CATALOG_SHARDS_PREFIX: &str = "indexed/catalog/modules/";
+
+/// One namespace's modules in the catalog.
+pub fn catalog_shard(namespace: &str) -> String {
+    format!("{CATALOG_SHARDS_PREFIX}{namespace}.json")
+}
+
+/// The namespace a catalog shard's key names (`None`: not a shard's key, or not a namespace
+/// by the address grammar: a stray object there is not a shard).
+pub fn catalog_shard_namespace(key: &str) -> Option<&str> {
+    let namespace = key.strip_prefix(CATALOG_SHARDS_PREFIX)?.strip_suffix(".json")?;
+    ModuleAddress::parse(namespace, "any", "any").is_ok().then_some(namespace)
+}
+
+/// The catalog's providers.
+pub const CATALOG_PROVIDERS: &str = "indexed/catalog/providers.json";
+
+/// The catalog's upstream modules copied here.
+pub const CATALOG_UPSTREAM_MODULES: &str = "indexed/catalog/upstream-modules.json";
+
+/// The catalog as one document (format 1, before it was sharded): read only for the upstream
+/// modules it held, never written.
+pub const LEGACY_CATALOG: &str = "indexed/catalog.json";
 
 /// Where a provider's zips are uploaded.
 pub fn provider_prefix(p: &ProviderAddress) -> String {

@@ -8,6 +8,7 @@
 //! ask the verifier the same way (`authorize`, from what the route's row says it reads). This
 //! file keeps only what they all share.
 
+mod catalog;
 mod discovery;
 mod mirror;
 mod module_pull_through;

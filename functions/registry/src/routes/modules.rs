@@ -8,9 +8,9 @@ use http::StatusCode;
 use serde_json::json;
 
 use crate::address::ModuleAddress;
-use crate::auth::{Resource, Viewer};
+use crate::auth::Viewer;
 use crate::browse::{details as details_body, page};
-use crate::catalog::{self, Catalog};
+use crate::catalog;
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::Request;
@@ -104,34 +104,18 @@ async fn manifest<S: Storage>(
 }
 
 /// `GET /v1/modules` and `GET /v1/modules/search`: a page of the catalog's modules this
-/// viewer may read, from one read.
+/// viewer may read (`super::catalog`: the index, then the shards that hold the page).
 pub(super) async fn listing<S: Storage>(
     ctx: &Context<S>,
     listing: &Listing,
     viewer: &Viewer,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let (catalog, stale) = catalog(ctx, deadline).await?;
-    let policy = ctx.verifier.policy();
-    let visible = |m: &ModuleAddress| viewer.may_read(policy, Resource::Module(m));
+    let found = super::catalog::modules(ctx, listing, viewer, deadline).await?;
     let base = ctx.config.paths.modules.trim_end_matches('/');
     let path = if listing.q.is_some() { format!("{base}/search") } else { base.to_string() };
-    let body = page(&catalog, listing, visible, &path);
-    Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(stale))
-}
-
-/// The catalog (empty before anything is published), and whether it is a copy served
-/// through a storage fault.
-pub(super) async fn catalog<S: Storage>(
-    ctx: &Context<S>,
-    deadline: tokio::time::Instant,
-) -> Result<(Arc<Catalog>, bool), Error> {
-    let missing = || Error::NotFound(String::new());
-    match ctx.reader.manifest(layout::CATALOG, Catalog::parse, |_| false, missing, deadline).await {
-        Ok(read) => Ok((read.value, read.stale)),
-        Err(Error::NotFound(_)) => Ok((Arc::new(Catalog::default()), false)),
-        Err(e) => Err(e),
-    }
+    let body = page(found.total, &found.page, listing, &path);
+    Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(found.stale))
 }
 
 /// `GET /v1/modules/:namespace/:name/:system[/:version]`: the version's details (the latest

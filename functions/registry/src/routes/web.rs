@@ -8,6 +8,7 @@ use http::StatusCode;
 
 use crate::address::{ProviderAddress, parse_version};
 use crate::auth::{Resource, Viewer, session};
+use crate::catalog::{ProviderCatalog, UpstreamCatalog};
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply, Request};
@@ -186,14 +187,19 @@ async fn catalog_page<S: Storage>(
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
     let viewer = ctx.verifier.caller(ctx.storage(), authorization).await?;
-    let (catalog, stale) = super::modules::catalog(ctx, deadline).await?;
+    let (found, providers, upstream) = tokio::join!(
+        super::catalog::modules(ctx, listing, &viewer, deadline),
+        super::catalog::part::<ProviderCatalog, S>(ctx, layout::CATALOG_PROVIDERS, deadline),
+        super::catalog::part::<UpstreamCatalog, S>(ctx, layout::CATALOG_UPSTREAM_MODULES, deadline),
+    );
+    let (found, (providers, providers_stale), (upstream, upstream_stale)) = (found?, providers?, upstream?);
+    let stale = found.stale || providers_stale || upstream_stale;
     let policy = ctx.verifier.policy();
-    let visible = |m: &crate::address::ModuleAddress| viewer.may_read(policy, Resource::Module(m));
-    let (total, modules) = crate::browse::select(&catalog, listing, visible);
-    let modules: Vec<_> = modules.into_iter().skip(listing.offset).take(listing.limit).collect();
+    let modules: Vec<_> = found.page.iter().collect();
+    let total = found.total;
     let terms: Vec<String> =
         listing.q.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();
-    let providers: Vec<_> = catalog
+    let providers: Vec<_> = providers
         .providers
         .values()
         .filter(|p| {
@@ -205,8 +211,8 @@ async fn catalog_page<S: Storage>(
             terms.iter().all(|t| address.contains(t.as_str()))
         })
         .collect();
-    let upstream: Vec<_> = catalog
-        .upstream_modules
+    let upstream: Vec<_> = upstream
+        .modules
         .values()
         .filter(|m| m.module().is_some_and(|a| viewer.may_read(policy, Resource::UpstreamModule(&a))))
         .filter(|m| {

@@ -91,8 +91,8 @@ impl ModulePin {
 
 /// `indexed/upstream-modules/HOST/NS/NAME/SYSTEM/pins.json`: every copied version's pin of one
 /// upstream module, newest version first, as the indexer read each when it logged it: what
-/// the module's page shows, in one read (the catalog keeps only the versions, as it is read
-/// whole by every list and search).
+/// the module's page shows, in one read (the catalog's upstream modules part keeps only the
+/// versions, as it is read whole by every catalog page).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModulePins {
     /// The pins.

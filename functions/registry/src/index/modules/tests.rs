@@ -21,11 +21,11 @@ async fn module_manifest_follows_the_archives() {
     assert!(rejection(&s, "modules/acme/vpc/aws/notes.txt").unwrap().reason.contains("is not a module archive name"));
 
     // Nothing changed: no write, and unchanged archives are not read again (manifest,
-    // archive listing, rejection listing, the one rejection record; then the catalog and
-    // the manifest its entry is checked against).
+    // archive listing, rejection listing, the one rejection record; then the namespace's
+    // catalog shard, the manifest its entry is checked against, and the catalog index).
     let before = s.request_count();
     assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
-    assert_eq!(s.request_count() - before, 4 + 2);
+    assert_eq!(s.request_count() - before, 4 + 3);
 
     // A second format of a published version is other bytes for it: refused, and the
     // published archive stays served.
@@ -78,8 +78,8 @@ async fn a_bad_upload_is_rejected_visibly_and_harmlessly() {
     let reads = s.request_count() - before;
     assert_eq!(
         reads,
-        3 + 3 + 2,
-        "manifest, listing, rejection listing, one read per record, catalog and manifest; no archive read"
+        3 + 3 + 3,
+        "manifest, listing, rejection listing, one read per record, catalog shard, manifest, index; no archive read"
     );
 
     // Overwriting a published version with a bad archive keeps what was published.
@@ -128,7 +128,7 @@ async fn published_versions_are_immutable() {
     // The refused bytes are not read again while they stay.
     let before = s.request_count();
     indexer.on_object_changed(key).await.unwrap();
-    assert_eq!(s.request_count() - before, 4 + 2, "manifest, listing, rejection listing, the record; catalog");
+    assert_eq!(s.request_count() - before, 4 + 3, "manifest, listing, rejection listing, the record; catalog");
 
     // Yank stays a delete: the version goes, its record too; a new upload then publishes.
     s.delete(key).await.unwrap();
@@ -190,5 +190,5 @@ async fn each_version_gets_its_docs_and_a_published_version_keeps_them() {
     assert_eq!(docs(&s), first);
     let before = s.request_count();
     assert_eq!(indexer.reindex(&module()).await.unwrap(), Outcome::Unchanged);
-    assert!(s.request_count() - before <= 4 + 2, "then reused without reading the archive");
+    assert!(s.request_count() - before <= 4 + 3, "then reused without reading the archive");
 }
