@@ -60,7 +60,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("catalog providers", layout::CATALOG_PROVIDERS.to_string()),
         ("catalog upstream modules", layout::CATALOG_UPSTREAM_MODULES.to_string()),
         ("legacy catalog", layout::LEGACY_CATALOG.to_string()),
-        ("publish log head", layout::PUBLISH_LOG_HEAD.to_string()),
+        ("publish log head", layout::publish_log_head(&format!("modules/{TEAM}"))),
         ("oci manifest", layout::oci_manifest(&own, &format!("sha256:{}", "ab".repeat(32)))),
         ("own rejection", layout::rejection(&own_module_archive)),
         ("token store", layout::TOKENS.to_string()),

@@ -286,7 +286,8 @@ async fn a_post_form_upload_is_published_under_its_verified_principal() {
     assert!((200..300).contains(&answer.status), "{} {}", answer.status, answer.body);
     let (status, versions) = h.get_json("/v1/modules/acme/post/aws/versions").await;
     assert_eq!((status, versions), (200, serde_json::json!({"modules": [{"versions": [{"version": "1.0.0"}]}]})));
-    let entry = h.running.storage.get(&registry::layout::publish_log_entry(1)).await.unwrap().unwrap();
+    let key = registry::layout::publish_log_entry("modules/acme", 1);
+    let entry = h.running.storage.get(&key).await.unwrap().unwrap();
     let entry: registry::publish_log::Entry = serde_json::from_slice(&entry.bytes).unwrap();
     assert_eq!(entry.change.principal.as_deref(), Some("local:publisher-local"), "{entry:?}");
     h.running.stop().await;

@@ -172,17 +172,22 @@ async fn tampering_with_the_publish_log_is_named_by_audit() {
     let report = audit().await;
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.entries, 4, "two module publishes, a rejection, a provider publish: {report:?}");
+    assert_eq!(report.heads.keys().collect::<Vec<_>>(), ["modules/acme", "providers/registry.terraform.io/hashicorp"]);
+    // The module's chain: its two publishes and the rejection.
+    const CHAIN: &str = "modules/acme";
     let storage = &h.running.storage;
-    let read = |seq: u64| async move { storage.get(&layout::publish_log_entry(seq)).await.unwrap().unwrap().bytes };
+    let read =
+        |seq: u64| async move { storage.get(&layout::publish_log_entry(CHAIN, seq)).await.unwrap().unwrap().bytes };
     let write = |seq: u64, bytes: bytes::Bytes| async move {
-        storage.put(&layout::publish_log_entry(seq), bytes, "application/json", Precondition::None).await.unwrap()
+        let key = layout::publish_log_entry(CHAIN, seq);
+        storage.put(&key, bytes, "application/json", Precondition::None).await.unwrap()
     };
     let first: registry::publish_log::Entry = serde_json::from_slice(&read(1).await).unwrap();
     assert_eq!(first.change.principal.as_deref(), Some("local:publisher-local"), "{first:?}");
 
     // Each tampering on its own, then put back.
     let mut originals = Vec::new();
-    for seq in 1..=4 {
+    for seq in 1..=3 {
         originals.push(read(seq).await);
     }
     let restore = || async {
@@ -193,18 +198,21 @@ async fn tampering_with_the_publish_log_is_named_by_audit() {
     let edited = String::from_utf8(originals[1].to_vec()).unwrap().replace("\"publish\"", "\"yank\"");
     write(2, edited.into()).await;
     let report = audit().await;
-    assert!(report.chain.first().is_some_and(|p| p.starts_with("entry 2 was altered")), "{report:?}");
+    let named = |report: &registry::publish_log::audit::Report, problem: &str| {
+        report.chain.first().is_some_and(|p| p.starts_with(&format!("chain {CHAIN}: {problem}")))
+    };
+    assert!(named(&report, "entry 2 was altered"), "{report:?}");
     restore().await;
 
-    storage.delete(&layout::publish_log_entry(3)).await.unwrap();
+    storage.delete(&layout::publish_log_entry(CHAIN, 2)).await.unwrap();
     let report = audit().await;
-    assert!(report.chain.first().is_some_and(|p| p.starts_with("entry 3 is missing")), "{report:?}");
+    assert!(named(&report, "entry 2 is missing"), "{report:?}");
     restore().await;
 
     write(2, originals[2].clone()).await;
     write(3, originals[1].clone()).await;
     let report = audit().await;
-    assert!(report.chain.first().is_some_and(|p| p.starts_with("entry 2 holds entry 3")), "{report:?}");
+    assert!(named(&report, "entry 2 holds entry 3"), "{report:?}");
     restore().await;
     assert!(audit().await.is_clean());
 

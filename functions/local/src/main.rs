@@ -247,12 +247,18 @@ async fn run_reindex(data_dir: &std::path::Path) -> Result<(), String> {
 
 async fn run_audit(target: TokenTarget) -> Result<(), String> {
     let report = audit(target).await.map_err(|e| e.to_string())?;
-    match &report.head {
-        Some(head) => println!(
-            "publish log: {} entries; last entry {} hashes to {} (compare with the indexer's log)",
-            report.entries, head.seq, head.hash
-        ),
-        None => println!("publish log: no entries"),
+    if report.heads.is_empty() {
+        println!("publish log: no entries");
+    } else {
+        println!(
+            "publish log: {} entries in {} chains; each chain's last entry (compare with the indexer's log):",
+            report.entries,
+            report.heads.len()
+        );
+    }
+    for (chain, head) in &report.heads {
+        let chain = if chain.is_empty() { "(the single chain of before)" } else { chain.as_str() };
+        println!("  {chain}: entry {} hashes to {}", head.seq, head.hash);
     }
     for problem in &report.chain {
         println!("CHAIN BROKEN: {problem}");

@@ -161,7 +161,8 @@ async fn the_api_answers_from_what_the_indexer_wrote_within_a_tokens_scopes() {
         indexer.on_object_changed(key).await.unwrap();
     }
     let acme = crate::auth::manage::record("acme", "trg_acme", vec!["acme".into()], vec![], None);
-    let store = crate::auth::TokenStore { format: 1, tokens: vec![acme] };
+    let all = crate::auth::manage::record("all", "trg_all", vec!["*".into()], vec![], None);
+    let store = crate::auth::TokenStore { format: 1, tokens: vec![acme, all] };
     storage.insert(layout::TOKENS, serde_json::to_vec(&store).unwrap());
     let app = App::builder(Config::new("bucket"), storage).services(&[Service::Web]).build().unwrap();
     let call = |path: &'static str, query: Option<&'static str>, token: Option<&'static str>| {
@@ -191,6 +192,14 @@ async fn the_api_answers_from_what_the_indexer_wrote_within_a_tokens_scopes() {
     assert_eq!(ids(&found), ["acme/vpc/aws/1.1.0"]);
     assert_eq!(call("/v1/modules/search", None, acme).await.0, 400);
     assert_eq!(call("/v1/modules", Some("sort=name"), acme).await.0, 400);
+    // A namespace the token may not read is never read: with its shard unreadable, the
+    // token's list and search still answer; a token that reads it gets the storage's error.
+    app.storage().deny(&crate::layout::catalog_shard("secret"));
+    for (path, query) in [("/v1/modules", None), ("/v1/modules/search", Some("q=a")), ("/v1/modules", Some("offset=1"))] {
+        let (status, answer) = call(path, query, acme).await;
+        assert_eq!(status, 200, "{path} {query:?}: {answer}");
+        assert_ne!(call(path, query, Some("Bearer trg_all")).await.0, 200, "{path} {query:?} reads secret's shard");
+    }
 
     let (status, latest) = call("/v1/modules/acme/vpc/aws", None, acme).await;
     assert_eq!(status, 200, "{latest}");

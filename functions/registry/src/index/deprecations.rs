@@ -96,7 +96,7 @@ mod tests {
 
     fn log_actions(s: &MemoryStorage) -> Vec<(Action, String)> {
         let mut keys: Vec<String> =
-            s.keys().into_iter().filter(|k| k.starts_with(crate::layout::PUBLISH_LOG_ENTRIES)).collect();
+            s.keys().into_iter().filter(|k| crate::layout::publish_log_seq(k).is_some()).collect();
         keys.sort();
         keys.iter()
             .map(|k| serde_json::from_slice::<crate::publish_log::Entry>(&s.peek(k).unwrap()).unwrap().change)

@@ -405,22 +405,76 @@ pub fn rejection(key: &str) -> String {
 }
 
 /// The publish log (`publish_log`): hash-chained entries, one object each, under the
-/// indexer's prefix (no notification, no read function and no publisher reaches it).
+/// indexer's prefix (no notification, no read function and no publisher reaches it). One
+/// chain per namespace of uploads (`publish_log_chain`), so that publishes in different
+/// namespaces never contend for the next entry.
 pub const PUBLISH_LOG_PREFIX: &str = "indexed/log/";
-/// Where the publish log's entries are: `indexed/log/entries/000000000001.json`, …
+/// Where the chains are: `indexed/log/chains/CHAIN/entries/000000000001.json`, … and
+/// `indexed/log/chains/CHAIN/head.json`.
+pub const PUBLISH_LOG_CHAINS: &str = "indexed/log/chains/";
+/// The chain of every change made before the log had one chain per namespace (chain `""`):
+/// its entries (`indexed/log/entries/…`) and head, audited, never appended to.
 pub const PUBLISH_LOG_ENTRIES: &str = "indexed/log/entries/";
-/// The publish log's head: the sequence number and hash of its last entry.
+/// The head of the chain of before (`PUBLISH_LOG_ENTRIES`).
 pub const PUBLISH_LOG_HEAD: &str = "indexed/log/head.json";
 
-/// The key of publish log entry `seq` (zero-padded, so keys list in sequence order).
-pub fn publish_log_entry(seq: u64) -> String {
-    format!("{PUBLISH_LOG_ENTRIES}{seq:012}.json")
+/// The chain a change to the upload `key` is logged in: its namespace, as the uploads are
+/// laid out (`modules/NAMESPACE`, `providers/HOSTNAME/NAMESPACE`,
+/// `upstream-modules/HOSTNAME/NAMESPACE`); `other` for a key outside that grammar (a
+/// rejected upload's), so that no upload key can name a path of its own.
+pub fn publish_log_chain(key: &str) -> String {
+    let segments: Vec<&str> = key.split('/').collect();
+    let chain = match segments.as_slice() {
+        ["modules", namespace, _, ..] if ModuleAddress::parse(namespace, "any", "any").is_ok() => {
+            Some(format!("modules/{namespace}"))
+        }
+        ["providers", hostname, namespace, _, ..] if ProviderAddress::parse(hostname, namespace, "any").is_ok() => {
+            Some(format!("providers/{hostname}/{namespace}"))
+        }
+        ["upstream-modules", hostname, namespace, _, ..]
+            if UpstreamModule::parse(hostname, namespace, "any", "any").is_ok() =>
+        {
+            Some(format!("upstream-modules/{hostname}/{namespace}"))
+        }
+        _ => None,
+    };
+    chain.unwrap_or_else(|| "other".to_string())
 }
 
-/// The sequence number a publish log entry key names.
-pub fn publish_log_seq(key: &str) -> Option<u64> {
-    let digits = key.strip_prefix(PUBLISH_LOG_ENTRIES)?.strip_suffix(".json")?;
-    (digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+fn publish_log_chain_prefix(chain: &str) -> String {
+    if chain.is_empty() { PUBLISH_LOG_PREFIX.to_string() } else { format!("{PUBLISH_LOG_CHAINS}{chain}/") }
+}
+
+/// The key of entry `seq` of `chain` (zero-padded, so keys list in sequence order; chain
+/// `""`: the chain of before).
+pub fn publish_log_entry(chain: &str, seq: u64) -> String {
+    format!("{}entries/{seq:012}.json", publish_log_chain_prefix(chain))
+}
+
+/// The head of `chain`: the sequence number and hash of its last entry.
+pub fn publish_log_head(chain: &str) -> String {
+    format!("{}head.json", publish_log_chain_prefix(chain))
+}
+
+/// The chain and sequence number a publish log entry key names.
+pub fn publish_log_seq(key: &str) -> Option<(String, u64)> {
+    let rest = key.strip_prefix(PUBLISH_LOG_PREFIX)?;
+    let (chain, file) = match rest.strip_prefix("chains/") {
+        Some(chained) => {
+            let (chain, file) = chained.rsplit_once("/entries/")?;
+            (chain.to_string(), file)
+        }
+        None => (String::new(), rest.strip_prefix("entries/")?),
+    };
+    let digits = file.strip_suffix(".json")?;
+    let seq = (digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok())??;
+    Some((chain, seq))
+}
+
+/// Whether `key` is a chain's head (`publish_log_head`).
+pub fn is_publish_log_head(key: &str) -> bool {
+    key == PUBLISH_LOG_HEAD
+        || key.strip_prefix(PUBLISH_LOG_CHAINS).is_some_and(|c| c.ends_with("/head.json") && !c.contains("/entries/"))
 }
 
 /// The prefix of the rejection records for uploads under `prefix`.

@@ -21,12 +21,13 @@ const READS_IN_FLIGHT: usize = 16;
 /// What an audit found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Report {
-    /// Entries read.
+    /// Entries read, in every chain.
     pub entries: u64,
-    /// The last entry: compare its hash with a copy kept outside the bucket (the indexer's
-    /// log prints every entry's hash) to catch a chain rewritten from its start.
-    pub head: Option<Head>,
-    /// Where the chain breaks, first break first.
+    /// Each chain's last entry (`""`: the single chain of before): compare its hash with a
+    /// copy kept outside the bucket (the indexer's log prints every entry's hash and chain)
+    /// to catch a chain rewritten from its start.
+    pub heads: BTreeMap<String, Head>,
+    /// Where a chain breaks, first break first, each naming its chain.
     pub chain: Vec<String>,
     /// Served archives the log does not explain.
     pub unexplained: Vec<String>,
@@ -45,38 +46,77 @@ struct Published {
     version_id: Option<String>,
 }
 
-/// Replay the chain and compare it with every manifest.
+/// Replay every chain (the single chain of before first, whose changes came first) and
+/// compare what they say is published with every manifest.
 pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
     let mut report = Report::default();
-    let listed = storage.list(layout::PUBLISH_LOG_ENTRIES).await?;
-    let mut reads = futures_util::stream::iter(listed.into_iter().map(|object| async move {
-        let read = storage.get(&object.key).await;
-        (object.key, read)
+    let mut chains: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
+    for object in storage.list(layout::PUBLISH_LOG_PREFIX).await? {
+        if let Some(chain) = head_chain(&object.key) {
+            chains.entry(chain).or_default();
+            continue;
+        }
+        match layout::publish_log_seq(&object.key) {
+            Some((chain, seq)) => chains.entry(chain).or_default().push((seq, object.key)),
+            None => report.chain.push(format!("{} is not a publish log entry", crate::address::printable(&object.key))),
+        }
+    }
+    let mut published: BTreeMap<String, Published> = BTreeMap::new();
+    for (chain, mut keys) in chains {
+        keys.sort();
+        let mut problems = Vec::new();
+        let (entries, head) = replay(storage, &chain, keys, &mut published, &mut problems).await?;
+        report.entries += entries;
+        let label = if chain.is_empty() { String::new() } else { format!("chain {chain}: ") };
+        report.chain.extend(problems.into_iter().map(|p| format!("{label}{p}")));
+        if let Some(head) = head {
+            report.heads.insert(chain, head);
+        }
+    }
+    report.unexplained = unexplained(storage, &published).await?;
+    Ok(report)
+}
+
+/// The chain whose head `key` is, if it is one.
+fn head_chain(key: &str) -> Option<String> {
+    if !layout::is_publish_log_head(key) {
+        return None;
+    }
+    Some(key.strip_prefix(layout::PUBLISH_LOG_CHAINS).and_then(|c| c.strip_suffix("/head.json")).unwrap_or("").into())
+}
+
+/// Replay one chain's entries (`keys`, in sequence order) into `published`: how many were
+/// read, and its last entry; where it breaks, into `problems`.
+async fn replay<S: Storage>(
+    storage: &S,
+    chain: &str,
+    keys: Vec<(u64, String)>,
+    published: &mut BTreeMap<String, Published>,
+    problems: &mut Vec<String>,
+) -> Result<(u64, Option<Head>), Error> {
+    let mut reads = futures_util::stream::iter(keys.into_iter().map(|(seq, key)| async move {
+        let read = storage.get(&key).await;
+        (seq, read)
     }))
     .buffered(READS_IN_FLIGHT);
-
-    let mut published: BTreeMap<String, Published> = BTreeMap::new();
+    let (mut entries, mut last) = (0, None);
     let mut hashes: BTreeMap<u64, String> = BTreeMap::new();
     let (mut expected, mut prev) = (1u64, GENESIS.to_string());
-    while let Some((key, read)) = reads.next().await {
-        let Some(seq) = layout::publish_log_seq(&key) else {
-            report.chain.push(format!("{} is not a publish log entry", crate::address::printable(&key)));
-            continue;
-        };
+    while let Some((seq, read)) = reads.next().await {
         let object = match read {
             Ok(Some(object)) => object,
             // Deleted since the listing: the next entry's check names the gap.
             Ok(None) => continue,
             // Bytes that fail S3's own checksum were changed behind S3's back.
             Err(Error::Corrupt(why)) => {
-                report.entries += 1;
-                report.chain.push(format!("entry {seq} was altered: {why}"));
+                entries += 1;
+                problems.push(format!("entry {seq} was altered: {why}"));
                 (expected, prev) = (seq + 1, String::new());
                 continue;
             }
             Err(e) => return Err(e),
         };
-        report.entries += 1;
+        entries += 1;
         let hash = entry_hash(&object.bytes);
         if seq > expected {
             let missing = if seq == expected + 1 {
@@ -84,16 +124,21 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
             } else {
                 format!("entries {expected} to {} are missing", seq - 1)
             };
-            report.chain.push(format!("{missing} (deleted): entry {seq} follows entry {}", expected - 1));
+            problems.push(format!("{missing} (deleted): entry {seq} follows entry {}", expected - 1));
         }
         match serde_json::from_slice::<Entry>(&object.bytes) {
-            Err(e) => report.chain.push(format!("entry {seq} was altered: it is not an entry ({e})")),
+            Err(e) => problems.push(format!("entry {seq} was altered: it is not an entry ({e})")),
             Ok(entry) if entry.seq != seq => {
-                report.chain.push(format!("entry {seq} holds entry {}: entries were reordered", entry.seq));
+                problems.push(format!("entry {seq} holds entry {}: entries were reordered", entry.seq));
+            }
+            // An entry copied from another chain (its change is another namespace's) would
+            // explain an archive there: named, and not replayed.
+            Ok(entry) if !chain.is_empty() && layout::publish_log_chain(&entry.change.key) != chain => {
+                problems.push(format!("entry {seq} is about {}, of another chain", entry.change.key));
             }
             Ok(entry) => {
                 if seq == expected && entry.prev != prev && !prev.is_empty() {
-                    report.chain.push(format!(
+                    problems.push(format!(
                         "entry {} was altered: it hashes to {prev}, and entry {seq} chains to {}",
                         seq - 1,
                         entry.prev
@@ -113,24 +158,23 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
             }
         }
         hashes.insert(seq, hash.clone());
-        report.head = Some(Head { seq, hash: hash.clone() });
+        last = Some(Head { seq, hash: hash.clone() });
         (expected, prev) = (seq + 1, hash);
     }
-
-    check_head(storage, &hashes, expected, &mut report.chain).await?;
-    report.unexplained = unexplained(storage, &published).await?;
-    Ok(report)
+    check_head(storage, chain, &hashes, expected, problems).await?;
+    Ok((entries, last))
 }
 
 /// The head names the last entry an appender wrote: it must still be there, unchanged.
 /// `hashes`: each entry's hash as read; `expected`: the entry after the last one read.
 async fn check_head<S: Storage>(
     storage: &S,
+    chain_name: &str,
     hashes: &BTreeMap<u64, String>,
     expected: u64,
     chain: &mut Vec<String>,
 ) -> Result<(), Error> {
-    if let Some(o) = storage.get(layout::PUBLISH_LOG_HEAD).await?
+    if let Some(o) = storage.get(&layout::publish_log_head(chain_name)).await?
         && let Ok(head) = serde_json::from_slice::<Head>(&o.bytes)
         && head.seq > 0
     {

@@ -1,8 +1,17 @@
-//! The publish log: every publish, yank and rejection the indexer makes, as a hash chain of
-//! small objects under `indexed/log/` (`layout::PUBLISH_LOG_ENTRIES`). Entry `n` records the
-//! SHA-256 of entry `n - 1`'s stored bytes, so changing, removing or reordering any entry
-//! breaks the chain at that entry, and `audit` names it; `audit` also names every served
-//! archive that no entry explains.
+//! The publish log: every publish, yank and rejection the indexer makes, as hash chains of
+//! small objects under `indexed/log/`, one chain per namespace of uploads
+//! (`layout::publish_log_chain`: `modules/acme`, `providers/HOST/acme`, …). Entry `n` of a
+//! chain records the SHA-256 of entry `n - 1`'s stored bytes, so changing, removing or
+//! reordering any entry breaks its chain at that entry, and `audit` names it; `audit` also
+//! names every served archive that no entry explains.
+//!
+//! Why a chain per namespace, not one: a chain takes its entries one at a time, so N
+//! publishes appending at once succeed one after the other, the k-th after losing about k
+//! races (measured: 97 lost races per publish at p99 with 100 at once across 100 namespaces).
+//! A namespace's own publishes still queue on its chain; publishes in different namespaces no
+//! longer meet. Every change to one upload goes to the same chain, so replaying each chain
+//! says what is published as well as one chain did. The single chain of before
+//! (`layout::PUBLISH_LOG_ENTRIES`) is still audited, first.
 //!
 //! Appending is lock-free with the same conditional writes as manifests: entry `n` is written
 //! with `If-None-Match: *`, so of two indexers appending at once exactly one gets `n`; the
@@ -119,37 +128,55 @@ pub fn entry_hash(stored: &[u8]) -> String {
     hex::encode(Sha256::digest(stored))
 }
 
-/// Append `changes` in order; answers the head after them. Storage trouble is an error (the
-/// caller's pass fails, and is retried, as any other).
+/// Append `changes` in order, each to its upload's chain; answers the head of the last chain
+/// appended to. Storage trouble is an error (the caller's pass fails, and is retried, as any
+/// other).
 pub async fn append<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<Head, Error> {
-    if changes.is_empty() {
-        return Ok(Head::empty());
+    // A pass's changes are of one owner, so of one chain; grouped all the same, in order.
+    let mut chains: Vec<(String, Vec<Change>)> = Vec::new();
+    for change in changes {
+        let chain = layout::publish_log_chain(&change.key);
+        match chains.iter_mut().find(|(c, _)| *c == chain) {
+            Some((_, changes)) => changes.push(change),
+            None => chains.push((chain, vec![change])),
+        }
     }
-    let stored_head = storage.get(layout::PUBLISH_LOG_HEAD).await?;
+    let mut head = Head::empty();
+    for (chain, changes) in chains {
+        head = append_to(storage, &chain, changes).await?;
+    }
+    Ok(head)
+}
+
+/// Append `changes` in order to `chain`.
+async fn append_to<S: Storage>(storage: &S, chain: &str, changes: Vec<Change>) -> Result<Head, Error> {
+    let head_key = layout::publish_log_head(chain);
+    let stored_head = storage.get(&head_key).await?;
     let hint = stored_head.as_ref().and_then(|o| serde_json::from_slice::<Head>(&o.bytes).ok());
     // The hint is believed as it is (one read less per append): were it altered, the entry
     // chained to it would break the chain right there, which `audit` names.
     let mut at = hint.unwrap_or_else(Head::empty);
-    while let Some(next) = storage.get(&layout::publish_log_entry(at.seq + 1)).await? {
+    while let Some(next) = storage.get(&layout::publish_log_entry(chain, at.seq + 1)).await? {
         at = Head { seq: at.seq + 1, hash: entry_hash(&next.bytes) };
     }
     for change in changes {
-        at = append_one(storage, at, change).await?;
+        at = append_one(storage, chain, at, change).await?;
     }
-    advance_head(storage, &at, stored_head.map(|o| o.etag)).await?;
+    advance_head(storage, &head_key, &at, stored_head.map(|o| o.etag)).await?;
     Ok(at)
 }
 
 /// Write one entry after `at`, or after whatever other indexers appended meanwhile.
-async fn append_one<S: Storage>(storage: &S, mut at: Head, mut change: Change) -> Result<Head, Error> {
+async fn append_one<S: Storage>(storage: &S, chain: &str, mut at: Head, mut change: Change) -> Result<Head, Error> {
     for _ in 0..APPEND_ATTEMPTS {
         let entry = Entry { seq: at.seq + 1, prev: at.hash.clone(), time: crate::clock::rfc3339_now(), change };
-        let key = layout::publish_log_entry(entry.seq);
+        let key = layout::publish_log_entry(chain, entry.seq);
         let bytes = to_json(&entry)?;
         match storage.put(&key, bytes.clone(), CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
             Ok(()) => {
                 let hash = entry_hash(&bytes);
                 tracing::info!(
+                    chain,
                     seq = entry.seq,
                     hash,
                     prev = entry.prev,
@@ -174,17 +201,19 @@ async fn append_one<S: Storage>(storage: &S, mut at: Head, mut change: Change) -
     Err(Error::unavailable(format!("publish log: no sequence number won in {APPEND_ATTEMPTS} attempts")))
 }
 
-/// Move the head hint forward to `at` (never back).
-async fn advance_head<S: Storage>(storage: &S, at: &Head, mut etag: Option<String>) -> Result<(), Error> {
+/// Move a chain's head hint (`head_key`) forward to `at` (never back).
+async fn advance_head<S: Storage>(
+    storage: &S,
+    head_key: &str,
+    at: &Head,
+    mut etag: Option<String>,
+) -> Result<(), Error> {
     let body = to_json(at)?;
     for _ in 0..HEAD_ATTEMPTS {
-        match storage
-            .put(layout::PUBLISH_LOG_HEAD, body.clone(), CONTENT_TYPE_JSON, Precondition::replacing(etag.as_deref()))
-            .await
-        {
+        match storage.put(head_key, body.clone(), CONTENT_TYPE_JSON, Precondition::replacing(etag.as_deref())).await {
             Ok(()) => return Ok(()),
             Err(Error::Conflict(_)) => {
-                let Some(now) = storage.get(layout::PUBLISH_LOG_HEAD).await? else {
+                let Some(now) = storage.get(head_key).await? else {
                     etag = None;
                     continue;
                 };

@@ -96,7 +96,7 @@ async fn warn_publishes_and_records_the_break_in_the_manifest_and_the_log() {
     assert!(judged.breaking[0].starts_with("input \"region\" removed"), "{judged:?}");
     let log = crate::publish_log::audit::audit(&s).await.unwrap();
     assert!(log.is_clean());
-    let last = s.keys().into_iter().filter(|k| k.starts_with(crate::layout::PUBLISH_LOG_ENTRIES)).max().unwrap();
+    let last = s.keys().into_iter().filter(|k| crate::layout::publish_log_seq(k).is_some()).max().unwrap();
     let entry = String::from_utf8(s.peek(&last).unwrap().to_vec()).unwrap();
     assert!(entry.contains("breaking changes since 1.2.0: input"), "{entry}");
     // Off: nothing judged.
