@@ -46,7 +46,11 @@ locals {
     ]
     # The catalog's parts, module manifests and docs, provider manifests (the provider pages),
     # the upstream modules' pins (their pages); no archive (it presigns nothing).
-    web = ["indexed/catalog/*", "indexed/modules/*", "indexed/providers/*", "indexed/upstream-modules/*", "access/tokens.json"]
+    web = [
+      "indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json",
+      "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*",
+      "indexed/upstream-modules/*", "access/tokens.json",
+    ]
     # OCI: tags from the provider documents and module manifests, manifests and blob pointers
     # by digest (and the zips made of .tar.gz modules), and the zips a blob redirect presigns.
     oci = [

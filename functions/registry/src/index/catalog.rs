@@ -15,7 +15,10 @@
 //!
 //! Publishes of new versions in different namespaces write different shards, so they never
 //! contend here; the index is written only when a module appears in or leaves a namespace (or
-//! it is missing or unreadable), and every provider pass writes the one providers part.
+//! it is missing or unreadable), and every provider pass writes the one providers part. New
+//! modules in many namespaces at once would queue for the index one write each; instead each
+//! marks its namespace first (`layout::catalog_dirty`), and a write counts every marked
+//! namespace, so most find their line already written (`refresh_index`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -131,19 +134,27 @@ async fn refresh_shard<S: Storage>(
     retry::on_conflict(CATALOG_RETRY, "catalog shard", |_| async {
         let read = read_document(indexer.storage, &key).await?;
         let (previous, replace) = parsed::<ModuleShard>(read.as_ref(), &key);
-        let shard = match only {
+        let (shard, from) = match only {
             Some(m) if !replace => {
                 let mut shard = previous.clone();
-                let entry = module_entry(indexer, m, shard.module(m)).await?;
+                let (entry, etag) = module_entry(indexer, m, shard.module(m)).await?;
                 shard.set_module(m, entry);
-                shard
+                (shard, Some((m, etag)))
             }
             _ => {
                 let listed = namespace_modules(indexer, namespace).await?;
-                shard_entries(indexer, &listed, &previous).await
+                (shard_entries(indexer, &listed, &previous).await, None)
             }
         };
-        write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await?;
+        let wrote = write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await?;
+        // As for the index (`refresh_index`): a pass that found the entry already right wrote
+        // nothing, so this write's If-Match cannot tell that the manifest changed since it was
+        // read (a version come and gone). A manifest written since means reading it again.
+        if let Some((m, etag)) = from.filter(|_| wrote) {
+            if indexer.storage.etag(&layout::module_manifest(m)).await? != etag {
+                return Err(Error::Conflict(format!("manifest of {m} changed while its entry was written")));
+            }
+        }
         Ok(shard)
     })
     .await
@@ -165,7 +176,12 @@ async fn index_in_line<S: Storage>(
     let counts = Some(shard.counts()).filter(|c| !c.is_empty());
     match CatalogIndex::parse(&read.bytes) {
         Ok(index) if index.namespaces.get(namespace) == counts.as_ref() => Ok(true),
-        _ => refresh_index(indexer, Some(namespace)).await,
+        _ => {
+            // Marked first: a pass that writes the index before this one counts it too.
+            let mark = layout::catalog_dirty(namespace);
+            indexer.storage.put(&mark, bytes::Bytes::new(), CONTENT_TYPE_JSON, Precondition::None).await?;
+            refresh_index(indexer, Some(namespace)).await
+        }
     }
 }
 
@@ -180,7 +196,8 @@ async fn rebuild_shard<S: Storage>(
         let read = read_document(indexer.storage, &key).await?;
         let (previous, replace) = parsed::<ModuleShard>(read.as_ref(), &key);
         let shard = shard_entries(indexer, listed, &previous).await;
-        write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await
+        write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await?;
+        Ok(())
     })
     .await
 }
@@ -194,28 +211,71 @@ async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&
         let (index, counted) = match namespace {
             _ if read.is_none() => return Ok(false),
             Some(namespace) if !replace => {
-                let mut index = previous.clone();
                 let (shard, etag) = shard_with_etag(indexer, namespace).await?;
+                if previous.namespaces.get(namespace) == Some(&shard.counts()).filter(|c| !c.is_empty()) {
+                    // Another pass's write counted this namespace (its mark): nothing to do.
+                    indexer.storage.delete(&layout::catalog_dirty(namespace)).await?;
+                    return Ok(true);
+                }
+                let mut index = previous.clone();
                 index.set_namespace(namespace, &shard);
-                (index, Some((namespace, etag)))
+                let mut counted = vec![(namespace.to_string(), etag)];
+                for (other, shard, etag) in marked(indexer, namespace).await? {
+                    index.set_namespace(&other, &shard);
+                    counted.push((other, etag));
+                }
+                (index, counted)
             }
-            _ => (every_namespace(indexer).await?, None),
+            _ => (every_namespace(indexer).await?, Vec::new()),
         };
         write_if_changed(indexer, layout::CATALOG_INDEX, &index, &previous, read.as_ref(), replace).await?;
         // A pass that found the index already right wrote nothing, so this write's If-Match
-        // cannot tell that the shard changed since it was read (a module gone, another come:
+        // cannot tell that a shard changed since it was read (a module gone, another come:
         // the same counts). Checked after the write: a shard written since means counting
         // again; one written after this check belongs to a pass that reads the index after
         // this write, and corrects it.
-        if let Some((namespace, etag)) = counted {
-            let now = indexer.storage.etag(&layout::catalog_shard(namespace)).await?;
-            if now != etag {
-                return Err(Error::Conflict(format!("catalog shard {namespace} changed while counted")));
-            }
+        let now = futures_util::future::try_join_all(
+            counted
+                .iter()
+                .map(|(namespace, _)| async move { indexer.storage.etag(&layout::catalog_shard(namespace)).await }),
+        )
+        .await?;
+        if let Some(((namespace, _), _)) = counted.iter().zip(&now).find(|((_, read), now)| read != *now) {
+            return Err(Error::Conflict(format!("catalog shard {namespace} changed while counted")));
+        }
+        // Counted: their marks go (a mark set again meanwhile belongs to a pass that checks
+        // its own line after it, so losing it loses nothing).
+        for (namespace, _) in &counted {
+            indexer.storage.delete(&layout::catalog_dirty(namespace)).await?;
         }
         Ok(true)
     })
     .await
+}
+
+/// The namespaces other passes marked (`index_in_line`), but `namespace`, each with its shard
+/// and the ETag it was read at.
+async fn marked<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    namespace: &str,
+) -> Result<Vec<(String, ModuleShard, Option<String>)>, Error> {
+    let marks = indexer.storage.list(layout::CATALOG_DIRTY_PREFIX).await?;
+    let others: Vec<String> = marks
+        .iter()
+        .filter_map(|o| o.key.strip_prefix(layout::CATALOG_DIRTY_PREFIX))
+        .filter(|other| *other != namespace && layout::catalog_shard_namespace(&layout::catalog_shard(other)).is_some())
+        .map(str::to_string)
+        .collect();
+    futures_util::stream::iter(others)
+        .map(|other| async move {
+            let (shard, etag) = shard_with_etag(indexer, &other).await?;
+            Ok::<_, Error>((other, shard, etag))
+        })
+        .buffer_unordered(REBUILD_READS)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// The index rebuilt from every shard (written also when there was none).
@@ -224,7 +284,8 @@ async fn rebuild_index<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error
         let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
         let (previous, replace) = parsed::<CatalogIndex>(read.as_ref(), layout::CATALOG_INDEX);
         let index = every_namespace(indexer).await?;
-        write_if_changed(indexer, layout::CATALOG_INDEX, &index, &previous, read.as_ref(), replace).await
+        write_if_changed(indexer, layout::CATALOG_INDEX, &index, &previous, read.as_ref(), replace).await?;
+        Ok(())
     })
     .await
 }
@@ -297,7 +358,8 @@ async fn rebuild_providers<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), E
         let read = read_document(indexer.storage, layout::CATALOG_PROVIDERS).await?;
         let (previous, replace) = parsed::<ProviderCatalog>(read.as_ref(), layout::CATALOG_PROVIDERS);
         let providers = every_provider(indexer, &previous).await?;
-        write_if_changed(indexer, layout::CATALOG_PROVIDERS, &providers, &previous, read.as_ref(), replace).await
+        write_if_changed(indexer, layout::CATALOG_PROVIDERS, &providers, &previous, read.as_ref(), replace).await?;
+        Ok(())
     })
     .await
 }
@@ -315,7 +377,8 @@ fn parsed<P: Part + Default + Clone>(read: Option<&Object>, key: &str) -> (P, bo
     }
 }
 
-/// Write `part` unless it is what was read (`If-Match` what was read, or `If-None-Match: *`).
+/// Write `part` unless it is what was read (`If-Match` what was read, or `If-None-Match: *`);
+/// whether it was written.
 /// A shard or upstream part that would be empty where none is stored is not written; the
 /// index and the providers part are, so that a rebuilt catalog has both (their absence is
 /// what makes a pass rebuild).
@@ -326,14 +389,15 @@ async fn write_if_changed<P: Part + PartialEq + Default, S: Storage>(
     previous: &P,
     read: Option<&Object>,
     replace: bool,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let unchanged = part == previous && !replace;
     let always = [layout::CATALOG_INDEX, layout::CATALOG_PROVIDERS].contains(&key);
     let nothing_new = read.is_none() && *part == P::default() && !always;
     if unchanged || nothing_new {
-        return Ok(());
+        return Ok(false);
     }
-    write(indexer, key, part, read).await
+    write(indexer, key, part, read).await?;
+    Ok(true)
 }
 
 async fn write<P: Part, S: Storage>(
@@ -388,7 +452,7 @@ async fn shard_entries<S: Storage>(
     let mut entries = futures_util::stream::iter(modules)
         .map(|m| async move {
             let entry = match module_entry(indexer, &m, previous.module(&m)).await {
-                Ok(entry) => entry,
+                Ok((entry, _)) => entry,
                 Err(e) => {
                     tracing::warn!(module = %m, error = %chain(&e), "manifest unreadable; its catalog entry kept as it was");
                     previous.module(&m).cloned()
@@ -444,22 +508,23 @@ async fn module_entry<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &ModuleAddress,
     previous: Option<&ModuleEntry>,
-) -> Result<Option<ModuleEntry>, Error> {
+) -> Result<(Option<ModuleEntry>, Option<String>), Error> {
     let Some(object) = indexer.storage.get(&layout::module_manifest(module)).await? else {
-        return Ok(None);
+        return Ok((None, None));
     };
+    let etag = Some(object.etag.clone());
     let manifest = ModuleManifest::parse(&object.bytes)?;
     let Some(latest) = catalog::latest(manifest.versions.iter().map(|v| v.version.as_str())) else {
-        return Ok(None);
+        return Ok((None, etag));
     };
     let Some(version) = manifest.versions.iter().find(|v| v.version == latest) else {
-        return Ok(None);
+        return Ok((None, etag));
     };
     let description = match previous {
         Some(p) if p.latest == version.version && p.sha256 == version.sha256 => p.description.clone(),
         _ => description(indexer, module, version).await?,
     };
-    Ok(ModuleEntry::from_manifest(module, &manifest, |_| description))
+    Ok((ModuleEntry::from_manifest(module, &manifest, |_| description), etag))
 }
 
 /// The first paragraph of a version's README, from its stored docs (when they were read

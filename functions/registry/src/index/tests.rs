@@ -106,12 +106,18 @@ struct Racy {
     inner: MemoryStorage,
     on: &'static str,
     rival: &'static str,
+    /// The rival deletes its archive instead of publishing it.
+    deletes: bool,
     raced: std::sync::atomic::AtomicBool,
 }
 
 impl Racy {
     fn new(on: &'static str, rival: &'static str) -> Self {
-        Racy { inner: MemoryStorage::new(), on, rival, raced: false.into() }
+        Racy { inner: MemoryStorage::new(), on, rival, deletes: false, raced: false.into() }
+    }
+
+    fn deleting(on: &'static str, rival: &'static str) -> Self {
+        Racy { deletes: true, ..Racy::new(on, rival) }
     }
 }
 
@@ -127,7 +133,11 @@ impl Storage for Racy {
     }
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
         if key == self.on && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            self.inner.insert(self.rival, tf("rival"));
+            if self.deletes {
+                self.inner.remove(self.rival);
+            } else {
+                self.inner.insert(self.rival, tf("rival"));
+            }
             Box::pin(Indexer::new(&self.inner, Limits::default()).on_object_changed(self.rival)).await?;
         }
         self.inner.put(key, body, content_type, precondition).await
@@ -218,6 +228,24 @@ async fn an_index_write_from_a_shard_that_changed_meanwhile_counts_again() {
         <crate::catalog::CatalogIndex as crate::catalog::Part>::parse(&s.inner.peek(layout::CATALOG_INDEX).unwrap())
             .unwrap();
     assert_eq!(index, catalog.index(), "the index counts every shard");
+}
+
+/// The same at the shard (found by the red-team review): a pass publishing 2.0.0 reads the
+/// manifest with it; 2.0.0 is deleted meanwhile, and that pass finds the shard's entry (from
+/// 1.0.0) already right and writes nothing. The first pass's write must not then bring 2.0.0
+/// back into the catalog.
+#[tokio::test]
+async fn a_shard_write_from_a_manifest_that_changed_meanwhile_reads_it_again() {
+    let s = Racy::deleting("indexed/catalog/modules/acme.json", "modules/acme/vpc/aws/2.0.0.tar.gz");
+    s.inner.insert("modules/acme/vpc/aws/1.0.0.tar.gz", tf("one"));
+    Indexer::new(&s.inner, Limits::default()).on_object_changed("modules/acme/vpc/aws/1.0.0.tar.gz").await.unwrap();
+    s.inner.insert("modules/acme/vpc/aws/2.0.0.tar.gz", tf("two"));
+    Indexer::new(&s, Limits::default()).on_object_changed("modules/acme/vpc/aws/2.0.0.tar.gz").await.unwrap();
+    assert!(s.raced.load(std::sync::atomic::Ordering::SeqCst), "the rival deleted 2.0.0 first");
+    assert_eq!(versions(&s.inner), ["1.0.0"]);
+    let catalog = crate::catalog::stored(&s.inner).await.unwrap();
+    let entry = catalog.modules().next().unwrap();
+    assert_eq!((entry.latest.as_str(), entry.versions), ("1.0.0", 1), "the entry follows the manifest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

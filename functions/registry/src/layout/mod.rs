@@ -312,6 +312,15 @@ pub fn catalog_shard_namespace(key: &str) -> Option<&str> {
     ModuleAddress::parse(namespace, "any", "any").is_ok().then_some(namespace)
 }
 
+/// Where a pass that changed a namespace's counts marks it, so that whichever pass next writes
+/// the index counts it too (`index::catalog`: one index write serves many new modules).
+pub const CATALOG_DIRTY_PREFIX: &str = "indexed/catalog/dirty/";
+
+/// The mark of a namespace whose counts the index may not have yet.
+pub fn catalog_dirty(namespace: &str) -> String {
+    format!("{CATALOG_DIRTY_PREFIX}{namespace}")
+}
+
 /// The catalog's providers.
 pub const CATALOG_PROVIDERS: &str = "indexed/catalog/providers.json";
 

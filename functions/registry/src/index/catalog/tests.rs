@@ -204,3 +204,29 @@ async fn a_bucket_with_the_single_catalog_of_format_1_keeps_its_upstream_modules
     assert_eq!(upgraded.modules.keys().collect::<Vec<_>>(), ["acme/vpc/aws", "other/dns/aws"]);
     assert_eq!(upgraded.upstream_modules["registry.terraform.io/o/r/aws"].versions, ["1.0.0"]);
 }
+
+/// New modules in many namespaces at once all write the index: each marks its namespace
+/// first, so a write counts every marked namespace and most passes find their line already
+/// written. Every count is right at the end, and no mark is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn new_modules_in_many_namespaces_at_once_are_all_counted() {
+    let s = std::sync::Arc::new(MemoryStorage::new());
+    s.insert("modules/first/m/aws/1.0.0.tar.gz", tar_gz_of(&[("main.tf", b"# first\n")]));
+    Indexer::new(&*s, Limits::default()).on_object_changed("modules/first/m/aws/1.0.0.tar.gz").await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let key = format!("modules/ns{i}/m/aws/1.0.0.tar.gz");
+            s.insert(&key, tar_gz_of(&[("main.tf", format!("# {i}\n").as_bytes())]));
+            Indexer::new(&*s, Limits::default()).on_object_changed(&key).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let catalog = catalog(&s).await;
+    assert_eq!(catalog.modules.len(), 31);
+    let marks: Vec<String> = s.keys().into_iter().filter(|k| k.starts_with(layout::CATALOG_DIRTY_PREFIX)).collect();
+    assert!(marks.is_empty(), "{marks:?}");
+}
