@@ -150,10 +150,10 @@ async fn refresh_shard<S: Storage>(
         // As for the index (`refresh_index`): a pass that found the entry already right wrote
         // nothing, so this write's If-Match cannot tell that the manifest changed since it was
         // read (a version come and gone). A manifest written since means reading it again.
-        if let Some((m, etag)) = from.filter(|_| wrote) {
-            if indexer.storage.etag(&layout::module_manifest(m)).await? != etag {
-                return Err(Error::Conflict(format!("manifest of {m} changed while its entry was written")));
-            }
+        if let Some((m, etag)) = from.filter(|_| wrote)
+            && indexer.storage.etag(&layout::module_manifest(m)).await? != etag
+        {
+            return Err(Error::Conflict(format!("manifest of {m} changed while its entry was written")));
         }
         Ok(shard)
     })
