@@ -159,7 +159,7 @@ reindex:
 
 ## Replay the publish log and compare it with every manifest: the local data directory, or
 ## a deployed bucket with BUCKET=name or DEPLOYED=DIR (AWS credentials from the environment).
-## Fails if the chain is broken or a served archive has no publish entry.
+## Fails if a chain is broken or a served archive has no publish entry.
 audit: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
 

@@ -1,8 +1,8 @@
 //! No lost updates: many publishers upload versions of one module and one provider at the
 //! same time through the embedded S3. Every upload runs its own indexing pass, all of them
 //! overlapping, as S3 events invoke concurrent Lambdas. Every version must end up listed,
-//! every platform of a provider release uploaded at once, the publish log must hold one
-//! unbroken chain with one publish entry per archive, and the catalog (the namespace's shard
+//! every platform of a provider release uploaded at once, the publish log's chains (one per
+//! namespace) must be unbroken with one publish entry per archive, and the catalog (the namespace's shard
 //! every module pass writes, the providers part every provider pass writes, and the index)
 //! must list every module and provider with all its versions.
 
@@ -141,8 +141,8 @@ async fn concurrent_publishes_lose_no_version() {
     let listed = list["modules"].as_array().unwrap();
     assert_eq!(listed.len(), (rounds * (1 + owners)).min(100), "one catalog entry per module: {list}");
 
-    // The publish log, appended to by every one of those passes at once: one unbroken
-    // chain, one publish entry per archive, and every served archive explained.
+    // The publish log, appended to by every one of those passes at once: every chain
+    // unbroken, one publish entry per archive, and every served archive explained.
     let report = registry::publish_log::audit::audit(&h.running.storage).await.unwrap();
     assert!(report.is_clean(), "chain: {:?}\nunexplained: {:?}", report.chain, report.unexplained);
     let archives = rounds * (2 * versions + versions.div_ceil(SECOND_PLATFORM_EVERY) + owners);

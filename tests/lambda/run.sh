@@ -183,12 +183,12 @@ else
 fi
 
 # The audit the deployed `make audit` alternative runs: {"audit": "all"} on the indexer. The
-# batch above published on the log with the event's principal, and the chain is clean.
+# batch above published on the log with the event's principal, and every chain is clean.
 echo '{"audit": "all"}' > "$work/audit.json"
 out="$(invoke indexer "$work/audit.json" 2>&1)" || true
 if echo "$out" | grep -q '"chain":\[\]' && echo "$out" | grep -q '"unexplained":\[\]' \
-  && grep -rqs '"principal": "AWS:AROAEXAMPLE:ci"' "$bucket/indexed/log/entries/"; then
-  echo "ok    indexer: {\"audit\": \"all\"} finds the chain whole, every served archive explained, the event's principal logged"
+  && grep -rqs '"principal": "AWS:AROAEXAMPLE:ci"' "$bucket/indexed/log/chains/"; then
+  echo "ok    indexer: {\"audit\": \"all\"} finds every chain whole, every served archive explained, the event's principal logged"
 else
   echo "FAIL  indexer audit: $out"; failures=$((failures + 1))
 fi

@@ -139,21 +139,16 @@ async fn refresh_shard<S: Storage>(
                 let mut shard = previous.clone();
                 let (entry, etag) = module_entry(indexer, m, shard.module(m)).await?;
                 shard.set_module(m, entry);
-                (shard, Some((m, etag)))
+                (shard, vec![(m.clone(), etag)])
             }
             _ => {
                 let listed = namespace_modules(indexer, namespace).await?;
-                (shard_entries(indexer, &listed, &previous).await, None)
+                shard_entries(indexer, &listed, &previous).await
             }
         };
-        let wrote = write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await?;
-        // As for the index (`refresh_index`): a pass that found the entry already right wrote
-        // nothing, so this write's If-Match cannot tell that the manifest changed since it was
-        // read (a version come and gone). A manifest written since means reading it again.
-        if let Some((m, etag)) = from.filter(|_| wrote)
-            && indexer.storage.etag(&layout::module_manifest(m)).await? != etag
-        {
-            return Err(Error::Conflict(format!("manifest of {m} changed while its entry was written")));
+        // A version come and gone meanwhile: read again (`manifest_changed`).
+        if write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await? {
+            manifest_changed(indexer, &from).await?;
         }
         Ok(shard)
     })
@@ -178,8 +173,7 @@ async fn index_in_line<S: Storage>(
         Ok(index) if index.namespaces.get(namespace) == counts.as_ref() => Ok(true),
         _ => {
             // Marked first: a pass that writes the index before this one counts it too.
-            let mark = layout::catalog_dirty(namespace);
-            indexer.storage.put(&mark, bytes::Bytes::new(), CONTENT_TYPE_JSON, Precondition::None).await?;
+            mark(indexer, namespace).await?;
             refresh_index(indexer, Some(namespace)).await
         }
     }
@@ -195,8 +189,10 @@ async fn rebuild_shard<S: Storage>(
     retry::on_conflict(CATALOG_RETRY, "catalog shard", |_| async {
         let read = read_document(indexer.storage, &key).await?;
         let (previous, replace) = parsed::<ModuleShard>(read.as_ref(), &key);
-        let shard = shard_entries(indexer, listed, &previous).await;
-        write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await?;
+        let (shard, from) = shard_entries(indexer, listed, &previous).await;
+        if write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await? {
+            manifest_changed(indexer, &from).await?;
+        }
         Ok(())
     })
     .await
@@ -205,14 +201,20 @@ async fn rebuild_shard<S: Storage>(
 /// The index's line of `namespace` (or, `None`, every line) set from the shards as stored now.
 /// `false`: there is no index yet, and nothing was written (the caller rebuilds everything).
 async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&str>) -> Result<bool, Error> {
-    retry::on_conflict(CATALOG_RETRY, "catalog index", |_| async {
+    // Namespaces a write of this pass counted from a shard that changed before its check:
+    // counted again by its next attempt, whoever else has looked at them meanwhile.
+    let recount = std::sync::Mutex::new(BTreeSet::<String>::new());
+    let recount = &recount;
+    retry::on_conflict(CATALOG_RETRY, "catalog index", |_| async move {
         let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
         let (previous, replace) = parsed::<CatalogIndex>(read.as_ref(), layout::CATALOG_INDEX);
         let (index, counted) = match namespace {
             _ if read.is_none() => return Ok(false),
             Some(namespace) if !replace => {
                 let (shard, etag) = shard_with_etag(indexer, namespace).await?;
-                if previous.namespaces.get(namespace) == Some(&shard.counts()).filter(|c| !c.is_empty()) {
+                let again: Vec<String> = recount.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+                let right = previous.namespaces.get(namespace) == Some(&shard.counts()).filter(|c| !c.is_empty());
+                if right && again.is_empty() {
                     // Another pass's write counted this namespace (its mark): nothing to do.
                     indexer.storage.delete(&layout::catalog_dirty(namespace)).await?;
                     return Ok(true);
@@ -220,7 +222,7 @@ async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&
                 let mut index = previous.clone();
                 index.set_namespace(namespace, &shard);
                 let mut counted = vec![(namespace.to_string(), etag)];
-                for (other, shard, etag) in marked(indexer, namespace).await? {
+                for (other, shard, etag) in marked(indexer, namespace, again).await? {
                     index.set_namespace(&other, &shard);
                     counted.push((other, etag));
                 }
@@ -232,40 +234,70 @@ async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&
         // A pass that found the index already right wrote nothing, so this write's If-Match
         // cannot tell that a shard changed since it was read (a module gone, another come:
         // the same counts). Checked after the write: a shard written since means counting
-        // again; one written after this check belongs to a pass that reads the index after
-        // this write, and corrects it.
-        let now = futures_util::future::try_join_all(
-            counted
-                .iter()
-                .map(|(namespace, _)| async move { indexer.storage.etag(&layout::catalog_shard(namespace)).await }),
-        )
-        .await?;
-        if let Some(((namespace, _), _)) = counted.iter().zip(&now).find(|((_, read), now)| read != *now) {
-            return Err(Error::Conflict(format!("catalog shard {namespace} changed while counted")));
+        // it again (marked again, since the pass that wrote it may have found its line right
+        // and gone); one written after this check belongs to a pass that reads the index
+        // after this write, and corrects it.
+        let changed: Vec<String> = futures_util::stream::iter(counted.clone())
+            .map(|(namespace, read)| async move {
+                let now = indexer.storage.etag(&layout::catalog_shard(&namespace)).await?;
+                Ok::<_, Error>((now != read).then_some(namespace))
+            })
+            .buffer_unordered(REBUILD_READS)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .filter_map(Result::transpose)
+            .collect::<Result<_, _>>()?;
+        if !changed.is_empty() {
+            for namespace in &changed {
+                mark(indexer, namespace).await?;
+            }
+            recount.lock().unwrap_or_else(|p| p.into_inner()).extend(changed.iter().cloned());
+            return Err(Error::Conflict(format!("catalog shards {changed:?} changed while counted")));
         }
+        recount.lock().unwrap_or_else(|p| p.into_inner()).clear();
         // Counted: their marks go (a mark set again meanwhile belongs to a pass that checks
         // its own line after it, so losing it loses nothing).
-        for (namespace, _) in &counted {
-            indexer.storage.delete(&layout::catalog_dirty(namespace)).await?;
-        }
+        unmark(indexer, counted.into_iter().map(|(namespace, _)| namespace)).await?;
         Ok(true)
     })
     .await
 }
 
-/// The namespaces other passes marked (`index_in_line`), but `namespace`, each with its shard
-/// and the ETag it was read at.
+/// Mark `namespace` as one whose counts the index may lack.
+async fn mark<S: Storage>(indexer: &Indexer<'_, S>, namespace: &str) -> Result<(), Error> {
+    let key = layout::catalog_dirty(namespace);
+    indexer.storage.put(&key, bytes::Bytes::new(), CONTENT_TYPE_JSON, Precondition::None).await
+}
+
+/// Remove the marks of `namespaces`, a few at once.
+async fn unmark<S: Storage>(indexer: &Indexer<'_, S>, namespaces: impl Iterator<Item = String>) -> Result<(), Error> {
+    futures_util::stream::iter(namespaces)
+        .map(|namespace| async move { indexer.storage.delete(&layout::catalog_dirty(&namespace)).await })
+        .buffer_unordered(REBUILD_READS)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// The namespaces other passes marked (`index_in_line`) and those `again` names, but
+/// `namespace`, each with its shard and the ETag it was read at.
 async fn marked<S: Storage>(
     indexer: &Indexer<'_, S>,
     namespace: &str,
+    again: Vec<String>,
 ) -> Result<Vec<(String, ModuleShard, Option<String>)>, Error> {
     let marks = indexer.storage.list(layout::CATALOG_DIRTY_PREFIX).await?;
-    let others: Vec<String> = marks
-        .iter()
-        .filter_map(|o| o.key.strip_prefix(layout::CATALOG_DIRTY_PREFIX))
-        .filter(|other| *other != namespace && layout::catalog_shard_namespace(&layout::catalog_shard(other)).is_some())
-        .map(str::to_string)
-        .collect();
+    let mut others: BTreeSet<String> = again.into_iter().collect();
+    others.extend(
+        marks
+            .iter()
+            .filter_map(|o| o.key.strip_prefix(layout::CATALOG_DIRTY_PREFIX))
+            .filter(|other| layout::catalog_shard_namespace(&layout::catalog_shard(other)).is_some())
+            .map(str::to_string),
+    );
+    others.remove(namespace);
     futures_util::stream::iter(others)
         .map(|other| async move {
             let (shard, etag) = shard_with_etag(indexer, &other).await?;
@@ -283,9 +315,13 @@ async fn rebuild_index<S: Storage>(indexer: &Indexer<'_, S>) -> Result<(), Error
     retry::on_conflict(CATALOG_RETRY, "catalog index", |_| async {
         let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
         let (previous, replace) = parsed::<CatalogIndex>(read.as_ref(), layout::CATALOG_INDEX);
+        // Marks listed before the shards are read: counted by this rebuild, so they go.
+        let marks = indexer.storage.list(layout::CATALOG_DIRTY_PREFIX).await?;
         let index = every_namespace(indexer).await?;
         write_if_changed(indexer, layout::CATALOG_INDEX, &index, &previous, read.as_ref(), replace).await?;
-        Ok(())
+        let marked =
+            marks.into_iter().filter_map(|o| o.key.strip_prefix(layout::CATALOG_DIRTY_PREFIX).map(str::to_string));
+        unmark(indexer, marked).await
     })
     .await
 }
@@ -445,27 +481,55 @@ async fn shard_entries<S: Storage>(
     indexer: &Indexer<'_, S>,
     listed: &[ModuleAddress],
     previous: &ModuleShard,
-) -> ModuleShard {
+) -> (ModuleShard, Vec<ManifestRead>) {
     let mut modules: BTreeSet<ModuleAddress> = listed.iter().cloned().collect();
     modules
         .extend(previous.modules.values().filter_map(|e| ModuleAddress::parse(&e.namespace, &e.name, &e.system).ok()));
     let mut entries = futures_util::stream::iter(modules)
         .map(|m| async move {
-            let entry = match module_entry(indexer, &m, previous.module(&m)).await {
-                Ok((entry, _)) => entry,
+            let (entry, etag) = match module_entry(indexer, &m, previous.module(&m)).await {
+                Ok((entry, etag)) => (entry, Some(etag)),
                 Err(e) => {
                     tracing::warn!(module = %m, error = %chain(&e), "manifest unreadable; its catalog entry kept as it was");
-                    previous.module(&m).cloned()
+                    (previous.module(&m).cloned(), None)
                 }
             };
-            (m, entry)
+            (m, entry, etag)
         })
         .buffer_unordered(REBUILD_READS);
     let mut shard = ModuleShard::default();
-    while let Some((m, entry)) = entries.next().await {
+    let mut read = Vec::new();
+    while let Some((m, entry, etag)) = entries.next().await {
         shard.set_module(&m, entry);
+        if let Some(etag) = etag {
+            read.push((m, etag));
+        }
     }
-    shard
+    (shard, read)
+}
+
+/// A module's manifest as an entry was computed from: its ETag then (`None`: there was none).
+type ManifestRead = (ModuleAddress, Option<String>);
+
+/// After a shard write: the first module whose manifest changed since its entry was computed
+/// (as for the index, `refresh_index`: a pass that found its entry already right wrote nothing,
+/// so the write's If-Match cannot tell), which means computing the shard again.
+async fn manifest_changed<S: Storage>(indexer: &Indexer<'_, S>, read: &[ManifestRead]) -> Result<(), Error> {
+    let changed: Vec<String> = futures_util::stream::iter(read.to_vec())
+        .map(|(m, etag)| async move {
+            let now = indexer.storage.etag(&layout::module_manifest(&m)).await?;
+            Ok::<_, Error>((now != etag).then(|| m.to_string()))
+        })
+        .buffer_unordered(REBUILD_READS)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .filter_map(Result::transpose)
+        .collect::<Result<_, _>>()?;
+    match changed.first() {
+        Some(m) => Err(Error::Conflict(format!("manifest of {m} changed while its entry was written"))),
+        None => Ok(()),
+    }
 }
 
 /// The providers part as every provider's index says, keeping `previous`'s times.

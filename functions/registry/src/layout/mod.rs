@@ -429,8 +429,8 @@ pub const PUBLISH_LOG_HEAD: &str = "indexed/log/head.json";
 
 /// The chain a change to the upload `key` is logged in: its namespace, as the uploads are
 /// laid out (`modules/NAMESPACE`, `providers/HOSTNAME/NAMESPACE`,
-/// `upstream-modules/HOSTNAME/NAMESPACE`); `other` for a key outside that grammar (a
-/// rejected upload's), so that no upload key can name a path of its own.
+/// `upstream-modules/HOSTNAME/NAMESPACE`); `other` for a key whose namespace or hostname is
+/// not valid, so that no upload key can name a path of its own.
 pub fn publish_log_chain(key: &str) -> String {
     let segments: Vec<&str> = key.split('/').collect();
     let chain = match segments.as_slice() {
@@ -465,25 +465,33 @@ pub fn publish_log_head(chain: &str) -> String {
     format!("{}head.json", publish_log_chain_prefix(chain))
 }
 
-/// The chain and sequence number a publish log entry key names.
+/// Whether `chain` is a name `publish_log_chain` gives (`""`, the chain of before, is not).
+pub fn is_publish_log_chain(chain: &str) -> bool {
+    chain == "other" || (chain.split('/').count() <= 3 && publish_log_chain(&format!("{chain}/x/y/z")) == chain)
+}
+
+/// The chain and sequence number a publish log entry key names: only a key that
+/// `publish_log_entry` gives for a chain `publish_log_chain` gives (or the chain of before).
 pub fn publish_log_seq(key: &str) -> Option<(String, u64)> {
     let rest = key.strip_prefix(PUBLISH_LOG_PREFIX)?;
     let (chain, file) = match rest.strip_prefix("chains/") {
-        Some(chained) => {
-            let (chain, file) = chained.rsplit_once("/entries/")?;
-            (chain.to_string(), file)
-        }
-        None => (String::new(), rest.strip_prefix("entries/")?),
+        Some(chained) => chained.rsplit_once("/entries/")?,
+        None => ("", rest.strip_prefix("entries/")?),
     };
     let digits = file.strip_suffix(".json")?;
-    let seq = (digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok())??;
-    Some((chain, seq))
+    let seq: u64 =
+        (digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok())??;
+    let named = chain.is_empty() || is_publish_log_chain(chain);
+    (named && publish_log_entry(chain, seq) == key).then(|| (chain.to_string(), seq))
 }
 
-/// Whether `key` is a chain's head (`publish_log_head`).
-pub fn is_publish_log_head(key: &str) -> bool {
-    key == PUBLISH_LOG_HEAD
-        || key.strip_prefix(PUBLISH_LOG_CHAINS).is_some_and(|c| c.ends_with("/head.json") && !c.contains("/entries/"))
+/// The chain whose head `key` is (`""`: the chain of before), if it is one.
+pub fn publish_log_head_chain(key: &str) -> Option<&str> {
+    if key == PUBLISH_LOG_HEAD {
+        return Some("");
+    }
+    let chain = key.strip_prefix(PUBLISH_LOG_CHAINS)?.strip_suffix("/head.json")?;
+    is_publish_log_chain(chain).then_some(chain)
 }
 
 /// The prefix of the rejection records for uploads under `prefix`.

@@ -1,7 +1,7 @@
 //! Replaying the publish log and comparing it with what is served (`make audit`,
 //! `registry-local audit`, the indexer function's `{"audit": "all"}`).
 //!
-//! Two findings: where the chain breaks (the first entry altered, missing or out of order,
+//! Two findings: where each chain breaks, naming the chain (the first entry altered, missing or out of order,
 //! and anything after it that breaks again), and every archive a manifest serves that no
 //! `publish` entry (with the same bytes, not yanked since) explains.
 
@@ -79,10 +79,7 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
 
 /// The chain whose head `key` is, if it is one.
 fn head_chain(key: &str) -> Option<String> {
-    if !layout::is_publish_log_head(key) {
-        return None;
-    }
-    Some(key.strip_prefix(layout::PUBLISH_LOG_CHAINS).and_then(|c| c.strip_suffix("/head.json")).unwrap_or("").into())
+    layout::publish_log_head_chain(key).map(str::to_string)
 }
 
 /// Replay one chain's entries (`keys`, in sequence order) into `published`: how many were
@@ -118,6 +115,12 @@ async fn replay<S: Storage>(
         };
         entries += 1;
         let hash = entry_hash(&object.bytes);
+        if seq < expected {
+            // Only one key names each number (`layout::publish_log_seq`), so this is not
+            // reachable by a key; kept so that no second entry of a number is ever replayed.
+            problems.push(format!("entry {seq} appears twice"));
+            continue;
+        }
         if seq > expected {
             let missing = if seq == expected + 1 {
                 format!("entry {expected} is missing")

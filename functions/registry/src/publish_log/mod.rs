@@ -16,8 +16,8 @@
 //! Appending is lock-free with the same conditional writes as manifests: entry `n` is written
 //! with `If-None-Match: *`, so of two indexers appending at once exactly one gets `n`; the
 //! other reads the winner, chains to it and takes `n + 1`. No entry is lost and the chain
-//! never forks, whatever the concurrency. The head (`indexed/log/head.json`, the last
-//! sequence number and hash) is a hint that saves probing from the start; it only moves
+//! never forks, whatever the concurrency. Each chain's head (`indexed/log/chains/CHAIN/head.json`,
+//! its last sequence number and hash) is a hint that saves probing from the start; it only moves
 //! forward (`If-Match`), and `audit` checks that the entry it names is still there, unchanged,
 //! so deleting the last entries is caught too.
 //!

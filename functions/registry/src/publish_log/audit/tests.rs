@@ -186,6 +186,14 @@ async fn chains_per_namespace_and_the_chain_of_before_are_audited_together() {
     let report = audit(&s).await.unwrap();
     let named = report.chain.iter().any(|p| p.starts_with("chain modules/other: entry 2 is about modules/acme/"));
     assert!(named, "{report:?}");
+
+    // An entry slipped in beside the chain of before under a key that once parsed as its own
+    // (found by a red-team review): not an entry, and named.
+    s.remove(&layout::publish_log_entry("modules/other", 2));
+    let forged = "indexed/log/chains//entries/000000000003.json";
+    s.insert(forged, s.peek(&layout::publish_log_entry("", 3)).unwrap().to_vec());
+    let report = audit(&s).await.unwrap();
+    assert_eq!(report.chain, [format!("{forged} is not a publish log entry")], "{report:?}");
 }
 
 #[test]
@@ -211,8 +219,27 @@ fn each_upload_key_has_one_chain_and_no_key_names_a_path_of_its_own() {
         assert_eq!(layout::publish_log_chain(key), chain, "{key}");
         let entry = layout::publish_log_entry(chain, 7);
         assert_eq!(layout::publish_log_seq(&entry), Some((chain.to_string(), 7)), "{entry}");
-        assert!(layout::is_publish_log_head(&layout::publish_log_head(chain)));
-        assert!(!layout::is_publish_log_head(&entry));
+        assert_eq!(layout::publish_log_head_chain(&layout::publish_log_head(chain)), Some(chain));
+        assert_eq!(layout::publish_log_head_chain(&entry), None);
+    }
+    // A namespace may be called `entries`: its head is a head, its entries entries.
+    let chain = layout::publish_log_chain("modules/entries/m/aws/1.0.0.tar.gz");
+    assert_eq!(chain, "modules/entries");
+    assert_eq!(layout::publish_log_head_chain(&layout::publish_log_head(&chain)), Some("modules/entries"));
+    let entry = layout::publish_log_entry(&chain, 1);
+    assert_eq!(layout::publish_log_seq(&entry), Some((chain.clone(), 1)));
+    // Keys no chain has: never an entry or a head, above all never one of the chain of before.
+    for key in [
+        "indexed/log/chains//entries/000000000003.json",
+        "indexed/log/chains/entries/000000000003.json",
+        "indexed/log/chains/modules/acme/x/entries/000000000003.json",
+        "indexed/log/chains/modules/../entries/000000000003.json",
+        "indexed/log/chains/x/entries/entries/000000000001.json",
+        "indexed/log/chains//head.json",
+        "indexed/log/chains/modules/head.json",
+    ] {
+        assert_eq!(layout::publish_log_seq(key), None, "{key}");
+        assert_eq!(layout::publish_log_head_chain(key), None, "{key}");
     }
     assert_eq!(layout::publish_log_seq("indexed/log/entries/000000000003.json"), Some((String::new(), 3)));
     assert_eq!(layout::publish_log_seq("indexed/log/chains/modules/acme/entries/3.json"), None);
