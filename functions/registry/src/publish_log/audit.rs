@@ -61,20 +61,53 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
             None => report.chain.push(format!("{} is not a publish log entry", crate::address::printable(&object.key))),
         }
     }
+    // The chain of before first (its changes came first), then the others a few at once:
+    // each holds its own keys only, so their order among themselves says nothing.
+    let before = chains.remove("").map(|keys| (String::new(), keys));
+    let replayed = futures_util::stream::iter(before)
+        .map(|(chain, keys)| replay(storage, chain, keys))
+        .buffered(1)
+        .chain(
+            futures_util::stream::iter(chains)
+                .map(|(chain, keys)| replay(storage, chain, keys))
+                .buffered(CHAINS_IN_FLIGHT),
+        )
+        .collect::<Vec<_>>()
+        .await;
     let mut published: BTreeMap<String, Published> = BTreeMap::new();
-    for (chain, mut keys) in chains {
-        keys.sort();
-        let mut problems = Vec::new();
-        let (entries, head) = replay(storage, &chain, keys, &mut published, &mut problems).await?;
+    for replayed in replayed {
+        let Replayed { chain, entries, head, problems, changes } = replayed?;
         report.entries += entries;
         let label = if chain.is_empty() { String::new() } else { format!("chain {chain}: ") };
         report.chain.extend(problems.into_iter().map(|p| format!("{label}{p}")));
         if let Some(head) = head {
             report.heads.insert(chain, head);
         }
+        for (key, now) in changes {
+            match now {
+                Some(p) => published.insert(key, p),
+                None => published.remove(&key),
+            };
+        }
     }
     report.unexplained = unexplained(storage, &published).await?;
     Ok(report)
+}
+
+/// Chains replayed at once.
+const CHAINS_IN_FLIGHT: usize = 8;
+
+/// One chain replayed.
+struct Replayed {
+    chain: String,
+    /// Entries read.
+    entries: u64,
+    /// Its last entry.
+    head: Option<Head>,
+    /// Where it breaks.
+    problems: Vec<String>,
+    /// What it says is published under each of its keys at its end (`None`: yanked).
+    changes: BTreeMap<String, Option<Published>>,
 }
 
 /// The chain whose head `key` is, if it is one.
@@ -82,15 +115,11 @@ fn head_chain(key: &str) -> Option<String> {
     layout::publish_log_head_chain(key).map(str::to_string)
 }
 
-/// Replay one chain's entries (`keys`, in sequence order) into `published`: how many were
-/// read, and its last entry; where it breaks, into `problems`.
-async fn replay<S: Storage>(
-    storage: &S,
-    chain: &str,
-    keys: Vec<(u64, String)>,
-    published: &mut BTreeMap<String, Published>,
-    problems: &mut Vec<String>,
-) -> Result<(u64, Option<Head>), Error> {
+/// Replay one chain's entries (`keys`, in any order: sorted here).
+async fn replay<S: Storage>(storage: &S, chain: String, mut keys: Vec<(u64, String)>) -> Result<Replayed, Error> {
+    keys.sort();
+    let mut published: BTreeMap<String, Option<Published>> = BTreeMap::new();
+    let mut problems = Vec::new();
     let mut reads = futures_util::stream::iter(keys.into_iter().map(|(seq, key)| async move {
         let read = storage.get(&key).await;
         (seq, read)
@@ -136,7 +165,7 @@ async fn replay<S: Storage>(
             }
             // An entry copied from another chain (its change is another namespace's) would
             // explain an archive there: named, and not replayed.
-            Ok(entry) if !chain.is_empty() && layout::publish_log_chain(&entry.change.key) != chain => {
+            Ok(entry) if !chain.is_empty() && layout::publish_log_chain(&entry.change.key) != *chain => {
                 problems.push(format!("entry {seq} is about {}, of another chain", entry.change.key));
             }
             Ok(entry) => {
@@ -150,11 +179,11 @@ async fn replay<S: Storage>(
                 let change = entry.change;
                 match change.action {
                     Action::Publish => {
-                        published
-                            .insert(change.key, Published { sha256: change.sha256, version_id: change.version_id });
+                        let now = Published { sha256: change.sha256, version_id: change.version_id };
+                        published.insert(change.key, Some(now));
                     }
                     Action::Yank => {
-                        published.remove(&change.key);
+                        published.insert(change.key, None);
                     }
                     Action::Reject | Action::Deprecate | Action::Undeprecate => {}
                 }
@@ -164,8 +193,8 @@ async fn replay<S: Storage>(
         last = Some(Head { seq, hash: hash.clone() });
         (expected, prev) = (seq + 1, hash);
     }
-    check_head(storage, chain, &hashes, expected, problems).await?;
-    Ok((entries, last))
+    check_head(storage, &chain, &hashes, expected, &mut problems).await?;
+    Ok(Replayed { chain, entries, head: last, problems, changes: published })
 }
 
 /// The head names the last entry an appender wrote: it must still be there, unchanged.
