@@ -274,7 +274,9 @@ async fn main() {
     let growth = Arc::new(MemoryStorage::new());
     let owner = registry::address::ModuleAddress::parse("big", "growth", "aws").unwrap();
     let mut have = 0;
-    for step in [1_000, 5_000, 10_000, versions].into_iter().filter(|s| *s <= versions) {
+    let mut steps: Vec<usize> = [1_000, 5_000, 10_000, versions].into_iter().filter(|s| *s <= versions).collect();
+    steps.dedup();
+    for step in steps {
         for i in have..step {
             growth.insert(&format!("modules/big/growth/aws/1.{}.{}.tar.gz", i / 1000, i % 1000), module("g"));
         }
