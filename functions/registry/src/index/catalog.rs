@@ -237,17 +237,9 @@ async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&
         // it again (marked again, since the pass that wrote it may have found its line right
         // and gone); one written after this check belongs to a pass that reads the index
         // after this write, and corrects it.
-        let changed: Vec<String> = futures_util::stream::iter(counted.clone())
-            .map(|(namespace, read)| async move {
-                let now = indexer.storage.etag(&layout::catalog_shard(&namespace)).await?;
-                Ok::<_, Error>((now != read).then_some(namespace))
-            })
-            .buffer_unordered(REBUILD_READS)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .filter_map(Result::transpose)
-            .collect::<Result<_, _>>()?;
+        let shards =
+            counted.iter().map(|(namespace, etag)| (namespace.clone(), layout::catalog_shard(namespace), etag.clone()));
+        let changed = changed_since(indexer, shards.collect()).await?;
         if !changed.is_empty() {
             for namespace in &changed {
                 mark(indexer, namespace).await?;
@@ -515,21 +507,26 @@ type ManifestRead = (ModuleAddress, Option<String>);
 /// (as for the index, `refresh_index`: a pass that found its entry already right wrote nothing,
 /// so the write's If-Match cannot tell), which means computing the shard again.
 async fn manifest_changed<S: Storage>(indexer: &Indexer<'_, S>, read: &[ManifestRead]) -> Result<(), Error> {
-    let changed: Vec<String> = futures_util::stream::iter(read.to_vec())
-        .map(|(m, etag)| async move {
-            let now = indexer.storage.etag(&layout::module_manifest(&m)).await?;
-            Ok::<_, Error>((now != etag).then(|| m.to_string()))
-        })
-        .buffer_unordered(REBUILD_READS)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .filter_map(Result::transpose)
-        .collect::<Result<_, _>>()?;
+    let manifests = read.iter().map(|(m, etag)| (m.to_string(), layout::module_manifest(m), etag.clone()));
+    let changed = changed_since(indexer, manifests.collect()).await?;
     match changed.first() {
         Some(m) => Err(Error::Conflict(format!("manifest of {m} changed while its entry was written"))),
         None => Ok(()),
     }
+}
+
+/// Of `read` (each name with its document's key and the ETag it was read at), the names whose
+/// document has another ETag now; a few looked at at once.
+async fn changed_since<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    read: Vec<(String, String, Option<String>)>,
+) -> Result<Vec<String>, Error> {
+    let looked: Vec<Result<Option<String>, Error>> = futures_util::stream::iter(read)
+        .map(|(name, key, etag)| async move { Ok((indexer.storage.etag(&key).await? != etag).then_some(name)) })
+        .buffer_unordered(REBUILD_READS)
+        .collect()
+        .await;
+    looked.into_iter().filter_map(Result::transpose).collect()
 }
 
 /// The providers part as every provider's index says, keeping `previous`'s times.
