@@ -124,6 +124,30 @@ data "aws_iam_policy_document" "function" {
     }
   }
 
+  # The publish log only grows (publish_log): the indexer never deletes an entry or a head,
+  # and never writes the single chain of before the log had a chain per namespace. Denied
+  # outright, so that a stolen indexer role cannot remove entries or extend that chain, whose
+  # last hash may be older than the log retention.
+  dynamic "statement" {
+    for_each = each.key == "indexer" ? [1] : []
+    content {
+      sid       = "PublishLogOnlyGrows"
+      effect    = "Deny"
+      actions   = ["s3:DeleteObject"]
+      resources = ["${local.bucket_arn}/indexed/log/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "indexer" ? [1] : []
+    content {
+      sid       = "ChainOfBeforeIsClosed"
+      effect    = "Deny"
+      actions   = ["s3:PutObject"]
+      resources = ["${local.bucket_arn}/indexed/log/entries/*", "${local.bucket_arn}/indexed/log/head.json"]
+    }
+  }
+
   dynamic "statement" {
     for_each = each.key == "indexer" ? [1] : []
     content {

@@ -168,8 +168,15 @@ run "least_privilege" {
     error_message = "the indexer has no wildcard S3 rights"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.resources if contains(s.actions, "s3:PutObject") || contains(s.actions, "s3:DeleteObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/indexed/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/rejections/*"])
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.resources if s.effect != "Deny" && (contains(s.actions, "s3:PutObject") || contains(s.actions, "s3:DeleteObject"))])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/indexed/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/rejections/*"])
     error_message = "the indexer writes only what it derives: indexed/ and rejections/, never an upload"
+  }
+  assert {
+    condition = [for s in data.aws_iam_policy_document.function["indexer"].statement : { actions = s.actions, resources = s.resources } if s.effect == "Deny"] == [
+      { actions = toset(["s3:DeleteObject"]), resources = toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/indexed/log/*"]) },
+      { actions = toset(["s3:PutObject"]), resources = toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/indexed/log/entries/*", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/indexed/log/head.json"]) },
+    ]
+    error_message = "the indexer may never delete from the publish log, nor write the chain of before"
   }
 }
 

@@ -61,6 +61,9 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("catalog upstream modules", layout::CATALOG_UPSTREAM_MODULES.to_string()),
         ("legacy catalog", layout::LEGACY_CATALOG.to_string()),
         ("catalog dirty mark", layout::catalog_dirty(TEAM)),
+        ("publish log entry", layout::publish_log_entry(&format!("modules/{TEAM}"), 1)),
+        ("legacy publish log entry", layout::publish_log_entry("", 1)),
+        ("legacy publish log head", layout::PUBLISH_LOG_HEAD.to_string()),
         ("publish log head", layout::publish_log_head(&format!("modules/{TEAM}"))),
         ("oci manifest", layout::oci_manifest(&own, &format!("sha256:{}", "ab".repeat(32)))),
         ("own rejection", layout::rejection(&own_module_archive)),
@@ -101,6 +104,9 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "other signing key",
         "upstream module pin",
         "upstream module refusal",
+        // The chain of before: audited, never written (`ChainOfBeforeIsClosed`).
+        "legacy publish log entry",
+        "legacy publish log head",
     ];
     // What the indexer derives (under indexed/ and rejections/): it reads and writes all of it.
     let indexer_writes = vec![
@@ -114,11 +120,15 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "legacy catalog",
         "catalog dirty mark",
         "publish log head",
+        "publish log entry",
         "oci manifest",
         "own rejection",
         "upstream module pins",
     ];
     let indexer_reads = [indexer_reads, indexer_writes.clone()].concat();
+    // The publish log only grows (`PublishLogOnlyGrows`).
+    let indexer_deletes: Vec<&str> =
+        indexer_writes.iter().copied().filter(|w| !["publish log head", "publish log entry"].contains(w)).collect();
     // Everything the modules pull-through keeps: the modules function and the puller (which
     // copies the archives too large to copy while the CLI waits) read and write all of it.
     let upstream_modules = vec![
@@ -197,7 +207,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         ),
         (role("indexer"), GET, indexer_reads),
         (role("indexer"), PUT, indexer_writes.clone()),
-        (role("indexer"), DELETE, indexer_writes),
+        (role("indexer"), DELETE, indexer_deletes),
         (role("puller"), GET, [vec!["upstream pull"], upstream_modules.clone()].concat()),
         (role("puller"), PUT, [vec!["upstream copy"], upstream_modules].concat()),
         (
