@@ -54,13 +54,13 @@ const REBUILD_READS: usize = 16;
 pub(super) async fn update_catalog<S: Storage>(indexer: &Indexer<'_, S>, owner: &Owner) -> Result<(), Error> {
     match owner {
         Owner::Module(m) => {
-            let shard = refresh_shard(indexer, &m.namespace, Some(m)).await?;
+            let shard = refresh_shard(indexer, m).await?;
             if !index_in_line(indexer, &m.namespace, &shard).await? {
                 rebuild_catalog(indexer).await?;
             }
         }
         Owner::Provider(p) => {
-            if refresh_providers(indexer, Some(p)).await? {
+            if refresh_providers(indexer, p).await? {
                 return Ok(());
             }
             match read_document(indexer.storage, layout::CATALOG_INDEX).await? {
@@ -123,28 +123,21 @@ pub(super) async fn rebuild_catalog<S: Storage>(indexer: &Indexer<'_, S>) -> Res
     .await
 }
 
-/// One namespace's shard: `only` that module's entry recomputed, or (`None`, or a shard
-/// missing or unreadable) every module's of the namespace, found by listing its manifests.
-async fn refresh_shard<S: Storage>(
-    indexer: &Indexer<'_, S>,
-    namespace: &str,
-    only: Option<&ModuleAddress>,
-) -> Result<ModuleShard, Error> {
-    let key = layout::catalog_shard(namespace);
+/// `m`'s namespace's shard with `m`'s entry recomputed, or (a shard missing or unreadable)
+/// every module's of the namespace, found by listing its manifests.
+async fn refresh_shard<S: Storage>(indexer: &Indexer<'_, S>, m: &ModuleAddress) -> Result<ModuleShard, Error> {
+    let key = layout::catalog_shard(&m.namespace);
     retry::on_conflict(CATALOG_RETRY, "catalog shard", |_| async {
         let read = read_document(indexer.storage, &key).await?;
         let (previous, replace) = parsed::<ModuleShard>(read.as_ref(), &key);
-        let (shard, from) = match only {
-            Some(m) if !replace => {
-                let mut shard = previous.clone();
-                let (entry, etag) = module_entry(indexer, m, shard.module(m)).await?;
-                shard.set_module(m, entry);
-                (shard, vec![(m.clone(), etag)])
-            }
-            _ => {
-                let listed = namespace_modules(indexer, namespace).await?;
-                shard_entries(indexer, &listed, &previous).await
-            }
+        let (shard, from) = if replace {
+            let listed = namespace_modules(indexer, &m.namespace).await?;
+            shard_entries(indexer, &listed, &previous).await
+        } else {
+            let mut shard = previous.clone();
+            let (entry, etag) = module_entry(indexer, m, shard.module(m)).await?;
+            shard.set_module(m, entry);
+            (shard, vec![(m.clone(), etag)])
         };
         // A version come and gone meanwhile: read again (`manifest_changed`).
         if write_if_changed(indexer, &key, &shard, &previous, read.as_ref(), replace).await? {
@@ -174,7 +167,7 @@ async fn index_in_line<S: Storage>(
         _ => {
             // Marked first: a pass that writes the index before this one counts it too.
             mark(indexer, namespace).await?;
-            refresh_index(indexer, Some(namespace)).await
+            refresh_index(indexer, namespace).await
         }
     }
 }
@@ -198,9 +191,10 @@ async fn rebuild_shard<S: Storage>(
     .await
 }
 
-/// The index's line of `namespace` (or, `None`, every line) set from the shards as stored now.
-/// `false`: there is no index yet, and nothing was written (the caller rebuilds everything).
-async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&str>) -> Result<bool, Error> {
+/// The index's line of `namespace`, and those of the namespaces marked, set from the shards
+/// as stored now (an unreadable index: every line). `false`: there is no index yet, and
+/// nothing was written (the caller rebuilds everything).
+async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: &str) -> Result<bool, Error> {
     // Namespaces a write of this pass counted from a shard that changed before its check:
     // counted again by its next attempt, whoever else has looked at them meanwhile.
     let recount = std::sync::Mutex::new(BTreeSet::<String>::new());
@@ -208,9 +202,9 @@ async fn refresh_index<S: Storage>(indexer: &Indexer<'_, S>, namespace: Option<&
     retry::on_conflict(CATALOG_RETRY, "catalog index", |_| async move {
         let read = read_document(indexer.storage, layout::CATALOG_INDEX).await?;
         let (previous, replace) = parsed::<CatalogIndex>(read.as_ref(), layout::CATALOG_INDEX);
-        let (index, counted) = match namespace {
-            _ if read.is_none() => return Ok(false),
-            Some(namespace) if !replace => {
+        let (index, counted) = match read {
+            None => return Ok(false),
+            Some(_) if !replace => {
                 let (shard, etag) = shard_with_etag(indexer, namespace).await?;
                 let again: Vec<String> = recount.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
                 let right = previous.namespaces.get(namespace) == Some(&shard.counts()).filter(|c| !c.is_empty());
@@ -354,25 +348,21 @@ async fn every_namespace<S: Storage>(indexer: &Indexer<'_, S>) -> Result<Catalog
     Ok(index)
 }
 
-/// The providers part: `only` that provider's entry recomputed, or every provider's.
-/// `false`: there is no providers part yet, and nothing was written (the caller rebuilds
-/// everything).
-async fn refresh_providers<S: Storage>(
-    indexer: &Indexer<'_, S>,
-    only: Option<&ProviderAddress>,
-) -> Result<bool, Error> {
+/// The providers part with `p`'s entry recomputed (unreadable: every provider's). `false`:
+/// there is no providers part yet, and nothing was written (the caller rebuilds it).
+async fn refresh_providers<S: Storage>(indexer: &Indexer<'_, S>, p: &ProviderAddress) -> Result<bool, Error> {
     retry::on_conflict(CATALOG_RETRY, "provider catalog", |_| async {
         let read = read_document(indexer.storage, layout::CATALOG_PROVIDERS).await?;
         let (previous, replace) = parsed::<ProviderCatalog>(read.as_ref(), layout::CATALOG_PROVIDERS);
-        let providers = match only {
-            _ if read.is_none() => return Ok(false),
-            Some(p) if !replace => {
+        let providers = match read {
+            None => return Ok(false),
+            Some(_) if replace => every_provider(indexer, &previous).await?,
+            Some(_) => {
                 let mut providers = previous.clone();
                 let entry = provider_entry(indexer, p, providers.provider(p)).await?;
                 providers.set_provider(p, entry);
                 providers
             }
-            _ => every_provider(indexer, &previous).await?,
         };
         write_if_changed(indexer, layout::CATALOG_PROVIDERS, &providers, &previous, read.as_ref(), replace).await?;
         Ok(true)
