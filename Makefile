@@ -18,7 +18,7 @@ export PATH := $(TOOLS_DIR)/bin:$(PATH)
 TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda
-LAMBDAS   := discovery modules mirror providers web oci indexer puller
+LAMBDAS   := discovery modules mirror providers web oci indexer puller usage
 # The region `make deploy` and `make destroy` use: REGION, else AWS_REGION (as the AWS CLI and
 # SDKs read it), else infra/examples/minimal's default, eu-west-1.
 DEPLOY_REGION = $(or $(REGION),$(AWS_REGION))
@@ -141,11 +141,11 @@ TOKEN_ENV = $(if $(DEPLOYED),AWS_REGION="$$(cd $(DEPLOYED) && $(TERRAFORM) outpu
 ## DEPLOYED=infra/examples/minimal (read from that root's bucket_name output); AWS credentials
 ## from the environment. make token-create NAME=ci MODULES='acme,team-*'
 ## PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90 (an existing NAME is refused;
-## REPLACE=1 replaces that token at once).
+## REPLACE=1 replaces that token at once; ADMIN=1: it also sees who downloads what it may read).
 token-create: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
 	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \
-	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(if $(REPLACE),--replace) $(TOKEN_TARGET)
+	  $(if $(EXPIRES_DAYS),--expires-days $(EXPIRES_DAYS)) $(if $(REPLACE),--replace) $(if $(ADMIN),--admin) $(TOKEN_TARGET)
 ## List the tokens (names, dates, scopes; never a secret).
 token-list: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token list $(TOKEN_TARGET)

@@ -10,6 +10,7 @@ fn create(name: &str, modules: &str, replace: bool) -> TokenAction {
         providers: vec![],
         expires_days: None,
         replace,
+        admin: false,
     }
 }
 

@@ -112,11 +112,16 @@ pub(crate) async fn ensure_dev_token(storage: &S3Storage, data_dir: &Path) -> Re
     let tokens = registry::auth::manage::list(storage)
         .await
         .map_err(|e| LocalError(format!("token store: {}", registry::error::chain(&e))))?;
-    let current =
-        tokens.iter().any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::auth::hash(&token)));
+    let current = tokens
+        .iter()
+        .any(|t| t.name == DEV_TOKEN_NAME && t.sha256 == hex::encode(registry::auth::hash(&token)) && t.admin);
     if !current {
         let all = vec!["*".to_string()];
-        let record = registry::auth::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None);
+        // The developer's own registry: they may see who downloads what, too.
+        let record = registry::auth::TokenRecord {
+            admin: true,
+            ..registry::auth::manage::record(DEV_TOKEN_NAME, &token, all.clone(), all, None)
+        };
         registry::auth::manage::upsert(storage, record)
             .await
             .map_err(|e| LocalError(format!("token store: {}", registry::error::chain(&e))))?;

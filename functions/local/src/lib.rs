@@ -27,6 +27,7 @@ mod object_listing;
 pub mod server;
 pub mod tls;
 pub mod tokens;
+pub mod usage;
 
 pub use client_files::DEV_TOKEN_NAME;
 pub use tokens::{TokenAction, TokenTarget, token_command};
@@ -121,6 +122,8 @@ pub struct Running {
     pulls: Arc<std::sync::atomic::AtomicUsize>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The local usage function's stop signal and task.
+    usage: (watch::Sender<bool>, JoinHandle<()>),
 }
 
 impl Running {
@@ -174,6 +177,9 @@ impl Running {
     }
 
     pub async fn stop(self) {
+        let (usage_stop, usage_task) = self.usage;
+        let _ = usage_stop.send(true);
+        let _ = usage_task.await;
         let _ = self.shutdown.send(true);
         for task in self.tasks {
             let _ = task.await;
@@ -271,7 +277,11 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let faults = Arc::new(faults::Faults::default());
     // Built as the Lambdas build theirs, but serving every service at once (`App::builder`;
     // a Lambda's `App::function_builder` serves its own).
-    let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).build();
+    // Download records go to the local usage function, as a Lambda's log goes to its
+    // subscription. It stops first, folding what it holds while the embedded S3 still runs.
+    let (usage_stop, usage_stopped) = watch::channel(false);
+    let (usage_sink, usage_task) = usage::start(storage.clone(), config.usage, usage_stopped);
+    let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).usage(usage_sink).build();
     let app = Arc::new(app.map_err(|e| LocalError(registry::error::chain(&e)))?);
     // The puller's module upstreams: the same hosts, with the puller's larger limit.
     let module_puller = registry::upstream::module_pull::puller_upstream(&config.upstream_modules, &config.upstream)
@@ -319,6 +329,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         pulls,
         shutdown,
         tasks,
+        usage: (usage_stop, usage_task),
     };
     if options.write_client_files {
         let copied = client_files::upstream_module_hosts_copied(&running.storage).await?;

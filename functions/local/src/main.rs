@@ -129,6 +129,9 @@ enum Token {
         /// existing name is refused (rotate with overlap under a new name instead).
         #[arg(long)]
         replace: bool,
+        /// May also see who downloads what it may read (the callers of each version).
+        #[arg(long)]
+        admin: bool,
         #[command(flatten)]
         target: Target,
     },
@@ -282,9 +285,9 @@ async fn run_token(token: Token) -> Result<(), String> {
         globs.into_iter().map(|g| g.trim().to_string()).filter(|g| !g.is_empty()).collect()
     };
     let (action, target) = match token {
-        Token::Create { name, modules, providers, expires_days, replace, target } => {
+        Token::Create { name, modules, providers, expires_days, replace, admin, target } => {
             let (modules, providers) = (trimmed(modules), trimmed(providers));
-            (TokenAction::Create { name, modules, providers, expires_days, replace }, target)
+            (TokenAction::Create { name, modules, providers, expires_days, replace, admin }, target)
         }
         Token::List(target) => (TokenAction::List, target),
         Token::Revoke { name, target } => (TokenAction::Revoke { name }, target),

@@ -21,9 +21,19 @@ pub enum TokenTarget {
 
 #[derive(Debug, Clone)]
 pub enum TokenAction {
-    Create { name: String, modules: Vec<String>, providers: Vec<String>, expires_days: Option<u64>, replace: bool },
+    Create {
+        name: String,
+        modules: Vec<String>,
+        providers: Vec<String>,
+        expires_days: Option<u64>,
+        replace: bool,
+        /// May see who downloads what (`TokenRecord::admin`).
+        admin: bool,
+    },
     List,
-    Revoke { name: String },
+    Revoke {
+        name: String,
+    },
 }
 
 /// Run a token command; answers what to print. `create` is the only time a token is shown.
@@ -63,7 +73,7 @@ async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String
     use registry::auth::manage;
     let err = |e: registry::Error| LocalError(format!("token store: {}", registry::error::chain(&e)));
     match action {
-        TokenAction::Create { name, modules, providers, expires_days, replace } => {
+        TokenAction::Create { name, modules, providers, expires_days, replace, admin } => {
             check_token_name(&name)?;
             for glob in modules.iter().chain(&providers) {
                 if glob.is_empty() || glob.len() > 300 || !glob.bytes().all(|b| b.is_ascii_graphic()) {
@@ -79,7 +89,10 @@ async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String
             let expires_at =
                 expires_days.map(|days| registry::clock::rfc3339(registry::clock::now_unix() + days as i64 * 86_400));
             let token = new_token()?;
-            let record = manage::record(&name, &token, modules, providers, expires_at.clone());
+            let record = registry::auth::TokenRecord {
+                admin,
+                ..manage::record(&name, &token, modules, providers, expires_at.clone())
+            };
             match replace {
                 true => manage::upsert(storage, record).await.map_err(err)?,
                 false => manage::create(storage, record).await.map_err(|e| match e {
@@ -110,7 +123,7 @@ async fn token_action(storage: &S3Storage, action: TokenAction) -> Result<String
                     t.created_at,
                     t.expires_at.as_deref().unwrap_or("never"),
                     t.modules.join(","),
-                    t.providers.join(",")
+                    t.providers.join(",") + if t.admin { " (admin: sees callers)" } else { "" }
                 ));
             }
             Ok(out)

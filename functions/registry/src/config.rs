@@ -68,6 +68,9 @@ pub struct Config {
     /// `REGISTRY_OIDC_CA_FILE`: PEM certificates trusted for the issuers besides the system's
     /// roots (an issuer inside the organisation, or the tests' issuer on loopback).
     pub oidc_ca_file: Option<String>,
+    /// `REGISTRY_USAGE_CALLER_DAYS` (default 30, 0 to 90): days the usage function keeps who
+    /// downloaded each version; after that only the counts (`usage`).
+    pub usage: crate::usage::Settings,
 }
 
 /// `Config::copy_budget`: inside API Gateway's 29 s, with room for the answer.
@@ -115,6 +118,7 @@ impl Config {
             upstream_modules: ModuleUpstreamSettings::off(),
             oidc_issuers: Vec::new(),
             oidc_ca_file: None,
+            usage: crate::usage::Settings::default(),
         }
     }
 
@@ -172,6 +176,10 @@ impl Config {
             upstream_modules,
             oidc_issuers,
             oidc_ca_file: env.text("REGISTRY_OIDC_CA_FILE"),
+            usage: crate::usage::Settings {
+                caller_days: env.bounded("REGISTRY_USAGE_CALLER_DAYS", 30, crate::usage::DAYS_KEPT as u64, "days")?
+                    as u32,
+            },
         })
     }
 }

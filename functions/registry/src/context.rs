@@ -19,6 +19,9 @@ pub struct Context<S> {
     pub reader: Reader<S>,
     /// The access decision, with the token store and issuers' keys it keeps.
     pub verifier: Verifier,
+    /// Where download records go (`usage`): the log in the Lambdas, the aggregator's channel
+    /// in the local registry; off unless the app's builder names one.
+    pub usage: crate::usage::Sink,
     /// The mirror's upstream registries (pull-through); `None`: off.
     #[cfg(feature = "aws")]
     pub upstream: Option<Arc<crate::upstream::Upstream>>,
@@ -63,6 +66,7 @@ impl<S: crate::storage::Storage> Context<S> {
             config,
             reader,
             verifier,
+            usage: crate::usage::Sink::Off,
             #[cfg(feature = "aws")]
             upstream,
             #[cfg(feature = "aws")]

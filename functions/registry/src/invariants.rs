@@ -424,8 +424,17 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
         breaking: Some(text.into()),
     };
     let changes = [change];
-    let page =
-        crate::web::pages::module(&place, &module, &entry, &manifest, Some(&docs), Some(("0.9.0", &changes)), true);
+    // A caller's name is a token's or an OIDC subject's: shown to admins, inert too.
+    let caller = crate::usage::Caller { caller: text.into(), downloads: 1, last: text.into() };
+    let downloads = crate::usage::Shown { callers: Some(vec![caller]), ..crate::usage::Shown::default() };
+    let shown = crate::web::pages::Shown {
+        entry: &entry,
+        manifest: &manifest,
+        docs: Some(&docs),
+        changes: Some(("0.9.0", &changes)),
+        downloads: Some(&downloads),
+    };
+    let page = crate::web::pages::module(&place, &module, &shown, true);
     check_inert_html(&page, &FRAME_TAGS)?;
     check_inert_html(&crate::web::changes::upgrade(&module, &entry, "0.9.0", Some(&changes), true), &FRAME_TAGS)?;
     // An upstream module's page: its pins are the indexer's, but hold what an upstream said

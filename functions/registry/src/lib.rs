@@ -52,6 +52,7 @@ pub mod storage;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 pub mod upstream;
+pub mod usage;
 pub mod web;
 
 pub use app::App;

@@ -37,6 +37,7 @@ pub struct Builder<S> {
     services: Vec<Service>,
     answer: Answer<S>,
     clock: Monotonic,
+    usage: crate::usage::Sink,
 }
 
 impl<S: Storage> Builder<S> {
@@ -52,6 +53,12 @@ impl<S: Storage> Builder<S> {
         Builder { clock, ..self }
     }
 
+    /// Where download records go (`usage::Sink`; off unless named: the Lambdas name the
+    /// log, the local registry its aggregator).
+    pub fn usage(self, usage: crate::usage::Sink) -> Self {
+        Builder { usage, ..self }
+    }
+
     /// The app, with the clients its configuration asks for built once: the upstream
     /// registries' where it serves the mirror or the modules, the OpenID Connect issuers' where
     /// any are configured. Fails on a CA file that cannot be read.
@@ -60,7 +67,8 @@ impl<S: Storage> Builder<S> {
             providers: self.services.contains(&Service::Mirror),
             modules: self.services.contains(&Service::Modules),
         };
-        let context = Context::new(self.config, self.storage, upstreams, self.clock)?;
+        let mut context = Context::new(self.config, self.storage, upstreams, self.clock)?;
+        context.usage = self.usage;
         Ok(App { context, services: self.services, answer: self.answer })
     }
 }
@@ -69,7 +77,14 @@ impl<S: Storage> App<S> {
     /// An app that serves every service with every protocol's code (the local registry, tests):
     /// `config` and `storage`, then what varies (`Builder`).
     pub fn builder(config: Config, storage: S) -> Builder<S> {
-        Builder { config, storage, services: Service::ALL.to_vec(), answer: routes::every, clock: Monotonic::real() }
+        Builder {
+            config,
+            storage,
+            services: Service::ALL.to_vec(),
+            answer: routes::every,
+            clock: Monotonic::real(),
+            usage: crate::usage::Sink::Off,
+        }
     }
 
     /// One Lambda function's app: its service's routes alone, answered by its protocol's code
@@ -79,7 +94,14 @@ impl<S: Storage> App<S> {
     /// function linked every protocol again (discovery grew from 2.6 to 7.9 MB, the read
     /// functions to 10.7 MB; docs/PERFORMANCE.md, "Lambda packages").
     pub fn function_builder(config: Config, storage: S, function: Function<S>) -> Builder<S> {
-        Builder { config, storage, services: vec![function.service], answer: function.answer, clock: Monotonic::real() }
+        Builder {
+            config,
+            storage,
+            services: vec![function.service],
+            answer: function.answer,
+            clock: Monotonic::real(),
+            usage: crate::usage::Sink::Off,
+        }
     }
 
     /// The mirror's upstream registries, for the publishing side of the same process (the

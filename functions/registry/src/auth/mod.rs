@@ -84,18 +84,19 @@ impl Verifier {
         &self.policy
     }
 
-    /// May the caller presenting `authorization` read `resource`? `Ok` to answer; 401 for no
-    /// usable token; `hidden()` (the route's own "not found") for a valid token outside its
-    /// scopes, so hidden and absent are one answer.
+    /// May the caller presenting `authorization` read `resource`? Who it is, to answer (and
+    /// count a download by, `usage`); 401 for no usable token; `hidden()` (the route's own
+    /// "not found") for a valid token outside its scopes, so hidden and absent are one answer.
     pub async fn check<S: Storage>(
         &self,
         storage: &S,
         authorization: Option<&str>,
         resource: Resource<'_>,
         hidden: impl Fn() -> Error,
-    ) -> Result<(), Error> {
-        match decision(&self.policy, &self.caller(storage, authorization).await?, resource) {
-            Decision::Allow => Ok(()),
+    ) -> Result<Viewer, Error> {
+        let viewer = self.caller(storage, authorization).await?;
+        match decision(&self.policy, &viewer, resource) {
+            Decision::Allow => Ok(viewer),
             Decision::Unauthenticated(why) => Err(Error::Unauthorized(why.into())),
             Decision::Hidden => Err(hidden()),
         }

@@ -74,6 +74,23 @@ impl Viewer {
         token || policy.anonymous_modules.iter().any(|g| glob(g, namespace))
     }
 
+    /// Who this is, as download counts name a caller (`usage`): `anonymous`, `token NAME`, or
+    /// an OpenID Connect caller as the verifier names it (`oidc ISSUER SUBJECT`); never the
+    /// token itself.
+    pub fn caller(&self) -> String {
+        match self {
+            Viewer::Anonymous => "anonymous".to_string(),
+            Viewer::Token(record) if record.name.starts_with("oidc ") => record.name.clone(),
+            Viewer::Token(record) => format!("token {}", record.name),
+        }
+    }
+
+    /// Whether this viewer may see who downloads `resource` (`usage`): an admin token whose
+    /// own scopes cover it. The anonymous policy opens a module to everyone; never its callers.
+    pub fn may_see_callers(&self, resource: Resource<'_>) -> bool {
+        matches!(self, Viewer::Token(record) if record.admin && scopes_cover(record, resource))
+    }
+
     /// Whether this viewer may read `resource` under `policy`.
     pub fn may_read(&self, policy: &Policy, resource: Resource<'_>) -> bool {
         let token = match self {
@@ -159,6 +176,7 @@ mod tests {
             expires_at: expires_at.map(str::to_string),
             modules: modules.iter().map(|s| s.to_string()).collect(),
             providers: providers.iter().map(|s| s.to_string()).collect(),
+            admin: false,
         }
     }
 

@@ -43,6 +43,9 @@ pub struct TokenRecord {
     /// (`registry.terraform.io/hashicorp/*`).
     #[serde(default)]
     pub providers: Vec<String>,
+    /// May see who downloads what (the callers of a version, `usage`), within its scopes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub admin: bool,
 }
 
 impl TokenStore {
@@ -199,6 +202,7 @@ pub mod manage {
             expires_at,
             modules,
             providers,
+            admin: false,
         }
     }
 

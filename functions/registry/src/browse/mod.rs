@@ -185,6 +185,19 @@ fn module_object(
     })
 }
 
+/// A version's downloads in its details: `downloads` (every version's, as the public
+/// registry's module object counts them) and `usage` (this version's and the module's over
+/// the windows kept; `callers` only when shown).
+pub fn add_downloads(body: &mut Value, usage: &crate::usage::Shown) {
+    body["downloads"] = json!(usage.module.total);
+    let mut shown = json!({"version": usage.version, "module": usage.module});
+    if let Some(callers) = &usage.callers {
+        shown["callers"] = json!(callers);
+        shown["callers_days"] = json!(usage.caller_days);
+    }
+    body["usage"] = shown;
+}
+
 /// A version's details: the module object, `root`, `submodules`, `examples`, `providers`,
 /// `versions` (newest first) and the docs' `warnings`.
 pub fn details(

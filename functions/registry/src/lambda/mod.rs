@@ -1,5 +1,5 @@
 //! The Lambda side: each function's state, built once per container (here), and one adapter
-//! per kind of function (HTTP, indexer, puller), which translates the event into a call of the library and its result
+//! per kind of function (HTTP, indexer, puller, usage), which translates the event into a call of the library and its result
 //! back into what the runtime sends. The binaries only call these.
 //!
 //! - [`http`]: API Gateway HTTP API events (the discovery, modules, mirror, providers, web and
@@ -7,6 +7,8 @@
 //! - [`indexer`]: S3 notifications to `events::process`, maintenance commands
 //!   (`{"reindex": "all"}`, `{"audit": "all"}`) to `maintenance`.
 //! - [`puller`]: S3 notifications of pull records to `upstream::copy::copy_batch`.
+//! - [`usage`]: CloudWatch Logs subscription batches of the read functions' download records
+//!   to `usage::fold_event`.
 //!
 //! The loops over a batch's records, and what is retried, live beside the work they drive,
 //! not here.
@@ -14,6 +16,7 @@
 pub mod http;
 pub mod indexer;
 pub mod puller;
+pub mod usage;
 
 use crate::app::{App, Function};
 use crate::config::Config;
@@ -64,7 +67,8 @@ pub fn discovery_app() -> Result<App<NoStorage>, BoxError> {
 /// (`Builder::build`: the mirror's upstreams, the OpenID Connect issuers' keys).
 pub async fn s3_app(function: Function<S3Storage>) -> Result<App<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
-    App::function_builder(config, storage, function).build().map_err(reported)
+    // Download records to the log, where the usage function's subscription reads them.
+    App::function_builder(config, storage, function).usage(crate::usage::Sink::Log).build().map_err(reported)
 }
 
 /// The indexer function's state: config and the S3 client, built once per container.
@@ -79,6 +83,14 @@ pub struct IndexerState<S> {
 pub async fn indexer_state() -> Result<IndexerState<S3Storage>, BoxError> {
     let (config, storage) = config_and_storage().await?;
     Ok(IndexerState { config, storage })
+}
+
+/// The usage function's state: the same as the indexer's (config and the S3 client).
+pub type UsageState<S> = IndexerState<S>;
+
+/// Build the usage function's state from the environment (once per container).
+pub async fn usage_state() -> Result<UsageState<S3Storage>, BoxError> {
+    indexer_state().await
 }
 
 /// The puller function's state: config, the S3 client and the upstream clients, built once.

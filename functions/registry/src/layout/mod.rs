@@ -20,6 +20,9 @@
 //! upstream/pulls/HOSTNAME/NAMESPACE/TYPE/VERSION.json       a verified upstream release  mirror function
 //!                                                  to copy (pull-through; the puller copies its zips
 //!                                                  to providers/HOSTNAME/…, where the indexer finds them)
+//! usage/modules/NAMESPACE/NAME/SYSTEM.json                 downloads by version, day, caller  usage function
+//! usage/providers/HOSTNAME/NAMESPACE/TYPE.json              (likewise)
+//! usage/upstream-modules/HOSTNAME/NAMESPACE/NAME/SYSTEM.json (likewise)
 //! ```
 //!
 //! The trust boundary is the prefix: publishers write inputs (`modules/`, `providers/`); what
@@ -79,6 +82,26 @@ pub const PROVIDER_INDEX_FILE: &str = "index.json";
 
 /// The OCI artifacts the indexer derives (`oci`): manifests and blob pointers, by digest.
 pub const OCI_PREFIX: &str = "indexed/oci/";
+
+/// Download counts (`usage`): a document per module, provider or upstream module, written by
+/// the usage function only (from the read functions' download records), read by the web and
+/// modules functions. No notification covers it.
+pub const USAGE_PREFIX: &str = "usage/";
+
+/// A module's download counts.
+pub fn module_usage(m: &ModuleAddress) -> String {
+    format!("{USAGE_PREFIX}modules/{m}.json")
+}
+
+/// A provider's download counts (any host: its own, or a mirrored upstream's).
+pub fn provider_usage(p: &ProviderAddress) -> String {
+    format!("{USAGE_PREFIX}providers/{p}.json")
+}
+
+/// An upstream module's download counts (the modules pull-through).
+pub fn upstream_module_usage(m: &UpstreamModule) -> String {
+    format!("{USAGE_PREFIX}upstream-modules/{m}.json")
+}
 
 /// Where publishers write (their IAM policy in infra/, the local registry's publisher key).
 pub const PUBLISHER_PREFIXES: [&str; 2] = [MODULES_PREFIX, PROVIDERS_PREFIX];

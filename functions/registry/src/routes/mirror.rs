@@ -14,6 +14,7 @@ use crate::layout;
 use crate::manifest::{ProviderIndex, ProviderVersion};
 use crate::router::Route;
 use crate::storage::Storage;
+use crate::usage::{Counted, Download, Via};
 
 /// The network mirror: a provider's versions, and a version's archives.
 pub(super) async fn answer<S: Storage>(
@@ -29,8 +30,14 @@ pub(super) async fn answer<S: Storage>(
             index(ctx, provider, deadline, absent).await
         }
         Route::MirrorVersion { provider, version } => {
-            super::authorize(ctx, &route, request.authorization).await?;
-            self::version(ctx, provider, version, deadline, absent).await
+            let viewer = super::authorize(ctx, &route, request.authorization).await?;
+            let reply = self::version(ctx, provider, version, deadline, absent).await?;
+            super::count(
+                ctx,
+                request,
+                Download::new(Counted::Provider(provider.clone()), version, Via::Mirror, &viewer.caller()),
+            );
+            Ok(reply)
         }
         _ => Err(super::elsewhere(&route)),
     }

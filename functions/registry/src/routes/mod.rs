@@ -28,12 +28,13 @@ use std::pin::Pin;
 
 use tokio::time::Instant;
 
-use crate::auth::Resource;
+use crate::auth::{Resource, Viewer};
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{Reply, Request};
 use crate::router::{Reads, Route, Service};
 use crate::storage::Storage;
+use crate::usage::Download;
 
 /// The registry's address as clients reach it: `REGISTRY_HOSTNAME`, else the request's `Host`
 /// when it is a plain host name with an optional port (so nothing it holds can break out of a
@@ -144,16 +145,17 @@ pub(crate) fn elsewhere(route: &Route) -> Error {
 
 /// The one access check, for Lambdas and the local registry alike: what the route reads
 /// (`Route::reads`, from its row of the route table) and the verifier's answer for it, as
-/// `authorization` (a header, or a page's cookie) is allowed. A providers.v1 provider's scope
-/// is its full address at this registry's host, as for the mirror.
+/// `authorization` (a header, or a page's cookie) is allowed, and who asked (a route anyone
+/// may read looks nobody up: anonymous). A providers.v1 provider's scope is its full address
+/// at this registry's host, as for the mirror.
 pub(crate) async fn authorize<S: Storage>(
     ctx: &Context<S>,
     route: &Route,
     authorization: Option<&str>,
-) -> Result<(), Error> {
+) -> Result<Viewer, Error> {
     let own;
     let resource = match route.reads() {
-        Reads::Anyone => return Ok(()),
+        Reads::Anyone => return Ok(Viewer::Anonymous),
         Reads::Module(m) => Resource::Module(m),
         Reads::Provider(p) => Resource::Provider(p),
         Reads::UpstreamModule(m) => Resource::UpstreamModule(m),
@@ -166,6 +168,15 @@ pub(crate) async fn authorize<S: Storage>(
         Reads::Listed | Reads::Oci => return Err(route.not_found()),
     };
     ctx.verifier.check(ctx.storage(), authorization, resource, || route.not_found()).await
+}
+
+/// Count a download answered to `request`, on the process's sink (`usage`): a GET, since a
+/// HEAD downloads nothing (an OCI tag's resolution counts whatever its method: `oci`).
+/// Never fails and never waits.
+pub(crate) fn count<S>(ctx: &Context<S>, request: &Request<'_>, download: Download) {
+    if *request.method == http::Method::GET {
+        ctx.usage.count(&download);
+    }
 }
 
 /// A module download URL with the archive's SHA-256 for go-getter to check: it reads

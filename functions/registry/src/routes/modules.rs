@@ -22,6 +22,7 @@ use crate::module_docs::compare::{Change, Comparison};
 use crate::query::Listing;
 use crate::router::Route;
 use crate::storage::Storage;
+use crate::usage::{Counted, Download, OwnerUsage, Via};
 
 /// modules.v1: the versions and the download of a module, and of an upstream registry's
 /// module (`module_pull_through`). (The v1 list, search and details
@@ -38,16 +39,26 @@ pub(super) async fn answer<S: Storage>(
             versions(ctx, module, || route.not_found(), deadline).await
         }
         Route::ModuleDownload { module, version } => {
-            super::authorize(ctx, &route, request.authorization).await?;
-            download(ctx, module, version, || route.not_found(), deadline).await
+            let viewer = super::authorize(ctx, &route, request.authorization).await?;
+            let reply = download(ctx, module, version, || route.not_found(), deadline).await?;
+            super::count(
+                ctx,
+                request,
+                Download::new(Counted::Module(module.clone()), version, Via::ModulesV1, &viewer.caller()),
+            );
+            Ok(reply)
         }
         Route::UpstreamModuleVersions { module } => {
             super::authorize(ctx, &route, request.authorization).await?;
             super::module_pull_through::versions(ctx, module, || route.not_found(), deadline).await
         }
         Route::UpstreamModuleDownload { module, version } => {
-            super::authorize(ctx, &route, request.authorization).await?;
-            super::module_pull_through::download(ctx, module, version, || route.not_found(), deadline).await
+            let viewer = super::authorize(ctx, &route, request.authorization).await?;
+            let reply =
+                super::module_pull_through::download(ctx, module, version, || route.not_found(), deadline).await?;
+            let counted = Counted::UpstreamModule(module.clone());
+            super::count(ctx, request, Download::new(counted, version, Via::ModulesV1, &viewer.caller()));
+            Ok(reply)
         }
         _ => Err(super::elsewhere(&route)),
     }
@@ -119,18 +130,69 @@ pub(super) async fn listing<S: Storage>(
 }
 
 /// `GET /v1/modules/:namespace/:name/:system[/:version]`: the version's details (the latest
-/// when none is named), its docs, and every version. Access was checked by the caller.
+/// when none is named), its docs, every version, and its downloads (`usage`; who downloaded
+/// it only for an admin token). Access was checked by the caller, who is `viewer`.
 pub(super) async fn details<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
     version: Option<&semver::Version>,
+    viewer: &Viewer,
     absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
-    let view = module_version(ctx, module, version, Compare::Previous, absent, deadline).await?;
+    let (view, usage) = tokio::join!(
+        module_version(ctx, module, version, Compare::Previous, absent, deadline),
+        counted(ctx, module, deadline)
+    );
+    let view = view?;
     let mut body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
     crate::browse::add_changes(&mut body, view.entry(), view.comparison());
+    let shown = downloads(ctx, module, usage.as_deref(), &view.entry().version, viewer);
+    crate::browse::add_downloads(&mut body, &shown);
     Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
+}
+
+/// `module`'s download counts (`usage`), as stored: none when nothing was counted yet, or
+/// when they cannot be read now (a page is never refused for its counts; the log says so).
+pub(super) async fn counted<S: Storage>(
+    ctx: &Context<S>,
+    module: &ModuleAddress,
+    deadline: tokio::time::Instant,
+) -> Option<Arc<OwnerUsage>> {
+    let key = Counted::Module(module.clone()).key();
+    let none = || Error::NotFound(String::new());
+    match ctx.reader.manifest(&key, OwnerUsage::parse, |_| false, none, deadline).await {
+        Ok(read) => Some(read.value),
+        Err(Error::NotFound(_)) => None,
+        Err(e) => {
+            tracing::warn!(key, error = %crate::error::chain(&e), "download counts not read");
+            None
+        }
+    }
+}
+
+/// What `viewer` is shown of `version`'s downloads, as of today: the counts, and the callers
+/// for an admin token whose scopes cover the module.
+pub(super) fn downloads(
+    ctx: &Context<impl Storage>,
+    module: &ModuleAddress,
+    usage: Option<&OwnerUsage>,
+    version: &str,
+    viewer: &Viewer,
+) -> crate::usage::Shown {
+    let today = crate::usage::day_of(crate::clock::now_unix());
+    let empty = OwnerUsage::default();
+    let usage = usage.unwrap_or(&empty);
+    let caller_days = ctx.config.usage.caller_days;
+    let callers = viewer
+        .may_see_callers(crate::auth::Resource::Module(module))
+        .then(|| usage.callers(version, today, caller_days));
+    crate::usage::Shown {
+        version: usage.downloads(version, today),
+        module: usage.all_downloads(today),
+        callers,
+        caller_days,
+    }
 }
 
 /// Which version a shown version is compared with.

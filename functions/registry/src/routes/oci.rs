@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::auth::Resource;
+use crate::auth::{Resource, Viewer};
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply, Request};
@@ -22,6 +22,7 @@ use crate::oci::name::{self, Kind, OciRoute, Reference, Repository};
 use crate::oci::{DIGEST_HEADER, EMPTY_CONFIG, EMPTY_CONFIG_DIGEST, MEDIA_TYPE_MANIFEST, TAGS_PAGE_MAX, digest_of};
 use crate::router::Route;
 use crate::storage::Storage;
+use crate::usage::{Counted, Download, Via};
 
 /// What every OCI answer says of the protocol (clients check it at `/v2/`).
 const API_VERSION: (&str, &str) = ("docker-distribution-api-version", "registry/2.0");
@@ -70,9 +71,19 @@ async fn answer_oci<S: Storage>(
             tags(ctx, repository, *n, last.as_deref(), deadline).await
         }
         OciRoute::Manifest { repository, reference } => {
-            check(ctx, repository, authorization, Kind::Manifest).await?;
-            let reply = manifest(ctx, repository, reference, head, deadline).await?;
-            accepted(reply, request.accept)
+            let viewer = check(ctx, repository, authorization, Kind::Manifest).await?;
+            let reply = accepted(manifest(ctx, repository, reference, head, deadline).await?, request.accept)?;
+            // A pull starts by resolving its tag: released OpenTofu with a HEAD (then the
+            // manifest by digest), skopeo and ORAS with a GET. That request counts, whatever
+            // its method; requests by digest, and blobs, are the same pull's.
+            if let Reference::Tag(version) = reference {
+                let counted = match repository {
+                    Repository::Provider(provider) => Counted::Provider(provider.clone()),
+                    Repository::Module(module) => Counted::Module(module.clone()),
+                };
+                ctx.usage.count(&Download::new(counted, version, Via::Oci, &viewer.caller()));
+            }
+            Ok(reply)
         }
         OciRoute::Blob { repository, digest } => {
             check(ctx, repository, authorization, Kind::Blob).await?;
@@ -138,7 +149,7 @@ async fn check<S: Storage>(
     repository: &Repository,
     authorization: Option<&str>,
     kind: Kind,
-) -> Result<(), Error> {
+) -> Result<Viewer, Error> {
     let resource = match repository {
         Repository::Provider(provider) => Resource::Provider(provider),
         Repository::Module(module) => Resource::Module(module),

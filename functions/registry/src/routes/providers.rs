@@ -14,6 +14,7 @@ use crate::layout::{self, Platform, ReleaseFile, Wanted};
 use crate::manifest::{ProviderIndex, ProviderVersion};
 use crate::router::Route;
 use crate::storage::Storage;
+use crate::usage::{Counted, Download, Via};
 
 /// providers.v1: a provider's versions, and a platform's download.
 pub(super) async fn answer<S: Storage>(
@@ -31,8 +32,11 @@ pub(super) async fn answer<S: Storage>(
         }
         Route::ProviderDownload { name, version, platform } => {
             let provider = own(ctx, name)?;
-            super::authorize(ctx, &route, request.authorization).await?;
-            download(ctx, &provider, version, platform, deadline, absent).await
+            let viewer = super::authorize(ctx, &route, request.authorization).await?;
+            let reply = download(ctx, &provider, version, platform, deadline, absent).await?;
+            let download = Download::new(Counted::Provider(provider), version, Via::ProvidersV1, &viewer.caller());
+            super::count(ctx, request, download.on(platform));
+            Ok(reply)
         }
         _ => Err(super::elsewhere(&route)),
     }

@@ -94,12 +94,12 @@ pub(super) async fn answer<S: Storage>(
             super::modules::listing(ctx, listing, &viewer, deadline).await
         }
         Route::ModuleLatest { module } => {
-            super::authorize(ctx, &route, authorization).await?;
-            super::modules::details(ctx, module, None, absent, deadline).await
+            let viewer = super::authorize(ctx, &route, authorization).await?;
+            super::modules::details(ctx, module, None, &viewer, absent, deadline).await
         }
         Route::ModuleDetails { module, version } => {
-            super::authorize(ctx, &route, authorization).await?;
-            super::modules::details(ctx, module, Some(version), absent, deadline).await
+            let viewer = super::authorize(ctx, &route, authorization).await?;
+            super::modules::details(ctx, module, Some(version), &viewer, absent, deadline).await
         }
         _ => page(ctx, &route, request, deadline).await,
     }
@@ -131,20 +131,24 @@ async fn page<S: Storage>(
                 Route::ModuleVersionPage { version, .. } => Some(version),
                 _ => None,
             };
-            super::authorize(ctx, route, authorization).await?;
+            let viewer = super::authorize(ctx, route, authorization).await?;
             let previous = super::modules::Compare::Previous;
-            let view = super::modules::module_version(ctx, module, version, previous, absent, deadline).await?;
+            let (view, usage) = tokio::join!(
+                super::modules::module_version(ctx, module, version, previous, absent, deadline),
+                super::modules::counted(ctx, module, deadline)
+            );
+            let view = view?;
             let place = place(ctx, request);
             let changes = view.changes();
-            let page = pages::module(
-                &place.as_place(&ctx.config),
-                module,
-                view.entry(),
-                &view.manifest,
-                view.docs.as_deref(),
-                changes.as_ref().map(|(v, c)| (*v, c.as_slice())),
-                signed_in,
-            );
+            let downloads = super::modules::downloads(ctx, module, usage.as_deref(), &view.entry().version, &viewer);
+            let shown = pages::Shown {
+                entry: view.entry(),
+                manifest: &view.manifest,
+                docs: view.docs.as_deref(),
+                changes: changes.as_ref().map(|(v, c)| (*v, c.as_slice())),
+                downloads: Some(&downloads),
+            };
+            let page = pages::module(&place.as_place(&ctx.config), module, &shown, signed_in);
             Ok(html_reply(StatusCode::OK, page).etag().stale(view.stale))
         }
         Route::UpgradePage { module, version, from } => {

@@ -11,6 +11,7 @@ mod html;
 pub mod markdown;
 pub mod pages;
 pub mod upstream;
+pub mod usage;
 
 pub use html::PAGE_BYTES_MAX;
 

@@ -133,18 +133,27 @@ pub fn catalog(
     html::document(&Frame { title: &title, search: listing.q.as_deref(), signed_in }, &main)
 }
 
-/// A module version's page: usage, README, inputs, outputs, requirements, submodules,
-/// examples, versions. Long (≈ 110 lines) on purpose: it reads top to bottom as the page does,
-/// each section a few lines, all sharing one byte budget.
-pub fn module(
-    place: &Place<'_>,
-    module: &ModuleAddress,
-    entry: &ModuleVersion,
-    manifest: &ModuleManifest,
-    docs: Option<&ModuleDocs>,
-    changes: Option<(&str, &[Change])>,
-    signed_in: bool,
-) -> String {
+/// What a module version's page shows: the version, every version, its docs (when read from
+/// the bytes served), the changes since the one before, and its downloads (when counted).
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    /// The version.
+    pub entry: &'a ModuleVersion,
+    /// Every version.
+    pub manifest: &'a ModuleManifest,
+    /// Its docs.
+    pub docs: Option<&'a ModuleDocs>,
+    /// The version compared with, and the changes since it.
+    pub changes: Option<(&'a str, &'a [Change])>,
+    /// Its downloads.
+    pub downloads: Option<&'a crate::usage::Shown>,
+}
+
+/// A module version's page: usage, downloads, README, inputs, outputs, requirements,
+/// submodules, examples, versions. Long (≈ 110 lines) on purpose: it reads top to bottom as
+/// the page does, each section a few lines, all sharing one byte budget.
+pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, signed_in: bool) -> String {
+    let Shown { entry, manifest, docs, changes, downloads } = *shown;
     let address = format!("{}/{}/{}", module.namespace, module.name, module.system);
     let api = format!("{}{address}/{}", place.modules_path, entry.version);
     let mut budget = PAGE_BYTES_MAX - FRAME_BYTES;
@@ -185,6 +194,9 @@ pub fn module(
     let label = module.name.replace('-', "_");
     let usage = usage_snippet(&label, &format!("{}/{address}", place.host), &entry.version, root);
     let _ = writeln!(head, "<section id=\"usage\">\n<h2>Usage</h2>\n{}</section>", snippet("usage-snippet", &usage));
+    if let Some(downloads) = downloads {
+        head.push_str(&super::usage::section(downloads, entry.deprecation.is_some()));
+    }
     budget = budget.saturating_sub(head.len());
 
     let mut warnings = String::new();

@@ -7,3 +7,4 @@ mod lambda_events;
 mod module_graph;
 mod properties;
 mod s3_events;
+mod usage;

@@ -204,6 +204,8 @@ pub fn grant(issuer: &Issuer, claims: &Map<String, Value>) -> TokenRecord {
         expires_at: None,
         modules,
         providers,
+        // Who downloads what is for token holders an operator named (`token create --admin`).
+        admin: false,
     }
 }
 

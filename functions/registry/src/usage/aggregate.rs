@@ -1,0 +1,215 @@
+//! The usage function's work: a CloudWatch Logs subscription batch (`{"awslogs": {"data":
+//! BASE64(GZIP(JSON))}}`) decoded, its download records grouped by what they count, and each
+//! group folded into its document with a conditional write, retried on a lost race. The
+//! batch's id (its log group, stream and event ids, hashed) is stored with the counts in the
+//! same write, so a batch delivered again, or retried after a failure half-way, counts once
+//! per document: exactly once, whatever the delivery.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::time::Duration;
+
+use base64::Engine;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::document::{OwnerUsage, Settings, day_of};
+use super::{Counted, Download};
+use crate::error::Error;
+use crate::manifest::CONTENT_TYPE_JSON;
+use crate::retry::{self, Backoff};
+use crate::storage::{Precondition, Storage};
+
+/// Base64 accepted in one event: CloudWatch Logs sends at most 1 MB to Lambda at once.
+const DATA_MAX: usize = 2 << 20;
+/// What a batch may decompress to (a gzip bomb stops here).
+const DECODED_MAX: u64 = 32 << 20;
+/// Documents folded at once.
+const FOLDS_AT_ONCE: usize = 8;
+/// Many read functions' batches can name one popular module at once; each lost race is
+/// another batch's progress.
+const USAGE_RETRY: Backoff =
+    Backoff { attempts: 40, first: Duration::from_millis(10), max: Duration::from_millis(1000) };
+
+/// A subscription batch, decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Batch {
+    /// `DATA_MESSAGE`; `CONTROL_MESSAGE` (CloudWatch Logs checking the destination) holds none.
+    pub message_type: String,
+    /// The read function's log group.
+    #[serde(default)]
+    pub log_group: String,
+    /// Its stream (one per container).
+    #[serde(default)]
+    pub log_stream: String,
+    /// The lines.
+    #[serde(default)]
+    pub log_events: Vec<LogEvent>,
+}
+
+/// One log line of a batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEvent {
+    /// Unique per line.
+    pub id: String,
+    /// When it was written, milliseconds since the epoch: its download's day.
+    pub timestamp: i64,
+    /// The line.
+    pub message: String,
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Folded {
+    /// Download records counted.
+    pub downloads: usize,
+    /// Lines that claimed to be records and were not valid (logged, not counted).
+    pub invalid: usize,
+    /// Documents written.
+    pub written: usize,
+    /// Documents that had this batch already (a delivery again).
+    pub repeated: usize,
+}
+
+impl Batch {
+    /// Read an invocation's event: `{"awslogs": {"data": …}}`, bounded before and after
+    /// decompression.
+    pub fn decode(event: &[u8]) -> Result<Batch, Error> {
+        #[derive(Deserialize)]
+        struct Event {
+            awslogs: Data,
+        }
+        #[derive(Deserialize)]
+        struct Data {
+            data: String,
+        }
+        let bad = |why: String| Error::BadRequest(format!("not a CloudWatch Logs batch: {why}"));
+        let event: Event = serde_json::from_slice(event).map_err(|e| bad(e.to_string()))?;
+        if event.awslogs.data.len() > DATA_MAX {
+            return Err(bad(format!("data over {DATA_MAX} bytes")));
+        }
+        let zipped =
+            base64::engine::general_purpose::STANDARD.decode(event.awslogs.data).map_err(|e| bad(e.to_string()))?;
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(zipped.as_slice())
+            .take(DECODED_MAX + 1)
+            .read_to_end(&mut json)
+            .map_err(|e| bad(e.to_string()))?;
+        if json.len() as u64 > DECODED_MAX {
+            return Err(bad(format!("over {DECODED_MAX} bytes decompressed")));
+        }
+        serde_json::from_slice(&json).map_err(|e| bad(e.to_string()))
+    }
+
+    /// The event CloudWatch Logs would send for this batch (the local registry's, tests').
+    pub fn encode(&self) -> Vec<u8> {
+        use std::io::Write;
+        let mut zipped = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let zipped = zipped.write_all(&json).and_then(|()| zipped.finish()).unwrap_or_default();
+        let data = base64::engine::general_purpose::STANDARD.encode(zipped);
+        serde_json::json!({"awslogs": {"data": data}}).to_string().into_bytes()
+    }
+
+    /// The batch's id: the same for the same lines of the same stream, however delivered.
+    pub fn id(&self) -> String {
+        let mut hash = Sha256::new();
+        for part in [&self.log_group, &self.log_stream].into_iter().chain(self.log_events.iter().map(|e| &e.id)) {
+            hash.update(part.as_bytes());
+            hash.update(b"\n");
+        }
+        hex::encode(&hash.finalize()[..16])
+    }
+}
+
+/// Fold one invocation's event (`Batch::decode`), as of `now` (Unix seconds).
+pub async fn fold_event<S: Storage>(storage: &S, event: &[u8], settings: Settings, now: i64) -> Result<Folded, Error> {
+    fold_batch(storage, &Batch::decode(event)?, settings, now).await
+}
+
+/// Fold a batch's download records into their documents. The first failure is returned
+/// (after every document was tried), so that the event is retried; documents already
+/// written skip it then by its id.
+pub async fn fold_batch<S: Storage>(storage: &S, batch: &Batch, settings: Settings, now: i64) -> Result<Folded, Error> {
+    let mut folded = Folded::default();
+    if batch.message_type != "DATA_MESSAGE" {
+        return Ok(folded);
+    }
+    let mut by_owner: BTreeMap<Counted, Vec<(i64, Download)>> = BTreeMap::new();
+    for event in &batch.log_events {
+        match Download::from_line(&event.message) {
+            None => {}
+            Some(Err(e)) => {
+                folded.invalid += 1;
+                tracing::warn!(log_group = %batch.log_group, id = %event.id, error = %e, "usage record refused");
+            }
+            Some(Ok(download)) => {
+                folded.downloads += 1;
+                let day = day_of(event.timestamp.div_euclid(1000));
+                by_owner.entry(download.counted.clone()).or_default().push((day, download));
+            }
+        }
+    }
+    let (id, today) = (batch.id(), day_of(now));
+    let results: Vec<Result<bool, Error>> = futures_util::stream::iter(by_owner)
+        .map(|(owner, downloads)| {
+            let id = id.clone();
+            async move { fold_owner(storage, &owner, &id, &downloads, settings, today).await }
+        })
+        .buffer_unordered(FOLDS_AT_ONCE)
+        .collect()
+        .await;
+    let mut first_error = None;
+    for result in results {
+        match result {
+            Ok(true) => folded.written += 1,
+            Ok(false) => folded.repeated += 1,
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(folded),
+    }
+}
+
+/// One document: read, fold, write if it is still what was read. `false`: it had the batch.
+/// A document that no longer parses starts again from nothing (counts are derived, and a
+/// stuck document would count nothing more); the error log says so.
+async fn fold_owner<S: Storage>(
+    storage: &S,
+    owner: &Counted,
+    id: &str,
+    downloads: &[(i64, Download)],
+    settings: Settings,
+    today: i64,
+) -> Result<bool, Error> {
+    let key = owner.key();
+    let downloads: Vec<(i64, &Download)> = downloads.iter().map(|(day, d)| (*day, d)).collect();
+    retry::on_conflict(USAGE_RETRY, "usage document", |_| async {
+        let read = match storage.get(&key).await {
+            Err(Error::Corrupt(why)) => storage.etag(&key).await?.map(|etag| (Err(why), etag)),
+            Err(e) => return Err(e),
+            Ok(read) => read.map(|o| (OwnerUsage::parse(&o.bytes).map_err(|e| e.to_string()), o.etag)),
+        };
+        let (mut usage, etag) = match read {
+            None => (OwnerUsage::default(), None),
+            Some((Ok(usage), etag)) => (usage, Some(etag)),
+            Some((Err(why), etag)) => {
+                tracing::error!(key, why, "usage document unreadable: counting again from nothing");
+                (OwnerUsage::default(), Some(etag))
+            }
+        };
+        if !usage.fold(id, &downloads, settings, today) {
+            return Ok(false);
+        }
+        let body = serde_json::to_vec(&usage).map_err(|e| Error::internal_from("usage document", e))?;
+        storage.put(&key, body.into(), CONTENT_TYPE_JSON, Precondition::replacing(etag.as_deref())).await?;
+        Ok(true)
+    })
+    .await
+}

@@ -1,0 +1,146 @@
+//! Download counts end to end through the handler: each download answer writes one record
+//! (a GET answered, never a HEAD, a refusal or a miss), the records go through the usage
+//! function's code as a CloudWatch Logs batch, and the details API and the version page show
+//! the counts, and the callers to an admin token only.
+
+#![allow(clippy::unwrap_used)]
+
+use registry::auth::{TokenRecord, TokenStore, manage};
+use registry::index::{Indexer, Limits};
+use registry::storage::MemoryStorage;
+use registry::usage::{Batch, LogEvent, Settings, Sink};
+use registry::{App, Config, Request};
+use serde_json::Value;
+
+/// The batch CloudWatch Logs would deliver of `lines`, timed `at` (Unix seconds).
+fn batch(lines: &[String], at: i64) -> Batch {
+    Batch {
+        message_type: "DATA_MESSAGE".into(),
+        log_group: "/aws/lambda/registry-modules".into(),
+        log_stream: "2026/11/27/[$LATEST]0".into(),
+        log_events: lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LogEvent { id: i.to_string(), timestamp: at * 1000, message: l.clone() })
+            .collect(),
+    }
+}
+
+async fn published() -> MemoryStorage {
+    let storage = MemoryStorage::new();
+    let indexer = Indexer::new(&storage, Limits::default());
+    let vpc = registry::testing::module_tar_gz(&[("README.md", "# VPC\n\nA network.\n"), ("main.tf", "")]);
+    for key in ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/2.0.0.tar.gz"] {
+        storage.insert(key, vpc.clone());
+        indexer.on_object_changed(key).await.unwrap();
+    }
+    storage.insert(
+        "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
+        r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:x="]}}}"#,
+    );
+    let ci = manage::record("ci", "trg_ci", vec!["acme".into()], vec!["registry.terraform.io/*/*".into()], None);
+    let boss = TokenRecord { admin: true, ..manage::record("boss", "trg_boss", vec!["acme".into()], vec![], None) };
+    // An admin of another namespace, who reads acme's modules only as anyone may, sees no
+    // callers of them.
+    let other = TokenRecord { admin: true, ..manage::record("other", "trg_other", vec!["team".into()], vec![], None) };
+    // A caller name that tries to break out of its log line and its page.
+    let hostile = manage::record("x\n{\"usage\":1}<script>", "trg_hostile", vec!["acme".into()], vec![], None);
+    let store = TokenStore { format: 1, tokens: vec![ci, boss, other, hostile] };
+    storage.insert(registry::layout::TOKENS, serde_json::to_vec(&store).unwrap());
+    storage
+}
+
+#[tokio::test]
+async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only() {
+    let storage = published().await;
+    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let mut config = Config::new("bucket");
+    config.access.anonymous_modules = vec!["acme".into()];
+    let app = App::builder(config, storage).usage(Sink::Channel(sender)).build().unwrap();
+    let get = |path: &'static str, token: &'static str| Request::get(path).authorization(Some(token));
+    let head = http::Method::HEAD;
+    let download = "/v1/modules/acme/vpc/aws/1.0.0/download";
+    let answers = [
+        (get(download, "Bearer trg_ci"), 200),
+        (get(download, "Bearer trg_ci"), 200),
+        (get(download, "Bearer trg_boss"), 200),
+        (get(download, "Bearer trg_hostile"), 200),
+        (get("/v1/modules/acme/vpc/aws/2.0.0/download", "Bearer trg_ci"), 200),
+        (get("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", "Bearer trg_ci"), 200),
+        (get(download, "Bearer trg_other"), 200),
+        (Request::get(download), 200),
+        // Not downloads: a HEAD, a version that is not there, a token that is none.
+        (Request::new(&head, download).authorization(Some("Bearer trg_ci")), 200),
+        (get("/v1/modules/acme/vpc/aws/9.0.0/download", "Bearer trg_ci"), 404),
+        (get(download, "Bearer trg_wrong"), 401),
+    ];
+    for (request, status) in answers {
+        assert_eq!(app.handle(&request).await.status.as_u16(), status, "{}", request.raw_path);
+    }
+    let mut records = Vec::new();
+    while let Ok(line) = lines.try_recv() {
+        records.push(line);
+    }
+    assert_eq!(records.len(), 8, "{records:#?}");
+    assert!(records.iter().all(|l| !l.contains('\n') && !l.contains("trg_")), "one line each, no token: {records:#?}");
+
+    // The usage function's work, delivered twice: counted once.
+    let now = registry::clock::now_unix();
+    let delivered = batch(&records, now).encode();
+    for _ in 0..2 {
+        registry::usage::fold_event(app.storage(), &delivered, Settings::default(), now).await.unwrap();
+    }
+    let details = |token: &'static str| {
+        let app = &app;
+        async move {
+            let reply = app.handle(&get("/v1/modules/acme/vpc/aws/1.0.0", token)).await;
+            assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+            serde_json::from_slice::<Value>(&reply.body).unwrap()
+        }
+    };
+    let seen = details("Bearer trg_ci").await;
+    assert_eq!(seen["downloads"], 7, "every version of the module: {seen}");
+    assert_eq!(seen["usage"]["version"]["total"], 6);
+    assert_eq!(seen["usage"]["version"]["last_7_days"], 6);
+    assert_eq!(seen["usage"]["module"]["last_30_days"], 7);
+    assert!(seen["usage"].get("callers").is_none(), "not an admin: {seen}");
+    assert!(details("Bearer trg_other").await.get("usage").is_some_and(|u| u.get("callers").is_none()));
+    let admin = details("Bearer trg_boss").await;
+    let callers: Vec<(String, u64)> = admin["usage"]["callers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["caller"].as_str().unwrap().to_string(), c["downloads"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        callers,
+        [
+            ("token ci".into(), 2),
+            ("anonymous".into(), 1),
+            ("token boss".into(), 1),
+            ("token other".into(), 1),
+            ("token x?{\"usage\":1}<script>".into(), 1)
+        ],
+        "most first; the name's newline replaced"
+    );
+
+    // The page: counts for everyone who may read it, the callers for the admin, escaped.
+    let page = |token: &'static str| {
+        let app = &app;
+        async move {
+            String::from_utf8(app.handle(&get("/ui/modules/acme/vpc/aws/1.0.0", token)).await.body.to_vec()).unwrap()
+        }
+    };
+    let (plain, admin) = (page("Bearer trg_ci").await, page("Bearer trg_boss").await);
+    assert!(plain.contains("This version: 6 in the last 7 days") && !plain.contains("token ci"), "{plain}");
+    assert!(admin.contains("<code>token ci</code>"), "{admin}");
+    assert!(admin.contains("&lt;script&gt;") && !admin.contains("<script>"), "escaped");
+
+    // The provider's mirror download, under its own document, by platform-less protocol.
+    let provider = registry::usage::Counted::Provider(
+        registry::address::ProviderAddress::parse("registry.terraform.io", "hashicorp", "null").unwrap(),
+    );
+    let stored = app.storage().peek(&provider.key()).unwrap();
+    let usage = registry::usage::OwnerUsage::parse(&stored).unwrap();
+    assert_eq!(usage.downloads("3.2.1", registry::usage::day_of(now)).total, 1);
+}
