@@ -13,6 +13,7 @@ locals {
   dead_letter_queues = {
     indexer = aws_sqs_queue.indexer_dlq.name
     puller  = aws_sqs_queue.puller_dlq.name
+    usage   = aws_sqs_queue.usage_dlq.name
   }
 }
 

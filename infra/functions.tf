@@ -35,11 +35,12 @@ resource "aws_lambda_function" "function" {
   }
 
   dynamic "dead_letter_config" {
-    # S3 invokes the indexer and the puller asynchronously: events they still fail on after
-    # Lambda's retries are kept for inspection and replay.
-    for_each = contains(["indexer", "puller"], each.key) ? [1] : []
+    # S3 invokes the indexer and the puller, CloudWatch Logs the usage function,
+    # asynchronously: events they still fail on after Lambda's retries are kept for inspection
+    # and replay.
+    for_each = contains(keys(local.dead_letter_queues), each.key) ? [1] : []
     content {
-      target_arn = each.key == "indexer" ? aws_sqs_queue.indexer_dlq.arn : aws_sqs_queue.puller_dlq.arn
+      target_arn = local.dead_letter_queue_arns[each.key]
     }
   }
 
@@ -56,7 +57,7 @@ resource "aws_lambda_function" "function" {
 
   # checkov:skip=CKV_AWS_117:The functions reach S3 and (mirror, puller) the allowed upstream registries over the internet; a VPC would add NAT cost.
   # checkov:skip=CKV_AWS_272:Code signing needs a signing profile the user must own; zips are built from this repository.
-  # checkov:skip=CKV_AWS_116:Only the indexer and the puller are invoked asynchronously and both have a dead-letter queue; API Gateway invokes the others synchronously.
+  # checkov:skip=CKV_AWS_116:Only the indexer, the puller and the usage function are invoked asynchronously and each has a dead-letter queue; API Gateway invokes the others synchronously.
   # checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket name, limits); kms_key_arn encrypts them when set.
 }
 
@@ -78,6 +79,22 @@ resource "aws_sqs_queue" "indexer_dlq" {
   sqs_managed_sse_enabled   = var.kms_key_arn == "" ? true : null
   kms_master_key_id         = var.kms_key_arn != "" ? var.kms_key_arn : null
   tags                      = var.tags
+}
+
+resource "aws_sqs_queue" "usage_dlq" {
+  name                      = "${var.name}-usage-dlq"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = var.kms_key_arn == "" ? true : null
+  kms_master_key_id         = var.kms_key_arn != "" ? var.kms_key_arn : null
+  tags                      = var.tags
+}
+
+locals {
+  dead_letter_queue_arns = {
+    indexer = aws_sqs_queue.indexer_dlq.arn
+    puller  = aws_sqs_queue.puller_dlq.arn
+    usage   = aws_sqs_queue.usage_dlq.arn
+  }
 }
 
 resource "aws_sqs_queue" "puller_dlq" {

@@ -8,7 +8,8 @@
 # only what it keeps of upstreams (upstream/); the puller reads pull records and writes copies
 # only under the upstream hosts' provider prefixes and, where the modules pull-through fetches
 # (var.upstream_modules), under upstream-modules/ (archives too large to copy while the CLI
-# waits), which the modules function writes too, and nothing else.
+# waits), which the modules function writes too, and nothing else. The usage function reads
+# and writes only the download counts (usage/), which the web function reads.
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -46,10 +47,11 @@ locals {
     ]
     # The catalog's parts, module manifests and docs, provider manifests (the provider pages),
     # the upstream modules' pins (their pages); no archive (it presigns nothing).
+    # And a module's download counts (its details and page).
     web = [
       "indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json",
       "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*",
-      "indexed/upstream-modules/*", "access/tokens.json",
+      "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*",
     ]
     # OCI: tags from the provider documents and module manifests, manifests and blob pointers
     # by digest (and the zips made of .tar.gz modules), and the zips a blob redirect presigns.
@@ -234,6 +236,40 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
+    # Download counts: one document per module or provider, read and written conditionally.
+    for_each = each.key == "usage" ? [1] : []
+    content {
+      sid       = "UsageKeepsCounts"
+      actions   = ["s3:GetObject", "s3:PutObject"]
+      resources = ["${local.bucket_arn}/${local.usage_prefix}*"]
+    }
+  }
+
+  dynamic "statement" {
+    # So that a document not written yet is a 404, not a 403.
+    for_each = each.key == "usage" ? [1] : []
+    content {
+      sid       = "UsageList"
+      actions   = ["s3:ListBucket"]
+      resources = [local.bucket_arn]
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${local.usage_prefix}*"]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = each.key == "usage" ? [1] : []
+    content {
+      sid       = "UsageDeadLetters"
+      actions   = ["sqs:SendMessage"]
+      resources = [aws_sqs_queue.usage_dlq.arn]
+    }
+  }
+
+  dynamic "statement" {
     for_each = each.key == "puller" ? [1] : []
     content {
       sid       = "PullerDeadLetters"
@@ -247,7 +283,7 @@ data "aws_iam_policy_document" "function" {
     content {
       sid = "UseRegistryKey"
       # The writers encrypt too: the modules function where it copies upstream modules.
-      actions   = contains(["indexer", "mirror", "puller"], each.key) || (each.key == "modules" && length(var.upstream_modules) > 0) ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"]
+      actions   = contains(["indexer", "mirror", "puller", "usage"], each.key) || (each.key == "modules" && length(var.upstream_modules) > 0) ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"]
       resources = [var.kms_key_arn]
     }
   }

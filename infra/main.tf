@@ -21,7 +21,16 @@ locals {
     indexer = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
     # The pull-through mirror's copier: invoked by pull records, never by API Gateway.
     puller = { memory = var.puller_memory_mb, timeout = var.puller_timeout_seconds, storage = var.puller_ephemeral_storage_mb }
+    # Download counts: folds the read functions' download records (their log lines, delivered
+    # by a CloudWatch Logs subscription, usage.tf) into usage/. A batch is at most 1 MB of
+    # log lines: one read and one write per module it names.
+    usage = { memory = 256, timeout = 60, storage = 512 }
   }
+
+  # The functions whose answers count as downloads and write a record line to their log
+  # (registry::usage::COUNTING_FUNCTIONS; the consistency test compares): each log group's
+  # subscription delivers those lines to the usage function.
+  usage_sources = ["modules", "mirror", "providers", "oci"]
 
   # Exactly the route keys the router lists (router::route_templates), with the function that
   # answers each; the consistency test checks both directions. Every key takes ANY method, so
@@ -74,6 +83,9 @@ locals {
   # The modules function keeps upstream modules' copies, pins and version lists here
   # (layout::UPSTREAM_MODULES_PREFIX); an air-gap bundle is synced here too.
   modules_prefixes = ["upstream-modules/"]
+  # The usage function keeps the download counts here (layout::USAGE_PREFIX); nobody else
+  # writes it.
+  usage_prefix = "usage/"
 
   # The uploads and deletes that invoke the indexer: exactly layout::NOTIFICATIONS, which the
   # local registry's embedded S3 follows too (the consistency test compares). None lies under
@@ -151,6 +163,9 @@ locals {
     })
     puller = merge(local.common_environment, {
       REGISTRY_MAX_PROVIDER_ZIP_BYTES = tostring(var.max_provider_zip_bytes)
+    })
+    usage = merge(local.common_environment, {
+      REGISTRY_USAGE_CALLER_DAYS = tostring(var.usage_caller_days)
     })
   }
 

@@ -234,6 +234,17 @@ variable "reserved_concurrency" {
   }
 }
 
+variable "usage_caller_days" {
+  description = "Days the download counts keep who downloaded each version (REGISTRY_USAGE_CALLER_DAYS, 0 to 90); after that only the counts remain. The read functions' logs hold the same records for log_retention_days."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = floor(var.usage_caller_days) == var.usage_caller_days && var.usage_caller_days >= 0 && var.usage_caller_days <= 90
+    error_message = "usage_caller_days must be a whole number of days from 0 to 90."
+  }
+}
+
 variable "log_retention_days" {
   description = "Retention of the functions' and the API's log groups."
   type        = number

@@ -38,7 +38,7 @@ run "defaults" {
     error_message = "every function is arm64 provided.al2023"
   }
   assert {
-    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "web", "oci", "indexer", "puller"])
+    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "web", "oci", "indexer", "puller", "usage"])
     error_message = "one function per Lambda binary"
   }
   assert {
@@ -144,7 +144,7 @@ run "least_privilege" {
     error_message = "mirror reads only its documents, provider zips, the token store and what it keeps of upstreams"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json", "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*", "indexed/upstream-modules/*", "access/tokens.json"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json", "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*", "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
     error_message = "web only reads the catalog, module and provider manifests, module docs, upstream modules' pins, and the token store: no archive, no publish log, no write"
   }
   assert {
@@ -162,6 +162,18 @@ run "least_privilege" {
   assert {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.function["puller"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream/pulls/*.json", "arn:aws:s3:::tf-registry-123456789012-eu-west-1/upstream-modules/*.pull.json"])
     error_message = "puller reads only pull records (the modules pull-through off)"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.function["usage"].statement : s.resources if contains(s.actions, "s3:PutObject") || contains(s.actions, "s3:GetObject")])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/usage/*"])
+    error_message = "the usage function reads and writes only the download counts"
+  }
+  assert {
+    condition     = { for k, f in aws_cloudwatch_log_subscription_filter.usage : k => [f.log_group_name, f.filter_pattern] } == { for k in ["modules", "mirror", "providers", "oci"] : k => ["/aws/lambda/tf-registry-${k}", "{ $.usage.v = 1 }"] }
+    error_message = "the log groups of the functions that answer downloads (and only they) deliver their download records to the usage function"
+  }
+  assert {
+    condition     = alltrue([for k, p in aws_lambda_permission.logs_invoke_usage : p.principal == "logs.amazonaws.com" && p.function_name == "tf-registry-usage"])
+    error_message = "only CloudWatch Logs invokes the usage function"
   }
   assert {
     condition     = !contains(flatten([for s in data.aws_iam_policy_document.function["indexer"].statement : s.actions]), "s3:*")
@@ -338,6 +350,29 @@ run "tokens_cache_is_bounded" {
   expect_failures = [var.tokens_cache_seconds]
 }
 
+run "usage_caller_days_is_bounded" {
+  command = plan
+
+  variables {
+    usage_caller_days = 91
+  }
+
+  expect_failures = [var.usage_caller_days]
+}
+
+run "usage_caller_days_reaches_the_usage_function" {
+  command = plan
+
+  variables {
+    usage_caller_days = 0
+  }
+
+  assert {
+    condition     = aws_lambda_function.function["usage"].environment[0].variables["REGISTRY_USAGE_CALLER_DAYS"] == "0"
+    error_message = "usage_caller_days is the usage function's REGISTRY_USAGE_CALLER_DAYS (0: no caller kept)"
+  }
+}
+
 run "the_own_host_is_never_an_upstream" {
   command = plan
 
@@ -492,7 +527,7 @@ run "monitoring_watches_every_function_and_queue" {
     error_message = "every function has an errors and a throttles alarm"
   }
   assert {
-    condition     = toset(keys(aws_cloudwatch_metric_alarm.dead_letters)) == toset(["indexer", "puller"]) && length(aws_cloudwatch_metric_alarm.api_5xx) == 1 && length(aws_cloudwatch_dashboard.registry) == 1
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.dead_letters)) == toset(["indexer", "puller", "usage"]) && length(aws_cloudwatch_metric_alarm.api_5xx) == 1 && length(aws_cloudwatch_dashboard.registry) == 1
     error_message = "both dead-letter queues, the API's 5xx rate and a dashboard"
   }
   assert {

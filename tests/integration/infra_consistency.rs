@@ -125,6 +125,8 @@ fn notifications_and_prefixes_are_the_layouts() {
     assert_eq!(infra, code, "infra/main.tf local.pull_notifications vs layout::PULL_NOTIFICATIONS");
     assert_eq!(hcl_list("mirror_prefixes"), [layout::UPSTREAM_PREFIX], "mirror prefixes");
     assert_eq!(hcl_list("modules_prefixes"), [layout::UPSTREAM_MODULES_PREFIX], "modules pull-through prefixes");
+    assert_eq!(string(&local("usage_prefix")).as_deref(), Some(layout::USAGE_PREFIX), "the usage function's prefix");
+    assert_eq!(hcl_list("usage_sources"), registry::usage::COUNTING_FUNCTIONS, "log groups the usage function reads");
     let archives: Vec<String> = layout::MODULE_ARCHIVE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
     assert_eq!(hcl_list("module_archive_suffixes"), archives, "what the modules function may read");
 }

@@ -27,6 +27,11 @@ use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use crate::error::Error;
 use crate::layout;
 
+/// The functions (`router::Service::function_name`) whose answers count as downloads: their
+/// log groups are the ones infra subscribes the usage function to (`local.usage_sources`; the
+/// consistency test compares, and the library's usage test holds every download route to it).
+pub const COUNTING_FUNCTIONS: [&str; 4] = ["modules", "mirror", "providers", "oci"];
+
 /// The record format a read function writes (`Record::v`); another is skipped.
 pub const RECORD_VERSION: u32 = 1;
 

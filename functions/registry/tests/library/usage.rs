@@ -50,6 +50,23 @@ async fn published() -> MemoryStorage {
     storage
 }
 
+/// Every route that counts is served by a function whose log the usage function reads.
+#[test]
+fn every_download_route_is_served_by_a_counting_function() {
+    let paths = registry::router::BasePaths::default();
+    for path in [
+        "/v1/modules/acme/vpc/aws/1.0.0/download",
+        "/v1/modules/upstream/registry.terraform.io/terraform-aws-modules/vpc/aws/5.0.0/download",
+        "/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json",
+        "/v1/providers/acme/widget/1.0.0/download/linux/amd64",
+        "/v2/modules/acme/vpc/aws/manifests/1.0.0",
+    ] {
+        let route = registry::router::route(&http::Method::GET, path, None, &paths).unwrap();
+        let function = route.service().function_name();
+        assert!(registry::usage::COUNTING_FUNCTIONS.contains(&function), "{path}: {function}");
+    }
+}
+
 #[tokio::test]
 async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only() {
     let storage = published().await;
