@@ -53,6 +53,8 @@ echo; echo "## Catalog: list, search and details at scale; docs and catalog cost
 "$B/catalog" "${CATALOG_MODULES:-5000}" "${SECONDS_PER_RUN:-3}" "${CATALOG_ROUNDS:-9}"
 echo; echo "## Publishing at scale: 100 publishes at once across namespaces, a manifest of 20,000 versions (S3's latency)"; echo
 "$B/publish_scale" "${SCALE_NAMESPACES:-500}" "${SCALE_PER_NAMESPACE:-100}" 100 "${SCALE_VERSIONS:-20000}"
+echo; echo "## Download counts: the usage function's requests and time per batch, and the bill per million downloads (S3's latency)"; echo
+"$B/usage" "${USAGE_BATCHES:-20}"
 echo; echo "## Micro-benchmarks (criterion)"; echo
 cargo bench -q --profile perf -p registry-bench --features micro --bench hot_path -- --warm-up-time 1 --measurement-time 3 2>&1 \
   | grep -E '^[a-z_/0-9]+ +time:|^[a-z_/0-9]+$|^ +time:' || true

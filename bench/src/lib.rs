@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use registry_local::{LocalOptions, Running};
 
 pub mod cost;
+pub mod latent;
 
 /// A registry over `data_dir` with plain HTTP on an ephemeral port, configured by `settings`;
 /// its embedded S3 as slow as `BENCH_S3_LATENCY` says (`aws`, or `MEDIAN_MS,P99_MS,MB_PER_S`:

@@ -77,6 +77,9 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("upstream module pull", layout::upstream_module_pull(&public, &v)),
         ("upstream module pull failure", layout::upstream_module_pull_failure(&public, &v)),
         ("upstream module pins", layout::upstream_module_pins(&public)),
+        ("module usage", layout::module_usage(&module(TEAM))),
+        ("provider usage", layout::provider_usage(&own)),
+        ("upstream module usage", layout::upstream_module_usage(&public)),
     ])
 }
 
@@ -187,6 +190,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "catalog upstream modules",
                 "token store",
                 "upstream module pins",
+                "module usage",
             ],
         ),
         (
@@ -209,6 +213,9 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (role("indexer"), PUT, indexer_writes.clone()),
         (role("indexer"), DELETE, indexer_deletes),
         (role("puller"), GET, [vec!["upstream pull"], upstream_modules.clone()].concat()),
+        // Download counts: the usage function alone reads and writes them all.
+        (role("usage"), GET, vec!["module usage", "provider usage", "upstream module usage"]),
+        (role("usage"), PUT, vec!["module usage", "provider usage", "upstream module usage"]),
         (role("puller"), PUT, [vec!["upstream copy"], upstream_modules].concat()),
         (
             format!("policy/{NAME}-publish-{TEAM}"),
@@ -236,6 +243,7 @@ fn layout_allows_write(principal: &str, key: &str) -> bool {
         "indexer" => under(&layout::INDEXER_PREFIXES),
         "mirror" => under(&[layout::UPSTREAM_PREFIX]),
         "modules" => under(&[layout::UPSTREAM_MODULES_PREFIX]),
+        "usage" => under(&[layout::USAGE_PREFIX]),
         "puller" => {
             key.starts_with(&format!("{}{UPSTREAM_HOST}/", layout::PROVIDERS_PREFIX))
                 || key.starts_with(layout::UPSTREAM_MODULES_PREFIX)
@@ -303,6 +311,7 @@ fn list_prefixes_are_what_each_reads(principals: &serde_json::Map<String, Value>
     indexer.sort();
     assert_eq!(listed(&format!("role/{NAME}-indexer")), indexer);
     assert_eq!(listed(&format!("role/{NAME}-puller")), [format!("{}{UPSTREAM_HOST}/*", layout::PROVIDERS_PREFIX)]);
+    assert_eq!(listed(&format!("role/{NAME}-usage")), [format!("{}*", layout::USAGE_PREFIX)]);
     assert_eq!(
         listed(&format!("policy/{NAME}-signing-keys-security")),
         [format!("{}{TEAM_HOST}/{TEAM}/*", layout::SIGNING_KEYS_PREFIX)]

@@ -149,6 +149,7 @@ fn infra_applies_against_moto_and_reads_back_as_the_code_says() {
     routes_are_the_routers(&deployed);
     functions_start_with_their_environment(&deployed, &bucket, &hostname);
     notifications_are_the_layouts(&deployed);
+    download_records_reach_the_usage_function(&deployed);
     access::each_principal_reaches_what_the_layout_says(&deployed, &hostname);
     alarms_watch_every_function_and_queue(&deployed, &topic);
 
@@ -159,6 +160,16 @@ fn infra_applies_against_moto_and_reads_back_as_the_code_says() {
     assert_eq!(after["principals"], json!({}), "destroy left roles or policies");
     assert_eq!(after["api"], Value::Null, "destroy left the API");
     assert_eq!(after["monitoring"]["alarms"], json!({}), "destroy left alarms");
+}
+
+/// The log groups of exactly the functions that count downloads deliver exactly the download
+/// record lines (`{"level":"INFO","usage":…}`) to the usage function.
+fn download_records_reach_the_usage_function(deployed: &Value) {
+    let wanted: serde_json::Map<String, Value> = registry::usage::COUNTING_FUNCTIONS
+        .iter()
+        .map(|f| (f.to_string(), json!([{"pattern": "{ $.usage.v = 1 }", "destination": format!("{NAME}-usage")}])))
+        .collect();
+    assert_eq!(deployed["log_subscriptions"], Value::Object(wanted), "log subscriptions as applied");
 }
 
 /// Every route key the router lists reaches the function of its service, through a Lambda
@@ -236,8 +247,12 @@ fn notifications_are_the_layouts(deployed: &Value) {
 /// description names; the dashboard shows every function.
 fn alarms_watch_every_function_and_queue(deployed: &Value, topic: &str) {
     let alarms = deployed["monitoring"]["alarms"].as_object().expect("alarms");
-    let mut wanted =
-        BTreeSet::from(["api-5xx".to_string(), "indexer-dead-letters".into(), "puller-dead-letters".into()]);
+    let mut wanted = BTreeSet::from([
+        "api-5xx".to_string(),
+        "indexer-dead-letters".into(),
+        "puller-dead-letters".into(),
+        "usage-dead-letters".into(),
+    ]);
     for f in lambda_binaries() {
         wanted.insert(format!("{f}-errors"));
         wanted.insert(format!("{f}-throttles"));

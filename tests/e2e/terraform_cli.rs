@@ -167,6 +167,28 @@ async fn terraform_init_installs_modules_and_providers_from_the_registry() {
     let out = init(&tf, &h, workdir).await;
     assert!(out.status.success(), "second terraform init with the lock file failed\n{}", text(&out));
 
+    // Both inits counted (issue 50): each module download once, by the token terraform.rc
+    // gives the CLI; the local usage function folds them moments later. The details answer
+    // names the callers to this admin token.
+    let (mut details, mut tags) = (serde_json::Value::Null, serde_json::Value::Null);
+    for _ in 0..100 {
+        details = h.get_json("/v1/modules/acme/network/aws/1.10.0").await.1;
+        tags = h.get_json("/v1/modules/acme/tags/null/0.3.0").await.1;
+        if details["usage"]["version"]["total"] == 2 && tags["usage"]["version"]["total"] == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(details["usage"]["version"]["total"], 2, "two inits, two downloads: {details}");
+    assert_eq!(details["usage"]["module"]["total"], 2, "no other version was installed: {details}");
+    let callers = details["usage"]["callers"].as_array().unwrap();
+    assert_eq!(callers.len(), 1, "{details}");
+    assert_eq!(
+        (&callers[0]["caller"], &callers[0]["downloads"]),
+        (&serde_json::json!("token local-dev"), &serde_json::json!(2))
+    );
+    assert_eq!(tags["usage"]["version"]["total"], 2, "{tags}");
+
     // Bytes changed behind the registry's back (raw bucket write, no indexer run): the
     // lock file and the mirror's hashes both refuse them.
     let key = format!("providers/registry.terraform.io/hashicorp/null/terraform-provider-null_3.2.1_{platform}.zip");

@@ -3,7 +3,9 @@
 # (`cargo lambda watch`), fed real event JSON, against the embedded S3 of registry-local:
 #   1. archives are placed in the bucket, no manifest exists;
 #   2. the indexer function gets an S3 notification batch and writes the manifests;
-#   3. discovery, modules, mirror, providers, web and oci answer API Gateway HTTP API v2 events from them.
+#   3. discovery, modules, mirror, providers, web and oci answer API Gateway HTTP API v2 events from them;
+#   4. the usage function folds the download records the modules and mirror functions logged,
+#      delivered as a CloudWatch Logs subscription delivers them, and the web function shows the count.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v cargo-lambda >/dev/null || { echo "cargo-lambda not found: run make setup" >&2; exit 1; }
@@ -18,7 +20,7 @@ trap cleanup EXIT
 # builds with, so this reuses its build (another selection unifies features differently and
 # rebuilds dozens of crates).
 cargo build -q --workspace --bins --tests
-for bin in registry-local signed-release discovery modules mirror providers web oci indexer puller; do
+for bin in registry-local signed-release discovery modules mirror providers web oci indexer puller usage; do
   [ -x "$BIN/$bin" ] || { echo "FAIL  $BIN/$bin was not built" >&2; exit 1; }
 done
 
@@ -85,7 +87,7 @@ ENV
 cargo lambda watch --only-lambda-apis -A 127.0.0.1 -P "$WATCH_PORT" > "$work/watch.log" 2>&1 &
 pids+=($!)
 wait_for "cargo lambda watch on port $WATCH_PORT" 120 bash -c "echo > /dev/tcp/127.0.0.1/$WATCH_PORT"
-for function in discovery modules mirror providers web oci indexer puller; do
+for function in discovery modules mirror providers web oci indexer puller usage; do
   (
     set -a; . "$work/lambda.env"; set +a
     export AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096
@@ -228,6 +230,32 @@ check "oci: tags are the mirrored versions" oci "$oci_repo/tags/list" 200 '\"tag
 check "oci: a tag is the provider's image index" oci "$oci_repo/manifests/0.1.0" 200 'application/vnd.opentofu.provider'
 check "oci: an unknown tag is MANIFEST_UNKNOWN" oci "$oci_repo/manifests/9.9.9" 404 'MANIFEST_UNKNOWN'
 EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
+
+# 4. Download counts. Each download answered above wrote one record line to its function's log
+# (stdout, as Lambda keeps it): modules' download once, the mirror's VERSION.json once. Those
+# lines, as the subscription would deliver them (gzip, base64), go to the usage function; the
+# same batch again counts nothing more.
+python3 - "$work/usage.json" "$work/modules.log" "$work/mirror.log" <<'PY'
+import base64, gzip, json, sys
+events = []
+for path in sys.argv[2:]:
+    for line in open(path):
+        if line.startswith('{"level":"INFO","usage":'):
+            events.append({"id": str(len(events)), "timestamp": 1795780800000, "message": line.rstrip("\n")})
+batch = {"messageType": "DATA_MESSAGE", "owner": "123456789012", "logGroup": "/aws/lambda/registry-modules",
+         "logStream": "2026/11/27/[$LATEST]0", "subscriptionFilters": ["registry-modules-usage"], "logEvents": events}
+data = base64.b64encode(gzip.compress(json.dumps(batch).encode())).decode()
+json.dump({"awslogs": {"data": data}}, open(sys.argv[1], "w"))
+PY
+out="$(invoke usage "$work/usage.json" 2>&1)" || true
+again="$(invoke usage "$work/usage.json" 2>&1)" || true
+if echo "$out" | grep -q '"downloads":2' && echo "$out" | grep -q '"written":2' && echo "$again" | grep -q '"repeated":2' \
+  && [ -f "$bucket/usage/modules/acme/network/aws.json" ] && [ -f "$bucket/usage/providers/example.com/acme/widget.json" ]; then
+  echo "ok    usage: the modules and mirror functions' download records folded once, the same batch again counted nothing"
+else
+  echo "FAIL  usage: $out / again: $again"; failures=$((failures + 1))
+fi
+check "web: details count the download, and name its caller to this admin token" web "/v1/modules/acme/network/aws/1.0.0" 200 '\"callers\":[{\"caller\":\"token local-dev\",\"downloads\":1'
 
 if [ "$failures" -ne 0 ]; then
   for log in "$work"/*.log; do echo "--- $log"; tail -n 20 "$log"; done

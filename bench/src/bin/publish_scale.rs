@@ -19,38 +19,15 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use registry::catalog::Part;
-use registry::error::Error;
 use registry::index::{Indexer, Limits};
 use registry::manifest::ModuleManifest;
-use registry::storage::{MemoryStorage, Object, ObjectInfo, Precondition, Revalidated, Storage, Stored};
+use registry::storage::MemoryStorage;
+use registry_bench::latent::Latent;
 use registry_local::latency::S3Latency;
-
-/// The shared bucket as one publish's indexer sees it: every request delayed as S3 would be,
-/// and its lost races counted by the kind of document.
-struct Latent {
-    inner: Arc<MemoryStorage>,
-    latency: Arc<S3Latency>,
-    lost: Mutex<BTreeMap<&'static str, usize>>,
-}
-
-impl Latent {
-    fn new(inner: Arc<MemoryStorage>, latency: Arc<S3Latency>) -> Self {
-        Latent { inner, latency, lost: Mutex::new(BTreeMap::new()) }
-    }
-
-    async fn wait(&self, bytes: usize) {
-        tokio::time::sleep(self.latency.first_byte() + self.latency.transfer(bytes as u64)).await;
-    }
-
-    fn lost(&self) -> BTreeMap<&'static str, usize> {
-        self.lost.lock().unwrap().clone()
-    }
-}
 
 /// The kind of document a key is, for the table.
 fn kind(key: &str) -> &'static str {
@@ -64,62 +41,6 @@ fn kind(key: &str) -> &'static str {
         "publish log"
     } else {
         "other"
-    }
-}
-
-impl Storage for Latent {
-    async fn get(&self, key: &str) -> Result<Option<Object>, Error> {
-        let got = self.inner.get(key).await?;
-        self.wait(got.as_ref().map_or(0, |o| o.bytes.len())).await;
-        Ok(got)
-    }
-    async fn get_if_changed(&self, key: &str, etag: &str) -> Result<Revalidated, Error> {
-        self.wait(0).await;
-        self.inner.get_if_changed(key, etag).await
-    }
-    async fn etag(&self, key: &str) -> Result<Option<String>, Error> {
-        self.wait(0).await;
-        self.inner.etag(key).await
-    }
-    async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
-        self.wait(body.len()).await;
-        let put = self.inner.put(key, body, content_type, precondition).await;
-        if let Err(Error::Conflict(_)) = &put {
-            *self.lost.lock().unwrap().entry(kind(key)).or_default() += 1;
-        }
-        put
-    }
-    async fn put_file(
-        &self,
-        key: &str,
-        path: &std::path::Path,
-        content_type: &str,
-        precondition: Precondition,
-    ) -> Result<(), Error> {
-        self.wait(0).await;
-        self.inner.put_file(key, path, content_type, precondition).await
-    }
-    async fn delete(&self, key: &str) -> Result<(), Error> {
-        self.wait(0).await;
-        self.inner.delete(key).await
-    }
-    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, Error> {
-        let listed = self.inner.list(prefix).await?;
-        // One request per 1,000 keys, as ListObjectsV2 pages them.
-        for _ in 0..listed.len().div_ceil(1000).max(1) {
-            self.wait(0).await;
-        }
-        Ok(listed)
-    }
-    async fn stream<F>(&self, key: &str, sink: F) -> Result<Option<Stored>, Error>
-    where
-        F: FnMut(&[u8]) -> Result<(), Error> + Send,
-    {
-        self.wait(0).await;
-        self.inner.stream(key, sink).await
-    }
-    async fn presign_get(&self, key: &str, version_id: Option<&str>, ttl: Duration) -> Result<String, Error> {
-        self.inner.presign_get(key, version_id, ttl).await
     }
 }
 
@@ -151,7 +72,7 @@ async fn round(
             let (memory, latency) = (memory.clone(), latency.clone());
             tokio::spawn(async move {
                 memory.insert(&key, module(&key));
-                let storage = Latent::new(memory, latency);
+                let storage = Latent::new(memory, latency, kind);
                 let started = Instant::now();
                 Indexer::new(&storage, Limits::default()).on_object_changed(&key).await.unwrap();
                 (ms(started.elapsed()), storage.lost())
@@ -292,7 +213,7 @@ async fn main() {
         let answer = serde_json::to_vec(&manifest.versions_response()).unwrap().len();
         let key = format!("modules/big/growth/aws/2.0.{step}.tar.gz");
         growth.insert(&key, module("more"));
-        let storage = Latent::new(growth.clone(), latency.clone());
+        let storage = Latent::new(growth.clone(), latency.clone(), kind);
         let before = growth.request_count();
         let started = Instant::now();
         Indexer::new(&storage, Limits::default()).on_object_changed(&key).await.unwrap();

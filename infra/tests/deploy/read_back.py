@@ -5,7 +5,7 @@
 NAME is the module's `name` input; probes.json is {"actions": [...], "keys": [...]}: object
 keys to ask each principal's IAM policies about. Prints what was deployed, as the code's own
 tables name things: API route keys with the function each reaches, each function's role and
-environment, the bucket's notification filters, for every role and managed policy the probe
+environment, the bucket's notification filters, the log groups' subscription filters, for every role and managed policy the probe
 (action, key) pairs its policies allow, and the alarms and dashboards.
 
 The policies are evaluated by moto's IAM evaluator (moto.iam.access_control.IAMPolicy, on
@@ -63,6 +63,21 @@ def functions(name):
                 "architectures": f.get("Architectures"),
                 "handler": f.get("Handler"),
             }
+    return found
+
+
+def log_subscriptions(name):
+    """Each function's log group's subscription filters: pattern and destination function."""
+    logs = boto3.client("logs")
+    found = {}
+    for group in pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=f"/aws/lambda/{name}-"):
+        filters = logs.describe_subscription_filters(logGroupName=group["logGroupName"])["subscriptionFilters"]
+        if filters:
+            function = group["logGroupName"].removeprefix(f"/aws/lambda/{name}-")
+            found[function] = [
+                {"pattern": f["filterPattern"], "destination": f["destinationArn"].split(":function:")[-1]}
+                for f in filters
+            ]
     return found
 
 
@@ -146,6 +161,7 @@ def main():
         "api": api(name),
         "functions": functions(name),
         "notifications": notifications(bucket),
+        "log_subscriptions": log_subscriptions(name),
         "principals": principals(name, bucket, probes),
         "monitoring": alarms(name),
     }, sys.stdout, indent=1, sort_keys=True)
