@@ -27,7 +27,7 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help proof browser-deps bench-micro fuzz not-local bundle token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
+.PHONY: help proof browser-deps bench-micro fuzz not-local bundle usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -162,6 +162,11 @@ reindex:
 ## Fails if a chain is broken or a served archive has no publish entry.
 audit: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- audit $(TOKEN_TARGET)
+
+## The served versions nobody downloaded in the last DAYS days (default 30, docs/USAGE.md):
+## the local data directory, or a deployed bucket with BUCKET=name or DEPLOYED=DIR.
+usage: $(TOKEN_CHECK)
+	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- usage --unused-days $(or $(DAYS),30) $(TOKEN_TARGET)
 
 ## The air-gap bundle (docs/UPSTREAM-MODULES.md): copy the public registry modules a
 ## configuration uses (MODULES_JSON=path/.terraform/modules/modules.json, or LIST=file of

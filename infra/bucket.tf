@@ -73,6 +73,19 @@ resource "aws_s3_bucket_lifecycle_configuration" "registry" {
       }
     }
   }
+
+  # Download counts are rewritten at every batch, and a replaced version still holds the
+  # callers it had: it goes the next day, so that no caller outlives usage_caller_days by more.
+  rule {
+    id     = "noncurrent-usage"
+    status = "Enabled"
+    filter {
+      prefix = local.usage_prefix
+    }
+    noncurrent_version_expiration {
+      noncurrent_days = 1
+    }
+  }
   rule {
     id     = "incomplete-uploads"
     status = "Enabled"

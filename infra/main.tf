@@ -147,6 +147,9 @@ locals {
     # OpenID Connect sign-in: every read function checks JWTs of these issuers (fetching their
     # keys over HTTPS); discovery offers login.v1 from the issuer that has a login client.
     REGISTRY_OIDC_ISSUERS = jsonencode(var.oidc_issuers)
+    # Download counts: the usage function forgets callers after these days, and the web
+    # function shows callers of these days.
+    REGISTRY_USAGE_CALLER_DAYS = tostring(var.usage_caller_days)
   }
   environment = {
     discovery = local.common_environment
@@ -164,9 +167,7 @@ locals {
     puller = merge(local.common_environment, {
       REGISTRY_MAX_PROVIDER_ZIP_BYTES = tostring(var.max_provider_zip_bytes)
     })
-    usage = merge(local.common_environment, {
-      REGISTRY_USAGE_CALLER_DAYS = tostring(var.usage_caller_days)
-    })
+    usage = local.common_environment
   }
 
   hostname = var.domain_name != "" ? var.domain_name : replace(aws_apigatewayv2_api.registry.api_endpoint, "https://", "")

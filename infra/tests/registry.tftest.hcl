@@ -368,8 +368,8 @@ run "usage_caller_days_reaches_the_usage_function" {
   }
 
   assert {
-    condition     = aws_lambda_function.function["usage"].environment[0].variables["REGISTRY_USAGE_CALLER_DAYS"] == "0"
-    error_message = "usage_caller_days is the usage function's REGISTRY_USAGE_CALLER_DAYS (0: no caller kept)"
+    condition     = aws_lambda_function.function["usage"].environment[0].variables["REGISTRY_USAGE_CALLER_DAYS"] == "0" && aws_lambda_function.function["web"].environment[0].variables["REGISTRY_USAGE_CALLER_DAYS"] == "0"
+    error_message = "usage_caller_days is REGISTRY_USAGE_CALLER_DAYS of the usage function (what it keeps) and of the web function (what it shows)"
   }
 }
 

@@ -236,12 +236,12 @@ EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "
 # lines, as the subscription would deliver them (gzip, base64), go to the usage function; the
 # same batch again counts nothing more.
 python3 - "$work/usage.json" "$work/modules.log" "$work/mirror.log" <<'PY'
-import base64, gzip, json, sys
+import base64, gzip, json, sys, time
 events = []
 for path in sys.argv[2:]:
     for line in open(path):
         if line.startswith('{"level":"INFO","usage":'):
-            events.append({"id": str(len(events)), "timestamp": 1795780800000, "message": line.rstrip("\n")})
+            events.append({"id": str(len(events)), "timestamp": int(time.time() * 1000), "message": line.rstrip("\n")})
 batch = {"messageType": "DATA_MESSAGE", "owner": "123456789012", "logGroup": "/aws/lambda/registry-modules",
          "logStream": "2026/11/27/[$LATEST]0", "subscriptionFilters": ["registry-modules-usage"], "logEvents": events}
 data = base64.b64encode(gzip.compress(json.dumps(batch).encode())).decode()

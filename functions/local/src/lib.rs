@@ -410,6 +410,25 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, LocalError> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The served versions nobody downloaded in the last `days` days (`registry::usage::report`),
+/// in the data directory's bucket or a deployed one (AWS credentials from the environment).
+pub async fn idle_versions(target: TokenTarget, days: u32) -> Result<Vec<registry::usage::report::Idle>, LocalError> {
+    let err = |e: registry::Error| LocalError(format!("usage: {}", registry::error::chain(&e)));
+    let now = registry::clock::now_unix();
+    match target {
+        TokenTarget::Bucket(bucket) => {
+            let storage = registry::storage::S3Storage::from_env(&bucket, false).await;
+            registry::usage::report::idle_versions(&storage, days, now).await.map_err(err)
+        }
+        TokenTarget::DataDir(data_dir) => {
+            let running = start(LocalOptions::ephemeral(data_dir)).await?;
+            let result = registry::usage::report::idle_versions(&running.storage, days, now).await.map_err(err);
+            running.stop().await;
+            result
+        }
+    }
+}
+
 /// Replay the publish log of the data directory's bucket, or of a deployed bucket (AWS
 /// credentials from the environment), and compare it with every manifest.
 pub async fn audit(target: TokenTarget) -> Result<registry::publish_log::audit::Report, LocalError> {

@@ -33,6 +33,14 @@ enum Command {
     },
     /// Check that the publish log chains and explains every served archive (`make audit`).
     Audit(Target),
+    /// List the served versions nobody downloaded in the last N days (`make usage`).
+    Usage {
+        /// The window: no download in this many days (1 to 90).
+        #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=90))]
+        unused_days: u32,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Create, list or revoke access tokens (`make token-create`, `token-list`, `token-revoke`).
     #[command(subcommand)]
     Token(Token),
@@ -168,6 +176,10 @@ async fn main() -> ExitCode {
             Ok(target) => run_audit(target).await,
             Err(e) => Err(e),
         },
+        Some(Command::Usage { unused_days, target }) => match target.target() {
+            Ok(target) => run_usage(target, unused_days).await,
+            Err(e) => Err(e),
+        },
         Some(Command::Token(token)) => run_token(token).await,
         Some(Command::Bundle { modules_json, list, out, target }) => match out {
             Some(out) => run_bundle(&modules_json, &list, BundleTarget::Dir(out)).await,
@@ -244,6 +256,32 @@ async fn run_reindex(data_dir: &std::path::Path) -> Result<(), String> {
     println!("reindexed {} modules and providers", results.len() - failed);
     if failed > 0 {
         return Err(format!("{failed} failed (see above); the others were reindexed"));
+    }
+    Ok(())
+}
+
+async fn run_usage(target: TokenTarget, days: u32) -> Result<(), String> {
+    let idle = registry_local::idle_versions(target, days).await.map_err(|e| e.to_string())?;
+    if idle.is_empty() {
+        println!("every served version was downloaded in the last {days} days");
+        return Ok(());
+    }
+    println!("{} served versions with no download in the last {days} days:", idle.len());
+    println!(
+        "{:<56} {:<16} {:<12} {:<22} {:>9}",
+        "MODULE OR PROVIDER", "VERSION", "PUBLISHED", "LAST DOWNLOAD", "TOTAL"
+    );
+    for v in &idle {
+        let published = v.published_at.as_deref().map_or("", |at| at.get(..10).unwrap_or(at));
+        let deprecated = if v.deprecated { "deprecated" } else { "" };
+        println!(
+            "{:<56} {:<16} {:<12} {:<22} {:>9}  {deprecated}",
+            v.counted.to_string(),
+            v.version,
+            published,
+            v.last.to_string(),
+            v.total
+        );
     }
     Ok(())
 }

@@ -84,8 +84,8 @@ pub const PROVIDER_INDEX_FILE: &str = "index.json";
 pub const OCI_PREFIX: &str = "indexed/oci/";
 
 /// Download counts (`usage`): a document per module, provider or upstream module, written by
-/// the usage function only (from the read functions' download records), read by the web and
-/// modules functions. No notification covers it.
+/// the usage function only (from the read functions' download records); the web function
+/// reads modules' (`usage/modules/`). No notification covers it.
 pub const USAGE_PREFIX: &str = "usage/";
 
 /// A module's download counts.

@@ -76,12 +76,12 @@ async fn answer_oci<S: Storage>(
             // A pull starts by resolving its tag: released OpenTofu with a HEAD (then the
             // manifest by digest), skopeo and ORAS with a GET. That request counts, whatever
             // its method; requests by digest, and blobs, are the same pull's.
-            if let Reference::Tag(version) = reference {
+            if let Some(version) = tagged_version(ctx, repository, reference, deadline).await {
                 let counted = match repository {
                     Repository::Provider(provider) => Counted::Provider(provider.clone()),
                     Repository::Module(module) => Counted::Module(module.clone()),
                 };
-                ctx.usage.count(&Download::new(counted, version, Via::Oci, &viewer.caller()));
+                ctx.usage.count(&Download::new(counted, &version, Via::Oci, &viewer.caller()));
             }
             Ok(reply)
         }
@@ -89,6 +89,27 @@ async fn answer_oci<S: Storage>(
             check(ctx, repository, authorization, Kind::Blob).await?;
             blob(ctx, repository, digest, head, deadline).await
         }
+    }
+}
+
+/// The version a tag names: itself, or for a module's `latest` its highest release (the
+/// manifest's `oci_latest`, read through the cache; `None` if it cannot be read now: the pull
+/// goes on uncounted). A digest names no tag.
+async fn tagged_version<S: Storage>(
+    ctx: &Context<S>,
+    repository: &Repository,
+    reference: &Reference,
+    deadline: tokio::time::Instant,
+) -> Option<semver::Version> {
+    match (reference, repository) {
+        (Reference::Tag(version), _) => Some(version.clone()),
+        (Reference::Latest, Repository::Module(module)) => {
+            let key = layout::module_manifest(module);
+            let none = || Error::NotFound(String::new());
+            let read = ctx.reader.manifest(&key, ModuleManifest::parse, |_| false, none, deadline).await.ok()?;
+            crate::address::parse_version(read.value.oci_latest.as_deref()?).ok()
+        }
+        _ => None,
     }
 }
 

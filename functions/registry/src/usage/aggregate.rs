@@ -25,6 +25,8 @@ use crate::storage::{Precondition, Storage};
 const DATA_MAX: usize = 2 << 20;
 /// What a batch may decompress to (a gzip bomb stops here).
 const DECODED_MAX: u64 = 32 << 20;
+/// How old a batch's newest record may be: less than the time a batch's id is kept.
+const REPLAY_SECONDS_MAX: i64 = 86_400;
 /// Documents folded at once.
 const FOLDS_AT_ONCE: usize = 8;
 /// Many read functions' batches can name one popular module at once; each lost race is
@@ -136,6 +138,18 @@ pub async fn fold_batch<S: Storage>(storage: &S, batch: &Batch, settings: Settin
     let mut folded = Folded::default();
     if batch.message_type != "DATA_MESSAGE" {
         return Ok(folded);
+    }
+    // A batch's id is kept two days (the day folded and the next): a batch over a day old may
+    // have been folded and its id forgotten, and would count twice. Only a late replay from the
+    // dead-letter queue is that old (CloudWatch Logs delivers in seconds, Lambda retries for
+    // at most 6 hours): refused, not retried.
+    if let Some(newest) = batch.log_events.iter().map(|e| e.timestamp.div_euclid(1000)).max()
+        && newest < now - REPLAY_SECONDS_MAX
+    {
+        return Err(Error::BadRequest(format!(
+            "its newest record is from {}, over a day ago: it may have been counted already",
+            crate::clock::rfc3339(newest)
+        )));
     }
     let mut by_owner: BTreeMap<Counted, Vec<(i64, Download)>> = BTreeMap::new();
     for event in &batch.log_events {

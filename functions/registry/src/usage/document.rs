@@ -22,15 +22,17 @@ pub const CALLERS_MAX: usize = 200;
 const PLATFORMS_MAX: usize = 64;
 /// The name under which callers beyond `CALLERS_MAX` (and platforms beyond theirs) count.
 pub const OTHERS: &str = "(others)";
-/// Days a folded batch's id is kept: longer than any redelivery (Lambda retries an event for
-/// at most 6 hours).
+/// Days a folded batch's id is kept (the day folded and the next): longer than any
+/// redelivery (Lambda retries an event for at most 6 hours); an older batch is refused
+/// (`aggregate`).
 const BATCH_DAYS: i64 = 2;
 
 /// How long who-downloaded-what is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
-    /// `REGISTRY_USAGE_CALLER_DAYS` (default 30, 1 to `DAYS_KEPT`): days each caller is kept
-    /// per version; after that only the counts remain.
+    /// `REGISTRY_USAGE_CALLER_DAYS` (default 30, 0 to `DAYS_KEPT`; 0 keeps none): days each
+    /// caller is kept per version, forgotten at the document's next write after that; the web
+    /// function shows callers of these days.
     pub caller_days: u32,
 }
 
@@ -129,12 +131,12 @@ pub fn day_of(unix_seconds: i64) -> i64 {
 }
 
 /// `YYYY-MM-DD` of a day.
-fn date(day: i64) -> String {
+pub(super) fn date(day: i64) -> String {
     crate::clock::rfc3339(day.saturating_mul(86_400))[..10].to_string()
 }
 
 /// The day of `YYYY-MM-DD`; `None` for anything else.
-fn day(date: &str) -> Option<i64> {
+pub(super) fn day(date: &str) -> Option<i64> {
     crate::clock::parse_rfc3339(&format!("{date}T00:00:00Z")).map(day_of)
 }
 

@@ -2,12 +2,13 @@
 //! package's, a mirror `VERSION.json`, an OCI manifest of a version, an upstream module's
 //! download through the pull-through) is counted once: the read function writes one record
 //! line to its log as it answers (`Sink`), and nothing on the read path waits for more. In AWS
-//! a CloudWatch Logs subscription on the read functions' log groups delivers those lines in
-//! batches to the usage function, which folds them into one document per module or provider
+//! a CloudWatch Logs subscription on the four counting functions' log groups
+//! (`COUNTING_FUNCTIONS`) delivers those lines in batches to the usage function, which folds them into one document per module or provider
 //! (`aggregate`, `document`); the local registry hands the same lines in the same batches to
 //! the same code. Why logs and not S3 access logs or a write per download: the line costs the
 //! read path nothing but a write to stdout, and a batch of up to thousands of downloads becomes
-//! one read and one conditional write per module it names (docs/PERFORMANCE.md, "Usage").
+//! one read and one conditional write per module it names (docs/PERFORMANCE.md, "Download
+//! counts").
 //!
 //! A record names the module or provider, the version, the platform (providers), the protocol
 //! and the caller as `auth::Viewer::caller` names it: a token's name (`token NAME`), an
@@ -15,6 +16,7 @@
 
 mod aggregate;
 mod document;
+pub mod report;
 #[cfg(test)]
 mod tests;
 

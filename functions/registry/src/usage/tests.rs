@@ -169,7 +169,7 @@ async fn concurrent_batches_on_one_module_lose_nothing() {
     let batches: Vec<Batch> = (0..24)
         .map(|i| {
             let lines: Vec<(i64, String)> =
-                (0..=i % 5).map(|_| (NOW - DAY, download("network", "1.0.0", viewer).line())).collect();
+                (0..=i % 5).map(|_| (NOW - DAY / 2, download("network", "1.0.0", viewer).line())).collect();
             batch(&format!("stream-{i}"), &lines)
         })
         .collect();
@@ -183,6 +183,19 @@ async fn concurrent_batches_on_one_module_lose_nothing() {
     assert_eq!(usage.downloads("1.0.0", day_of(NOW)).total, expected as u64);
     assert_eq!(usage.downloads("1.0.0", day_of(NOW)).last_7_days, expected as u64);
     assert_eq!(usage.batches.len(), 24);
+}
+
+/// A batch over a day old may have been counted, its id forgotten since: refused, so a late
+/// replay never counts twice.
+#[tokio::test]
+async fn a_batch_over_a_day_old_is_refused() {
+    let storage = MemoryStorage::new();
+    let line = download("network", "1.0.0", ANONYMOUS).line();
+    let old = fold_batch(&storage, &batch("s", &[(NOW - 2 * DAY, line.clone())]), Settings::default(), NOW).await;
+    assert!(matches!(old, Err(Error::BadRequest(ref why)) if why.contains("over a day ago")), "{old:?}");
+    assert!(storage.list("").await.unwrap().is_empty());
+    let recent = fold_batch(&storage, &batch("s", &[(NOW - DAY + 60, line)]), Settings::default(), NOW).await;
+    assert_eq!(recent.unwrap().written, 1);
 }
 
 #[tokio::test]

@@ -86,6 +86,10 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
         (get("/v1/mirror/registry.terraform.io/hashicorp/null/3.2.1.json", "Bearer trg_ci"), 200),
         (get(download, "Bearer trg_other"), 200),
         (Request::get(download), 200),
+        // OCI: a tag's resolution counts whatever its method (released OpenTofu's is a HEAD),
+        // `latest` as the version it names; the manifest by digest is the same pull's.
+        (Request::new(&head, "/v2/modules/acme/vpc/aws/manifests/1.0.0").authorization(Some("Bearer trg_ci")), 200),
+        (get("/v2/modules/acme/vpc/aws/manifests/latest", "Bearer trg_ci"), 200),
         // Not downloads: a HEAD, a version that is not there, a token that is none.
         (Request::new(&head, download).authorization(Some("Bearer trg_ci")), 200),
         (get("/v1/modules/acme/vpc/aws/9.0.0/download", "Bearer trg_ci"), 404),
@@ -98,7 +102,7 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
     while let Ok(line) = lines.try_recv() {
         records.push(line);
     }
-    assert_eq!(records.len(), 8, "{records:#?}");
+    assert_eq!(records.len(), 10, "{records:#?}");
     assert!(records.iter().all(|l| !l.contains('\n') && !l.contains("trg_")), "one line each, no token: {records:#?}");
 
     // The usage function's work, delivered twice: counted once.
@@ -107,6 +111,10 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
     for _ in 0..2 {
         registry::usage::fold_event(app.storage(), &delivered, Settings::default(), now).await.unwrap();
     }
+    // `latest` counted as the release it names.
+    let latest =
+        registry::usage::OwnerUsage::parse(&app.storage().peek("usage/modules/acme/vpc/aws.json").unwrap()).unwrap();
+    assert_eq!(latest.downloads("2.0.0", registry::usage::day_of(now)).total, 2, "the download and `latest`");
     let details = |token: &'static str| {
         let app = &app;
         async move {
@@ -116,10 +124,10 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
         }
     };
     let seen = details("Bearer trg_ci").await;
-    assert_eq!(seen["downloads"], 7, "every version of the module: {seen}");
-    assert_eq!(seen["usage"]["version"]["total"], 6);
-    assert_eq!(seen["usage"]["version"]["last_7_days"], 6);
-    assert_eq!(seen["usage"]["module"]["last_30_days"], 7);
+    assert_eq!(seen["downloads"], 9, "every version of the module: {seen}");
+    assert_eq!(seen["usage"]["version"]["total"], 7);
+    assert_eq!(seen["usage"]["version"]["last_7_days"], 7);
+    assert_eq!(seen["usage"]["module"]["last_30_days"], 9);
     assert!(seen["usage"].get("callers").is_none(), "not an admin: {seen}");
     assert!(details("Bearer trg_other").await.get("usage").is_some_and(|u| u.get("callers").is_none()));
     let admin = details("Bearer trg_boss").await;
@@ -132,7 +140,7 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
     assert_eq!(
         callers,
         [
-            ("token ci".into(), 2),
+            ("token ci".into(), 3),
             ("anonymous".into(), 1),
             ("token boss".into(), 1),
             ("token other".into(), 1),
@@ -149,7 +157,7 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
         }
     };
     let (plain, admin) = (page("Bearer trg_ci").await, page("Bearer trg_boss").await);
-    assert!(plain.contains("This version: 6 in the last 7 days") && !plain.contains("token ci"), "{plain}");
+    assert!(plain.contains("This version: 7 in the last 7 days") && !plain.contains("token ci"), "{plain}");
     assert!(admin.contains("<code>token ci</code>"), "{admin}");
     assert!(admin.contains("&lt;script&gt;") && !admin.contains("<script>"), "escaped");
 
@@ -160,4 +168,57 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
     let stored = app.storage().peek(&provider.key()).unwrap();
     let usage = registry::usage::OwnerUsage::parse(&stored).unwrap();
     assert_eq!(usage.downloads("3.2.1", registry::usage::day_of(now)).total, 1);
+}
+
+/// The operator's report: versions nobody downloaded in the window, with when they last were;
+/// a version downloaded inside it is left out.
+#[tokio::test]
+async fn the_report_lists_what_nobody_downloaded_in_the_window() {
+    use registry::usage::report::{Last, idle_versions};
+    let storage = MemoryStorage::new();
+    let indexer = Indexer::new(&storage, Limits::default());
+    let vpc = registry::testing::module_tar_gz(&[("main.tf", "")]);
+    for v in ["1.0.0", "2.0.0", "3.0.0"] {
+        let key = format!("modules/acme/vpc/aws/{v}.tar.gz");
+        storage.insert(&key, vpc.clone());
+        indexer.on_object_changed(&key).await.unwrap();
+    }
+    storage.insert("indexed/providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
+    let day = 86_400;
+    let now = registry::clock::now_unix();
+    let module =
+        registry::usage::Counted::Module(registry::address::ModuleAddress::parse("acme", "vpc", "aws").unwrap());
+    let record = |version: &str| {
+        registry::usage::Download::new(
+            module.clone(),
+            &registry::address::parse_version(version).unwrap(),
+            registry::usage::Via::ModulesV1,
+            "token ci",
+        )
+        .line()
+    };
+    // 2.0.0 downloaded now, 1.0.0 ninety-five days on (whose write forgets 2.0.0's day, older
+    // than the 90 kept one by one); the report is made a hundred days on.
+    registry::usage::fold_batch(&storage, &batch(&[record("2.0.0")], now), Settings::default(), now).await.unwrap();
+    let later = now + 95 * day;
+    let b = Batch { log_stream: "later".into(), ..batch(&[record("1.0.0")], later) };
+    registry::usage::fold_batch(&storage, &b, Settings::default(), later).await.unwrap();
+    let report = now + 100 * day;
+
+    let idle = idle_versions(&storage, 30, report).await.unwrap();
+    let found: Vec<(String, String, Last)> =
+        idle.iter().map(|i| (i.counted.to_string(), i.version.clone(), i.last.clone())).collect();
+    assert_eq!(
+        found,
+        [
+            ("acme/vpc/aws".to_string(), "3.0.0".to_string(), Last::Never),
+            ("acme/vpc/aws".into(), "2.0.0".into(), Last::LongAgo),
+            ("registry.terraform.io/hashicorp/null".into(), "3.2.1".into(), Last::Never),
+        ]
+    );
+    // A narrower window finds the version downloaded five days before, too.
+    let narrow = idle_versions(&storage, 3, report).await.unwrap();
+    assert!(narrow.iter().any(|i| i.version == "1.0.0" && i.total == 1), "{narrow:?}");
+    // Versions published inside the window are too new to judge.
+    assert!(idle_versions(&storage, 30, now).await.unwrap().iter().all(|i| !i.counted.to_string().starts_with("acme")));
 }
