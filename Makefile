@@ -63,7 +63,7 @@ proof:
 
 ## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys,
 ## uploaded archives, module docs, comparisons of two versions, signed releases, upstream
-## answers, web pages and OIDC claims: every target built once, then $(FUZZ_SECONDS) s each; a
+## answers, web pages, OIDC claims and download records: every target built once, then $(FUZZ_SECONDS) s each; a
 ## crash, or an input running over 10 s (FUZZ_INPUT_SECONDS), leaves its input under
 ## fuzz/artifacts/ and fails. (make test runs the same for 10 s each, two at a time.)
 FUZZ_SECONDS ?= 600
@@ -141,7 +141,8 @@ TOKEN_ENV = $(if $(DEPLOYED),AWS_REGION="$$(cd $(DEPLOYED) && $(TERRAFORM) outpu
 ## DEPLOYED=infra/examples/minimal (read from that root's bucket_name output); AWS credentials
 ## from the environment. make token-create NAME=ci MODULES='acme,team-*'
 ## PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90 (an existing NAME is refused;
-## REPLACE=1 replaces that token at once; ADMIN=1: it also sees who downloads what it may read).
+## REPLACE=1 replaces that token at once; ADMIN=1: it also sees who downloads the modules its
+## own scopes cover).
 token-create: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
 	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \
