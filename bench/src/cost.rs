@@ -297,6 +297,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The organisation's alarm count is what infra/ deploys with monitoring on: each
+    /// function's errors and throttles, each dead-letter queue, and the 5xx rate's two metrics.
+    #[test]
+    fn the_alarm_count_is_infras() {
+        let org: Value = serde_json::from_str(&std::fs::read_to_string("cost/organisation.json").unwrap()).unwrap();
+        let functions = std::fs::read_dir("../functions")
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("src/main.rs").is_file() && !p.ends_with("local"))
+            .count();
+        let alarms = std::fs::read_to_string("../infra/alarms.tf").unwrap();
+        let queues = alarms.split("dead_letter_queues = {").nth(1).unwrap().split('}').next().unwrap();
+        let queues = queues.lines().filter(|l| l.contains('=')).count();
+        assert_eq!(org["alarm_metrics"], json!(2 * functions + queues + 2), "bench/cost/organisation.json");
+    }
+
     fn prices() -> Value {
         json!({
             "api_gateway_http_request_per_million": {"price": 1.0},
