@@ -50,6 +50,9 @@ pub const KEY_ADMIN_ACCESS_KEY: &str = "key-admin-local";
 /// the functions' rights: what the registry's own key may do. Its secret is in
 /// `DATA_DIR/functions.secret`.
 pub const FUNCTIONS_ACCESS_KEY: &str = "functions-local";
+/// Access key the local usage function signs with: the usage role's rights, `usage/` alone
+/// (read, write, list), as infra's IAM gives it. Its secret never leaves the process.
+pub const USAGE_ACCESS_KEY: &str = "usage-local";
 
 /// Whoever signed a request, as s3s verified it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +61,7 @@ pub enum Principal {
     Functions,
     Publisher,
     KeyAdmin,
+    Usage,
 }
 
 impl Principal {
@@ -68,6 +72,7 @@ impl Principal {
             FUNCTIONS_ACCESS_KEY => Some(Principal::Functions),
             PUBLISHER_ACCESS_KEY => Some(Principal::Publisher),
             KEY_ADMIN_ACCESS_KEY => Some(Principal::KeyAdmin),
+            USAGE_ACCESS_KEY => Some(Principal::Usage),
             _ => None,
         }
     }
@@ -78,6 +83,7 @@ impl Principal {
             Principal::Functions => FUNCTIONS_ACCESS_KEY,
             Principal::Publisher => PUBLISHER_ACCESS_KEY,
             Principal::KeyAdmin => KEY_ADMIN_ACCESS_KEY,
+            Principal::Usage => USAGE_ACCESS_KEY,
         }
     }
 
@@ -87,6 +93,7 @@ impl Principal {
             Principal::Functions => "functions",
             Principal::Publisher => "publisher",
             Principal::KeyAdmin => "key admin",
+            Principal::Usage => "usage function",
         }
     }
 
@@ -97,6 +104,7 @@ impl Principal {
             Principal::Registry | Principal::Functions => None,
             Principal::Publisher => Some(&layout::PUBLISHER_PREFIXES),
             Principal::KeyAdmin => Some(&layout::KEY_ADMIN_PREFIXES),
+            Principal::Usage => Some(&[layout::USAGE_PREFIX]),
         }
     }
 
@@ -122,7 +130,7 @@ impl Principal {
     /// Abandoning a multipart upload (`s3:AbortMultipartUpload`): the publisher's policy has
     /// it, the key admin's does not.
     fn may_abort(self, key: &str) -> bool {
-        self != Principal::KeyAdmin && self.may_write(key)
+        !matches!(self, Principal::KeyAdmin | Principal::Usage) && self.may_write(key)
     }
 }
 
@@ -483,6 +491,11 @@ mod tests {
         assert!(!Publisher.may_list(Some("")) && !KeyAdmin.may_list(Some("access/")));
         assert!(Registry.may_list(None) && Registry.may_write("access/tokens.json"));
         assert_eq!(Principal::of("someone-else"), None);
+        assert!(Usage.may_write("usage/modules/acme/vpc/aws.json") && Usage.may_read("usage/providers/h/n/t.json"));
+        assert!(
+            !Usage.may_write("indexed/modules/acme/vpc/aws/manifest.json") && !Usage.may_read("access/tokens.json")
+        );
+        assert!(Usage.may_list(Some("usage/")) && !Usage.may_list(Some("indexed/")) && !Usage.may_list(None));
     }
 
     #[test]

@@ -51,7 +51,7 @@ use registry::storage::S3Storage;
 use registry::upstream::modules::ModuleUpstream;
 
 pub use crate::bucket_rights::{
-    FUNCTIONS_ACCESS_KEY, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, Principal, REGISTRY_ACCESS_KEY,
+    FUNCTIONS_ACCESS_KEY, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, Principal, REGISTRY_ACCESS_KEY, USAGE_ACCESS_KEY,
 };
 
 /// One request the embedded S3 answered, as the request log keeps it.

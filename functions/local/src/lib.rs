@@ -32,7 +32,9 @@ pub mod usage;
 pub use client_files::DEV_TOKEN_NAME;
 pub use tokens::{TokenAction, TokenTarget, token_command};
 
-use embedded_s3::{FUNCTIONS_ACCESS_KEY, IndexingS3, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY};
+use embedded_s3::{
+    FUNCTIONS_ACCESS_KEY, IndexingS3, KEY_ADMIN_ACCESS_KEY, PUBLISHER_ACCESS_KEY, REGISTRY_ACCESS_KEY, USAGE_ACCESS_KEY,
+};
 
 /// The bucket the embedded S3 serves (a directory under `DATA_DIR/s3/`).
 pub const BUCKET: &str = "registry";
@@ -243,8 +245,9 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let publisher_secret = load_or_make_secret(&data_dir.join("publisher.secret"))?;
     let key_admin_secret = load_or_make_secret(&data_dir.join("key-admin.secret"))?;
     let functions_secret = load_or_make_secret(&data_dir.join("functions.secret"))?;
-    // The registry's own key never leaves this process.
+    // The registry's own key never leaves this process, nor does the usage function's.
     let registry_secret = random_hex(20)?;
+    let usage_secret = random_hex(20)?;
 
     let s3_listener =
         TcpListener::bind(options.s3_listen).await.map_err(|e| io(&format!("bind S3 {}", options.s3_listen), e))?;
@@ -252,6 +255,18 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let listener = TcpListener::bind(options.listen).await.map_err(|e| io(&format!("bind {}", options.listen), e))?;
     let registry_addr = listener.local_addr().map_err(|e| io("registry address", e))?;
 
+    // The usage function signs with a key limited to usage/, as its role is in AWS.
+    let usage_credentials = key_pair(USAGE_ACCESS_KEY, &usage_secret);
+    let usage_storage = S3Storage::new(
+        s3_client(
+            &format!("http://{s3_addr}"),
+            usage_credentials.clone(),
+            registry::storage::s3::timeouts(),
+            registry::storage::s3::retries(),
+        ),
+        Some(usage_credentials),
+        BUCKET,
+    );
     let credentials = key_pair(REGISTRY_ACCESS_KEY, &registry_secret);
     let storage = S3Storage::new(
         s3_client(
@@ -268,6 +283,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         (PUBLISHER_ACCESS_KEY, publisher_secret.clone()),
         (KEY_ADMIN_ACCESS_KEY, key_admin_secret.clone()),
         (FUNCTIONS_ACCESS_KEY, functions_secret),
+        (USAGE_ACCESS_KEY, usage_secret),
     ];
     let s3_service = s3_service(&data_dir, secrets)?;
     let config = local_config(&options, registry_addr)?;
@@ -280,7 +296,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     // Download records go to the local usage function, as a Lambda's log goes to its
     // subscription. It stops first, folding what it holds while the embedded S3 still runs.
     let (usage_stop, usage_stopped) = watch::channel(false);
-    let (usage_sink, usage_task) = usage::start(storage.clone(), config.usage, usage_stopped);
+    let (usage_sink, usage_task) = usage::start(usage_storage, config.usage, usage_stopped);
     let app = App::builder(config.clone(), storage.clone()).clock(options.clock.clone()).usage(usage_sink).build();
     let app = Arc::new(app.map_err(|e| LocalError(registry::error::chain(&e)))?);
     // The puller's module upstreams: the same hosts, with the puller's larger limit.
@@ -340,7 +356,7 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
 
 /// s3s-fs over the data directory's `s3/`, each principal signing with its own key pair, and
 /// each request's rights decided from the signature s3s verified (`bucket_rights`).
-fn s3_service(data_dir: &Path, secrets: [(&str, String); 4]) -> Result<s3s::service::S3Service, LocalError> {
+fn s3_service(data_dir: &Path, secrets: [(&str, String); 5]) -> Result<s3s::service::S3Service, LocalError> {
     let objects = object_files::ObjectFiles::new(&data_dir.join("s3")).map_err(LocalError)?;
     let mut builder = s3s::service::S3ServiceBuilder::new(objects);
     let mut auth = s3s::auth::SimpleAuth::new();
