@@ -229,6 +229,19 @@ fn an_event_is_bounded_before_and_after_decompression() {
     assert_eq!(Batch::decode(&b.encode()).unwrap(), b);
 }
 
+/// A document of a newer format is left alone (a rollback, or a warm container of the release
+/// before): the batch fails, to be retried, and the document is unchanged.
+#[tokio::test]
+async fn a_newer_format_is_never_reset() {
+    let storage = MemoryStorage::new();
+    let newer = r#"{"format":2,"versions":{"1.0.0":{"total":7}}}"#;
+    storage.insert(&module("network").key(), newer);
+    let line = download("network", "1.0.0", ANONYMOUS).line();
+    let folded = fold_batch(&storage, &batch("s", &[(NOW, line)]), Settings::default(), NOW).await;
+    assert!(folded.is_err(), "{folded:?}");
+    assert_eq!(storage.peek(&module("network").key()).unwrap(), newer.as_bytes());
+}
+
 #[tokio::test]
 async fn an_unreadable_document_starts_again_and_says_so() {
     let storage = MemoryStorage::new();

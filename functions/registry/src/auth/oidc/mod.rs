@@ -170,6 +170,18 @@ pub fn unverified_issuer(token: &str) -> Option<String> {
     claims.get("iss")?.as_str().map(str::to_owned)
 }
 
+/// A subject as a caller's name: its first 64 printable characters, and beyond 64 a short hash
+/// of the whole, so that two long subjects with a common start (`repo:acme/infra:environment:
+/// production` and `…:production-sandbox`) never read as one caller (download counts).
+fn subject_name(subject: &str) -> String {
+    let shown = crate::address::printable(subject);
+    if subject.chars().count() <= 64 {
+        return shown;
+    }
+    let hash = crate::auth::tokens::hash(subject);
+    format!("{shown}~{}", &hex::encode(hash)[..12])
+}
+
 /// The scopes `claims` earn under `issuer`'s rules, as a token record named after the issuer
 /// and subject (for logs; never stored).
 pub fn grant(issuer: &Issuer, claims: &Map<String, Value>) -> TokenRecord {
@@ -198,7 +210,7 @@ pub fn grant(issuer: &Issuer, claims: &Map<String, Value>) -> TokenRecord {
     providers.dedup();
     let subject = claims.get("sub").and_then(Value::as_str).unwrap_or("?");
     TokenRecord {
-        name: format!("oidc {} {}", issuer.issuer, crate::address::printable(subject)),
+        name: format!("oidc {} {}", issuer.issuer, subject_name(subject)),
         sha256: String::new(),
         created_at: String::new(),
         expires_at: None,
@@ -220,6 +232,25 @@ mod tests {
     use super::*;
     #[cfg(feature = "aws")]
     use crate::testing::oidc::{TestIssuer, claims};
+
+    /// Two subjects whose first 64 characters agree are two callers (download counts name a
+    /// caller by this), and a short subject is named as it is.
+    #[test]
+    fn long_subjects_keep_apart() {
+        let issuer = &parse_issuers(r#"[{"issuer": "https://a.test", "audience": "x", "rules": [{"claim": "c", "equals": "v", "modules": ["m"]}]}]"#).unwrap()[0];
+        let name = |sub: &str| grant(issuer, serde_json::json!({"sub": sub}).as_object().unwrap()).name;
+        let live = "repo:acme-corp/platform-infrastructure-live:environment:production";
+        let sandbox = "repo:acme-corp/platform-infrastructure-live:environment:production-sandbox";
+        assert_ne!(name(live), name(sandbox));
+        assert!(
+            name(live)
+                .starts_with("oidc https://a.test repo:acme-corp/platform-infrastructure-live:environment:producti~")
+        );
+        assert_eq!(
+            name("repo:acme/infra:ref:refs/heads/main"),
+            "oidc https://a.test repo:acme/infra:ref:refs/heads/main"
+        );
+    }
 
     #[test]
     fn issuers_are_checked_when_read() {
