@@ -111,10 +111,6 @@ run "published_versions_stay_downloadable" {
     error_message = "noncurrent versions expire only under the indexer's, the mirror's, the modules pull-through's and the usage function's prefixes (copies there are named by their SHA-256 and pins written once): an upload's version named by a manifest must never expire"
   }
   assert {
-    condition     = one([for r in aws_s3_bucket_lifecycle_configuration.registry[0].rule : one(r.noncurrent_version_expiration).noncurrent_days if r.filter[0].prefix == "usage/"]) == 1
-    error_message = "a replaced download-count document (and the callers it held) goes the next day"
-  }
-  assert {
     condition     = aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_ALLOW_OVERWRITE"] == "false"
     error_message = "published versions are immutable by default"
   }

@@ -256,28 +256,8 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
     let registry_addr = listener.local_addr().map_err(|e| io("registry address", e))?;
 
     // The usage function signs with a key limited to usage/, as its role is in AWS.
-    let usage_credentials = key_pair(USAGE_ACCESS_KEY, &usage_secret);
-    let usage_storage = S3Storage::new(
-        s3_client(
-            &format!("http://{s3_addr}"),
-            usage_credentials.clone(),
-            registry::storage::s3::timeouts(),
-            registry::storage::s3::retries(),
-        ),
-        Some(usage_credentials),
-        BUCKET,
-    );
-    let credentials = key_pair(REGISTRY_ACCESS_KEY, &registry_secret);
-    let storage = S3Storage::new(
-        s3_client(
-            &format!("http://{s3_addr}"),
-            credentials.clone(),
-            registry::storage::s3::timeouts(),
-            registry::storage::s3::retries(),
-        ),
-        Some(credentials),
-        BUCKET,
-    );
+    let usage_storage = embedded_storage(s3_addr, USAGE_ACCESS_KEY, &usage_secret);
+    let storage = embedded_storage(s3_addr, REGISTRY_ACCESS_KEY, &registry_secret);
     let secrets = [
         (REGISTRY_ACCESS_KEY, registry_secret),
         (PUBLISHER_ACCESS_KEY, publisher_secret.clone()),
@@ -352,6 +332,18 @@ pub async fn start(options: LocalOptions) -> Result<Running, LocalError> {
         client_files::write_user_files(&running, &mirror_path, &copied)?;
     }
     Ok(running)
+}
+
+/// The embedded S3's bucket as the holder of `access_key` reaches it.
+fn embedded_storage(s3_addr: SocketAddr, access_key: &str, secret: &str) -> S3Storage {
+    let credentials = key_pair(access_key, secret);
+    let client = s3_client(
+        &format!("http://{s3_addr}"),
+        credentials.clone(),
+        registry::storage::s3::timeouts(),
+        registry::storage::s3::retries(),
+    );
+    S3Storage::new(client, Some(credentials), BUCKET)
 }
 
 /// s3s-fs over the data directory's `s3/`, each principal signing with its own key pair, and
