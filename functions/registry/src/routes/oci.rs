@@ -72,11 +72,17 @@ async fn answer_oci<S: Storage>(
         }
         OciRoute::Manifest { repository, reference } => {
             let viewer = check(ctx, repository, authorization, Kind::Manifest).await?;
-            let reply = accepted(manifest(ctx, repository, reference, head, deadline).await?, request.accept)?;
+            // The version `latest` names is read beside its manifest, at once: counting adds
+            // no round trip to the answer.
+            let (reply, version) = tokio::join!(
+                manifest(ctx, repository, reference, head, deadline),
+                tagged_version(ctx, repository, reference, deadline)
+            );
+            let reply = accepted(reply?, request.accept)?;
             // A pull starts by resolving its tag: released OpenTofu with a HEAD (then the
             // manifest by digest), skopeo and ORAS with a GET. That request counts, whatever
             // its method; requests by digest, and blobs, are the same pull's.
-            if let Some(version) = tagged_version(ctx, repository, reference, deadline).await {
+            if let Some(version) = version {
                 let counted = match repository {
                     Repository::Provider(provider) => Counted::Provider(provider.clone()),
                     Repository::Module(module) => Counted::Module(module.clone()),
