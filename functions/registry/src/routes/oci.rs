@@ -80,8 +80,8 @@ async fn answer_oci<S: Storage>(
             );
             let reply = accepted(reply?, request.accept)?;
             // A pull starts by resolving its tag: released OpenTofu with a HEAD (then the
-            // manifest by digest), skopeo and ORAS with a GET. That request counts, whatever
-            // its method; requests by digest, and blobs, are the same pull's.
+            // manifest by digest, oci_handshake.rs), other clients may GET it. That request
+            // counts, whatever its method; requests by digest, and blobs, are the same pull's.
             if let Some(version) = version {
                 let counted = match repository {
                     Repository::Provider(provider) => Counted::Provider(provider.clone()),
