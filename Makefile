@@ -141,8 +141,8 @@ TOKEN_ENV = $(if $(DEPLOYED),AWS_REGION="$$(cd $(DEPLOYED) && $(TERRAFORM) outpu
 ## DEPLOYED=infra/examples/minimal (read from that root's bucket_name output); AWS credentials
 ## from the environment. make token-create NAME=ci MODULES='acme,team-*'
 ## PROVIDERS='registry.terraform.io/hashicorp/*' EXPIRES_DAYS=90 (an existing NAME is refused;
-## REPLACE=1 replaces that token at once; ADMIN=1: it also sees who downloads the modules its
-## own scopes cover).
+## REPLACE=1 replaces that token at once; ADMIN=1: it also sees who downloads the modules and
+## providers its own scopes cover).
 token-create: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- token create --name "$(NAME)" \
 	  $(if $(MODULES),--modules '$(MODULES)') $(if $(PROVIDERS),--providers '$(PROVIDERS)') \

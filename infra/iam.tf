@@ -9,7 +9,8 @@
 # only under the upstream hosts' provider prefixes and, where the modules pull-through fetches
 # (var.upstream_modules), under upstream-modules/ (archives too large to copy while the CLI
 # waits), which the modules function writes too, and nothing else. The usage function reads
-# and writes only the download counts (usage/), which the web function reads.
+# and writes only the download counts (usage/), whose modules' and providers' the web function
+# reads.
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -47,11 +48,11 @@ locals {
     ]
     # The catalog's parts, module manifests and docs, provider manifests (the provider pages),
     # the upstream modules' pins (their pages); no archive (it presigns nothing).
-    # And a module's download counts (its details and page).
+    # And modules' and providers' download counts (details and pages).
     web = [
       "indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json",
       "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*",
-      "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*",
+      "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*", "usage/providers/*",
     ]
     # OCI: tags from the provider documents and module manifests, manifests and blob pointers
     # by digest (and the zips made of .tar.gz modules), and the zips a blob redirect presigns.

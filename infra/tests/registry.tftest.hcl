@@ -144,7 +144,7 @@ run "least_privilege" {
     error_message = "mirror reads only its documents, provider zips, the token store and what it keeps of upstreams"
   }
   assert {
-    condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json", "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*", "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json", "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*", "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*", "usage/providers/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
     error_message = "web only reads the catalog, module and provider manifests, module docs, upstream modules' pins, and the token store: no archive, no publish log, no write"
   }
   assert {

@@ -191,6 +191,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "token store",
                 "upstream module pins",
                 "module usage",
+                "provider usage",
             ],
         ),
         (

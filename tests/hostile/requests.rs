@@ -210,9 +210,11 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
             Some(key) if key.starts_with(layout::OCI_PREFIX) => true,
             // A module version's docs (the details routes).
             Some(key) if key.starts_with("indexed/modules/") && key.contains("/docs/") => true,
-            // A module's download counts (the details routes and pages): NS/NAME/SYSTEM.json.
-            Some(key) if key.starts_with("usage/modules/") => {
-                let parts: Vec<&str> = key["usage/modules/".len()..].split('/').collect();
+            // A module's or provider's download counts (details and pages): NS/NAME/SYSTEM.json,
+            // HOST/NS/TYPE.json.
+            Some(key) if key.starts_with("usage/modules/") || key.starts_with("usage/providers/") => {
+                let rest = key.trim_start_matches("usage/modules/").trim_start_matches("usage/providers/");
+                let parts: Vec<&str> = rest.split('/').collect();
                 parts.len() == 3 && !parts.iter().any(|p| p.is_empty() || *p == "..") && parts[2].ends_with(".json")
             }
             // An upstream module's pins (its page): HOST/NS/NAME/SYSTEM/pins.json, no more.

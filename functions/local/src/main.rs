@@ -137,7 +137,7 @@ enum Token {
         /// existing name is refused (rotate with overlap under a new name instead).
         #[arg(long)]
         replace: bool,
-        /// May also see who downloads the modules its own scopes cover (each version's callers).
+        /// May also see who downloads the modules and providers its own scopes cover.
         #[arg(long)]
         admin: bool,
         #[command(flatten)]

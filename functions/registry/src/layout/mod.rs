@@ -85,7 +85,7 @@ pub const OCI_PREFIX: &str = "indexed/oci/";
 
 /// Download counts (`usage`): a document per module, provider or upstream module, written by
 /// the usage function only (from the read functions' download records); the web function
-/// reads modules' (`usage/modules/`). No notification covers it.
+/// reads modules' and providers' (their pages). No notification covers it.
 pub const USAGE_PREFIX: &str = "usage/";
 
 /// A module's download counts.

@@ -9,6 +9,7 @@
 //! file keeps only what they all share.
 
 mod catalog;
+mod counts;
 mod discovery;
 mod mirror;
 mod module_pull_through;

@@ -22,7 +22,7 @@ use crate::module_docs::compare::{Change, Comparison};
 use crate::query::Listing;
 use crate::router::Route;
 use crate::storage::Storage;
-use crate::usage::{Counted, Download, OwnerUsage, Via};
+use crate::usage::{Counted, Download, Via};
 
 /// modules.v1: the versions and the download of a module, and of an upstream registry's
 /// module (`module_pull_through`). (The v1 list, search and details
@@ -140,59 +140,18 @@ pub(super) async fn details<S: Storage>(
     absent: impl Fn() -> Error,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
+    let counted = Counted::Module(module.clone());
     let (view, usage) = tokio::join!(
         module_version(ctx, module, version, Compare::Previous, absent, deadline),
-        counted(ctx, module, deadline)
+        super::counts::read(ctx, &counted, deadline)
     );
     let view = view?;
     let mut body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
     crate::browse::add_changes(&mut body, view.entry(), view.comparison());
-    let shown = downloads(ctx, module, usage.as_deref(), &view.entry().version, viewer);
+    let resource = crate::auth::Resource::Module(module);
+    let shown = super::counts::shown(ctx, usage.as_deref(), &view.entry().version, viewer, resource);
     crate::browse::add_downloads(&mut body, &shown);
     Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
-}
-
-/// `module`'s download counts (`usage`), as stored: none when nothing was counted yet, or
-/// when they cannot be read now (a page is never refused for its counts; the log says so).
-pub(super) async fn counted<S: Storage>(
-    ctx: &Context<S>,
-    module: &ModuleAddress,
-    deadline: tokio::time::Instant,
-) -> Option<Arc<OwnerUsage>> {
-    let key = Counted::Module(module.clone()).key();
-    let none = || Error::NotFound(String::new());
-    match ctx.reader.manifest(&key, OwnerUsage::parse, |_| false, none, deadline).await {
-        Ok(read) => Some(read.value),
-        Err(Error::NotFound(_)) => None,
-        Err(e) => {
-            tracing::warn!(key, error = %crate::error::chain(&e), "download counts not read");
-            None
-        }
-    }
-}
-
-/// What `viewer` is shown of `version`'s downloads, as of today: the counts, and the callers
-/// for an admin token whose scopes cover the module.
-pub(super) fn downloads(
-    ctx: &Context<impl Storage>,
-    module: &ModuleAddress,
-    usage: Option<&OwnerUsage>,
-    version: &str,
-    viewer: &Viewer,
-) -> crate::usage::Shown {
-    let today = crate::usage::day_of(crate::clock::now_unix());
-    let empty = OwnerUsage::default();
-    let usage = usage.unwrap_or(&empty);
-    let caller_days = ctx.config.usage.caller_days;
-    let callers = viewer
-        .may_see_callers(crate::auth::Resource::Module(module))
-        .then(|| usage.callers(version, today, caller_days));
-    crate::usage::Shown {
-        version: usage.downloads(version, today),
-        module: usage.all_downloads(today),
-        callers,
-        caller_days,
-    }
 }
 
 /// Which version a shown version is compared with.

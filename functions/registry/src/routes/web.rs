@@ -133,14 +133,16 @@ async fn page<S: Storage>(
             };
             let viewer = super::authorize(ctx, route, authorization).await?;
             let previous = super::modules::Compare::Previous;
+            let counted = crate::usage::Counted::Module(module.clone());
             let (view, usage) = tokio::join!(
                 super::modules::module_version(ctx, module, version, previous, absent, deadline),
-                super::modules::counted(ctx, module, deadline)
+                super::counts::read(ctx, &counted, deadline)
             );
             let view = view?;
             let place = place(ctx, request);
             let changes = view.changes();
-            let downloads = super::modules::downloads(ctx, module, usage.as_deref(), &view.entry().version, &viewer);
+            let resource = crate::auth::Resource::Module(module);
+            let downloads = super::counts::shown(ctx, usage.as_deref(), &view.entry().version, &viewer, resource);
             let shown = pages::Shown {
                 entry: view.entry(),
                 manifest: &view.manifest,
@@ -165,8 +167,8 @@ async fn page<S: Storage>(
                 Route::ProviderVersionPage { version, .. } => Some(version),
                 _ => None,
             };
-            super::authorize(ctx, route, authorization).await?;
-            provider_page(ctx, provider, version, absent, request, deadline).await
+            let viewer = super::authorize(ctx, route, authorization).await?;
+            provider_page(ctx, provider, version, &viewer, absent, request, deadline).await
         }
         Route::UpstreamModulePage { module } => {
             super::authorize(ctx, route, authorization).await?;
@@ -257,10 +259,12 @@ async fn provider_page<S: Storage>(
     ctx: &Context<S>,
     provider: &ProviderAddress,
     version: Option<&semver::Version>,
+    viewer: &crate::auth::Viewer,
     absent: impl Fn() -> Error + Copy,
     request: &Request<'_>,
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
+    let counted = crate::usage::Counted::Provider(provider.clone());
     let index_key = layout::provider_index(provider);
     let index = || ctx.reader.manifest(&index_key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline);
     let no_version = |v: &semver::Version| Error::NotFound(format!("provider {provider} has no version {v}"));
@@ -269,18 +273,20 @@ async fn provider_page<S: Storage>(
         let missing = || no_version(&v);
         ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing, deadline).await
     };
-    let (index, document, shown) = match version {
+    let (index, document, shown, usage) = match version {
         Some(v) => {
-            let (index, document) = tokio::join!(index(), document(v.clone()));
-            (index?, document?, v.clone())
+            let (index, document, usage) =
+                tokio::join!(index(), document(v.clone()), super::counts::read(ctx, &counted, deadline));
+            (index?, document?, v.clone(), usage)
         }
         None => {
-            let index = index().await?;
+            let (index, usage) = tokio::join!(index(), super::counts::read(ctx, &counted, deadline));
+            let index = index?;
             let latest = crate::catalog::latest(index.value.versions.keys().map(String::as_str))
                 .and_then(|v| parse_version(v).ok())
                 .ok_or_else(absent)?;
             let document = document(latest.clone()).await?;
-            (index, document, latest)
+            (index, document, latest, usage)
         }
     };
     let shown_text = shown.to_string();
@@ -291,15 +297,16 @@ async fn provider_page<S: Storage>(
     versions.sort_by(|a, b| newest_first(a, b));
     let own = ctx.config.hostname.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&provider.hostname));
     let place = place(ctx, request);
-    let page = pages::provider(
-        &place.as_place(&ctx.config),
-        provider,
-        &shown_text,
-        &versions,
-        &document.value,
-        own,
-        signed_in(request),
-    );
+    let downloads =
+        super::counts::shown(ctx, usage.as_deref(), &shown_text, viewer, crate::auth::Resource::Provider(provider));
+    let release = pages::Release {
+        version: &shown_text,
+        versions: &versions,
+        document: &document.value,
+        own_hostname: own,
+        downloads: Some(&downloads),
+    };
+    let page = pages::provider(&place.as_place(&ctx.config), provider, &release, signed_in(request));
     Ok(html_reply(StatusCode::OK, page).etag().stale(index.stale || document.stale))
 }
 

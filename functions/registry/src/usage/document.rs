@@ -105,7 +105,7 @@ impl std::ops::AddAssign for Downloads {
 pub struct Shown {
     /// This version's.
     pub version: Downloads,
-    /// Every version's of the module.
+    /// Every version's of the module or provider.
     pub module: Downloads,
     /// Who downloaded this version in the last `caller_days` days: only for a viewer who may
     /// see it (`auth::Viewer::may_see_callers`).

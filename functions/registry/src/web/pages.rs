@@ -195,7 +195,7 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
     let usage = usage_snippet(&label, &format!("{}/{address}", place.host), &entry.version, root);
     let _ = writeln!(head, "<section id=\"usage\">\n<h2>Usage</h2>\n{}</section>", snippet("usage-snippet", &usage));
     if let Some(downloads) = downloads {
-        head.push_str(&super::usage::section(downloads, entry.deprecation.is_some()));
+        head.push_str(&super::usage::section(downloads, entry.deprecation.is_some(), "module"));
     }
     budget = budget.saturating_sub(head.len());
 
@@ -445,16 +445,26 @@ fn directory(
     out
 }
 
-/// A provider version's page: the snippets to install it, its platforms and hashes, versions.
-pub fn provider(
-    place: &Place<'_>,
-    provider: &ProviderAddress,
-    version: &str,
-    versions: &[&str],
-    document: &ProviderVersion,
-    own_hostname: bool,
-    signed_in: bool,
-) -> String {
+/// What a provider version's page shows: the version, every version, its document, whether
+/// its host is this registry's (providers.v1), and its downloads (when counted).
+#[derive(Debug, Clone, Copy)]
+pub struct Release<'a> {
+    /// The version.
+    pub version: &'a str,
+    /// Every version, newest first.
+    pub versions: &'a [&'a str],
+    /// Its archives, and its signed release if it is one.
+    pub document: &'a ProviderVersion,
+    /// Its host is `REGISTRY_HOSTNAME`.
+    pub own_hostname: bool,
+    /// Its downloads.
+    pub downloads: Option<&'a crate::usage::Shown>,
+}
+
+/// A provider version's page: the snippets to install it, its downloads, its platforms and
+/// hashes, versions.
+pub fn provider(place: &Place<'_>, provider: &ProviderAddress, release: &Release<'_>, signed_in: bool) -> String {
+    let Release { version, versions, document, own_hostname, downloads } = *release;
     let address = provider.to_string();
     let mut main = String::new();
     let _ = write!(
@@ -469,6 +479,9 @@ pub fn provider(
         meta.push(format!("protocols {}", escape(&release.protocols.join(", "))));
     }
     let _ = writeln!(main, "<p class=\"meta\">{}</p>", meta.join(" · "));
+    if let Some(downloads) = downloads {
+        main.push_str(&super::usage::section(downloads, document.deprecation.is_some(), "provider"));
+    }
 
     main.push_str("<div class=\"columns\">\n<div class=\"body\">\n<section id=\"usage\">\n<h2>Use it</h2>\n");
     let constraint = constraint(version);

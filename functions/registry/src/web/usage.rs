@@ -1,6 +1,6 @@
-//! A version page's downloads: its counts over the windows kept, the module's, and for an
-//! admin token the callers of the version (`usage`). Every name is escaped: a caller's name
-//! comes from a token or an OIDC subject.
+//! A version page's downloads (a module's or a provider's): its counts over the windows kept,
+//! every version's, and for an admin token the callers of the version (`usage`). Every name is
+//! escaped: a caller's name comes from a token or an OIDC subject.
 
 use std::fmt::Write;
 
@@ -10,8 +10,8 @@ use crate::usage::{Downloads, Shown};
 /// Callers listed on a page at most (the API lists every one kept).
 const CALLERS_SHOWN: usize = 50;
 
-/// The section.
-pub(super) fn section(usage: &Shown, deprecated: bool) -> String {
+/// The section, of a version of a `what` (`module`, `provider`).
+pub(super) fn section(usage: &Shown, deprecated: bool, what: &str) -> String {
     let line = |d: &Downloads| {
         format!(
             "{} in the last 7 days, {} in 30, {} in 90, {} in all",
@@ -21,7 +21,7 @@ pub(super) fn section(usage: &Shown, deprecated: bool) -> String {
     let mut out = String::from("<section id=\"downloads\">\n<h2>Downloads</h2>\n");
     let _ = writeln!(
         out,
-        "<p class=\"meta\">This version: {}. The module: {}.</p>",
+        "<p class=\"meta\">This version: {}. The {what}: {}.</p>",
         line(&usage.version),
         line(&usage.module)
     );

@@ -34,6 +34,7 @@ async fn published() -> MemoryStorage {
         storage.insert(key, vpc.clone());
         indexer.on_object_changed(key).await.unwrap();
     }
+    storage.insert("indexed/providers/registry.terraform.io/hashicorp/null/index.json", r#"{"versions":{"3.2.1":{}}}"#);
     storage.insert(
         "indexed/providers/registry.terraform.io/hashicorp/null/3.2.1.json",
         r#"{"archives":{"linux_amd64":{"url":"terraform-provider-null_3.2.1_linux_amd64.zip","hashes":["h1:x="]}}}"#,
@@ -160,6 +161,14 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
     assert!(plain.contains("This version: 7 in the last 7 days") && !plain.contains("token ci"), "{plain}");
     assert!(admin.contains("<code>token ci</code>"), "{admin}");
     assert!(admin.contains("&lt;script&gt;") && !admin.contains("<script>"), "escaped");
+
+    // The provider's page shows its counts too.
+    let provider_page = {
+        let reply = app.handle(&get("/ui/providers/registry.terraform.io/hashicorp/null/3.2.1", "Bearer trg_ci")).await;
+        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        String::from_utf8(reply.body.to_vec()).unwrap()
+    };
+    assert!(provider_page.contains("This version: 1 in the last 7 days") && provider_page.contains("The provider: 1"));
 
     // The provider's mirror download, under its own document, by platform-less protocol.
     let provider = registry::usage::Counted::Provider(

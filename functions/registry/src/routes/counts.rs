@@ -1,0 +1,47 @@
+//! A module's or provider's download counts (`usage`) as the details API and the pages show
+//! them, shared by `modules` (details) and `web` (pages): read beside what the answer reads,
+//! never a reason to refuse it.
+
+use std::sync::Arc;
+
+use crate::auth::{Resource, Viewer};
+use crate::context::Context;
+use crate::error::Error;
+use crate::storage::Storage;
+use crate::usage::{Counted, OwnerUsage, Shown};
+
+/// `counted`'s download counts, as stored: none when nothing was counted yet, or when they
+/// cannot be read now (the log says so).
+pub(super) async fn read<S: Storage>(
+    ctx: &Context<S>,
+    counted: &Counted,
+    deadline: tokio::time::Instant,
+) -> Option<Arc<OwnerUsage>> {
+    let key = counted.key();
+    let none = || Error::NotFound(String::new());
+    match ctx.reader.manifest(&key, OwnerUsage::parse, |_| false, none, deadline).await {
+        Ok(read) => Some(read.value),
+        Err(Error::NotFound(_)) => None,
+        Err(e) => {
+            tracing::warn!(key, error = %crate::error::chain(&e), "download counts not read");
+            None
+        }
+    }
+}
+
+/// What `viewer` is shown of `version`'s downloads, as of today: the counts, and the callers
+/// for an admin token whose own scopes cover `resource`.
+pub(super) fn shown<S>(
+    ctx: &Context<S>,
+    usage: Option<&OwnerUsage>,
+    version: &str,
+    viewer: &Viewer,
+    resource: Resource<'_>,
+) -> Shown {
+    let today = crate::usage::day_of(crate::clock::now_unix());
+    let empty = OwnerUsage::default();
+    let usage = usage.unwrap_or(&empty);
+    let caller_days = ctx.config.usage.caller_days;
+    let callers = viewer.may_see_callers(resource).then(|| usage.callers(version, today, caller_days));
+    Shown { version: usage.downloads(version, today), module: usage.all_downloads(today), callers, caller_days }
+}
