@@ -192,14 +192,6 @@ fn authorization(case: &Case, secrets: &Secrets) -> Option<String> {
 /// by the registry. Never a listing, an archive, a rejection record, or a write.
 fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), String> {
     for r in requests {
-        // The local usage function folding an earlier download's record: its own key, which
-        // the embedded S3 confines to usage/ (bucket_rights), not this request's reads.
-        if r.signer.as_deref() == Some(registry_local::embedded_s3::USAGE_ACCESS_KEY) {
-            if !r.key.as_deref().is_some_and(|k| k.starts_with(layout::USAGE_PREFIX)) {
-                return Err(format!("{what}: the usage function outside usage/: {r:?}"));
-            }
-            continue;
-        }
         let allowed_key = match r.key.as_deref() {
             Some(layout::TOKENS) => true,
             // The catalog's parts (list, search, the catalog page); which namespaces' shards a
