@@ -177,8 +177,12 @@ impl Config {
             oidc_issuers,
             oidc_ca_file: env.text("REGISTRY_OIDC_CA_FILE"),
             usage: crate::usage::Settings {
-                caller_days: env.bounded("REGISTRY_USAGE_CALLER_DAYS", 30, crate::usage::DAYS_KEPT as u64, "days")?
-                    as u32,
+                caller_days: env.bounded(
+                    "REGISTRY_USAGE_CALLER_DAYS",
+                    u64::from(crate::usage::Settings::default().caller_days),
+                    crate::usage::DAYS_KEPT as u64,
+                    "days",
+                )? as u32,
             },
         })
     }
