@@ -104,6 +104,16 @@ assert.match(catalog, /registry\.terraform\.io\/hashicorp\/null/);
 assert.doesNotMatch(catalog, /globex/);
 await shot(page, "catalog");
 
+step("the catalog sorted by downloads, and back");
+await Promise.all([page.waitForNavigation(), page.click("#modules p.sort a")]);
+assert.equal(new URL(page.url()).searchParams.get("sort"), "downloads");
+assert.match(await page.locator("#modules p.sort").innerText(), /Sorted by most downloaded/);
+const headers = await page.locator("#modules table th").allInnerTexts();
+assert.ok(headers.includes("Downloads"), JSON.stringify(headers));
+assert.match(await page.locator("main").innerText(), /acme\/vpc\/aws/);
+await Promise.all([page.waitForNavigation(), page.click("#modules p.sort a")]);
+assert.equal(new URL(page.url()).searchParams.get("sort"), null);
+
 step("search");
 await page.fill("header form.search input[name=q]", "network");
 await Promise.all([page.waitForNavigation(), page.press("header form.search input[name=q]", "Enter")]);

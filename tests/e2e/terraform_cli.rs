@@ -188,6 +188,25 @@ async fn terraform_init_installs_modules_and_providers_from_the_registry() {
         (&serde_json::json!("token local-dev"), &serde_json::json!(2))
     );
     assert_eq!(tags["usage"]["version"]["total"], 2, "{tags}");
+    // The module list carries the same totals (every module of the configuration installed
+    // twice; equal counts in address order); the namespace's totals are written just after
+    // the modules' documents, so wait for them too.
+    let expected: Vec<(String, u64)> = ["naming", "network", "tags"].iter().map(|m| (m.to_string(), 2)).collect();
+    let mut listed = Vec::new();
+    for _ in 0..100 {
+        let list = h.get_json("/v1/modules?namespace=acme&sort=downloads&limit=100").await.1;
+        listed = list["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["name"].as_str().unwrap().to_string(), m["downloads"].as_u64().unwrap()))
+            .collect();
+        if listed == expected {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed, expected, "two inits, each module of the configuration downloaded twice");
 
     // Bytes changed behind the registry's back (raw bucket write, no indexer run): the
     // lock file and the mirror's hashes both refuse them.

@@ -209,6 +209,17 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
                 let parts: Vec<&str> = rest.split('/').collect();
                 parts.len() == 3 && !parts.iter().any(|p| p.is_empty() || *p == "..") && parts[2].ends_with(".json")
             }
+            // A namespace's modules' download totals (the list's): usage/modules/NS.json.
+            Some(key)
+                if key.strip_prefix("usage/modules/").and_then(|k| k.strip_suffix(".json")).is_some_and(
+                    |namespace| {
+                        !namespace.is_empty()
+                            && namespace.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                    },
+                ) =>
+            {
+                true
+            }
             // An upstream module's pins (its page): HOST/NS/NAME/SYSTEM/pins.json, no more.
             Some(key) if key.starts_with("indexed/upstream-modules/") => {
                 let parts: Vec<&str> = key["indexed/upstream-modules/".len()..].split('/').collect();

@@ -1,6 +1,6 @@
 //! The one query string grammar the registry reads: the parameters of the module list and
 //! search routes (`GET /v1/modules`, `GET /v1/modules/search`), as the public registry names
-//! them. Bounded and strict: a known name at most once, each value by its own grammar, the
+//! them, and `sort=downloads`, the registry's own. Bounded and strict: a known name at most once, each value by its own grammar, the
 //! whole string short; anything else is a 400 that says what is allowed. Every other route
 //! refuses a query string (`router`).
 
@@ -31,11 +31,14 @@ pub struct Listing {
     pub offset: usize,
     /// `limit`: modules on the page.
     pub limit: usize,
+    /// `sort=downloads` (the registry's own): most downloaded first (every version's total,
+    /// `usage`); otherwise address order, or for a search relevance.
+    pub by_downloads: bool,
 }
 
 impl Default for Listing {
     fn default() -> Self {
-        Listing { q: None, namespace: None, provider: None, offset: 0, limit: LIMIT_DEFAULT }
+        Listing { q: None, namespace: None, provider: None, offset: 0, limit: LIMIT_DEFAULT, by_downloads: false }
     }
 }
 
@@ -57,8 +60,11 @@ impl Listing {
         if raw.len() > QUERY_MAX_LEN {
             return Err(Error::BadRequest(format!("query string longer than {QUERY_MAX_LEN} bytes")));
         }
-        let allowed =
-            if search { "q, namespace, provider, offset, limit" } else { "namespace, provider, offset, limit" };
+        let allowed = if search {
+            "q, namespace, provider, offset, limit, sort"
+        } else {
+            "namespace, provider, offset, limit, sort"
+        };
         let mut listing = Listing::default();
         let mut seen: Vec<&str> = Vec::new();
         for pair in raw.split('&').filter(|p| !p.is_empty()) {
@@ -83,6 +89,13 @@ impl Listing {
                     if listing.limit == 0 {
                         return Err(Error::BadRequest(format!("limit must be 1 to {LIMIT_MAX}")));
                     }
+                }
+                "sort" if value == "downloads" => listing.by_downloads = true,
+                "sort" => {
+                    return Err(Error::BadRequest(format!(
+                        "sort must be downloads (most downloaded first), not {:?}",
+                        printable(value)
+                    )));
                 }
                 _ => {
                     return Err(Error::BadRequest(format!(
@@ -111,6 +124,9 @@ impl Listing {
         }
         if let Some(provider) = &self.provider {
             pairs.push(format!("provider={provider}"));
+        }
+        if self.by_downloads {
+            pairs.push("sort=downloads".to_string());
         }
         pairs.push(format!("limit={}", self.limit));
         pairs.push(format!("offset={offset}"));
@@ -206,6 +222,7 @@ mod tests {
         );
         let l = ok("q=vpc+peering%20%C3%A9&limit=100", true);
         assert_eq!((l.q.as_deref(), l.limit), (Some("vpc peering é"), 100));
+        assert!(ok("sort=downloads", false).by_downloads && ok("q=vpc&sort=downloads", true).by_downloads);
         assert_eq!(ok("q=%20x%20", true).q.as_deref(), Some("x"));
 
         for (raw, search, says) in [
@@ -229,6 +246,9 @@ mod tests {
             ("q=%ff%fe", true, "not UTF-8"),
             ("q=a%00b", true, "control characters"),
             ("q=a%0Ab", true, "control characters"),
+            ("sort=name", false, "sort must be downloads"),
+            ("sort=", false, "sort must be downloads"),
+            ("sort=downloads&sort=downloads", false, "given twice"),
         ] {
             let message = bad(raw, search);
             assert!(message.contains(says), "{raw}: {message}");
@@ -252,7 +272,7 @@ mod tests {
 
     #[test]
     fn next_pages_read_back_as_the_same_listing() {
-        for raw in ["q=vpc+%C3%A9%26x%3D1&namespace=acme&limit=5", "provider=aws&offset=3"] {
+        for raw in ["q=vpc+%C3%A9%26x%3D1&namespace=acme&limit=5", "provider=aws&offset=3", "sort=downloads&limit=2"] {
             let search = raw.starts_with("q=");
             let listing = ok(raw, search);
             let next = ok(&listing.query_at(listing.offset + listing.limit), search);

@@ -7,8 +7,9 @@
 //! scopes. Details are the module's manifest and
 //! the version's docs, shown only when the docs were read from the archive the manifest
 //! serves. Fields the registry does not keep are present with empty values (`owner`,
-//! `source`, `downloads`, `verified`: docs/API.md says why), so decoders of the public
-//! registry's answers still find them.
+//! `source`, `verified`: docs/API.md says why), so decoders of the public registry's answers
+//! still find them; `downloads` is every version's total as the usage function counted it
+//! (the namespace's summary, `usage::NamespaceUsage`), and `sort=downloads` orders by it.
 
 use serde_json::{Value, json};
 
@@ -26,7 +27,7 @@ const SEARCH_TERMS_MAX: usize = 8;
 /// One page of a list or search answer: `meta` (`limit`, `current_offset`, and `next_offset`
 /// / `next_url`, `prev_offset` / `prev_url` where there is such a page) and `modules`, the
 /// page `shown` of `total` modules found.
-pub fn page(total: usize, shown: &[ModuleEntry], listing: &Listing, path: &str) -> Value {
+pub fn page(total: usize, shown: &[Listed], listing: &Listing, path: &str) -> Value {
     let modules: Vec<Value> = shown.iter().map(summary).collect();
     let mut meta = json!({"limit": listing.limit, "current_offset": listing.offset});
     let next = listing.offset + listing.limit;
@@ -40,6 +41,15 @@ pub fn page(total: usize, shown: &[ModuleEntry], listing: &Listing, path: &str) 
         meta["prev_url"] = json!(format!("{path}?{}", listing.query_at(prev)));
     }
     json!({"meta": meta, "modules": modules})
+}
+
+/// A module on a page, with its downloads (every version's, ever).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// What the catalog says of it.
+    pub entry: ModuleEntry,
+    /// Its downloads.
+    pub downloads: u64,
 }
 
 /// Which catalog shards a list or search reads, in address order (`plan`), and where its page
@@ -56,7 +66,8 @@ pub struct Plan<'a> {
 
 /// The shards a list or search needs, from the index, among the namespaces `visible` says
 /// may be read. A list reads only the shards that hold its page (usually one or two); a
-/// search reads every namespace it may find a module in (one with `namespace=`).
+/// search, or a list sorted by downloads, reads every namespace it may find a module in (one
+/// with `namespace=`).
 pub fn plan<'a>(index: &'a CatalogIndex, listing: &Listing, visible: impl Fn(&str) -> bool) -> Plan<'a> {
     let counted = index
         .namespaces
@@ -71,7 +82,7 @@ pub fn plan<'a>(index: &'a CatalogIndex, listing: &Listing, visible: impl Fn(&st
             (namespace.as_str(), modules)
         })
         .filter(|(_, modules)| *modules > 0);
-    if listing.q.is_some() {
+    if listing.q.is_some() || listing.by_downloads {
         return Plan { namespaces: counted.map(|(namespace, _)| namespace).collect(), list: None };
     }
     let (first, end) = (listing.offset, listing.offset.saturating_add(listing.limit));
@@ -89,17 +100,24 @@ pub fn plan<'a>(index: &'a CatalogIndex, listing: &Listing, visible: impl Fn(&st
 }
 
 /// How many modules a list or search found, and its page, from the shards `plan` named (in
-/// its order). While a publish is between its shard and the index, a list's page can be a
-/// module short or long at a shard's edge; the next read has it right.
+/// its order), each with its `downloads`. While a publish is between its shard and the index,
+/// a list's page can be a module short or long at a shard's edge; the next read has it right.
 pub fn found(
     plan: &Plan<'_>,
     shards: &[&ModuleShard],
     listing: &Listing,
     visible: impl Fn(&ModuleAddress) -> bool,
-) -> (usize, Vec<ModuleEntry>) {
+    downloads: impl Fn(&ModuleEntry) -> u64,
+) -> (usize, Vec<Listed>) {
     let (_, selected) = select(shards.iter().flat_map(|s| s.modules.values()), listing, visible);
+    let mut selected: Vec<Listed> =
+        selected.into_iter().map(|entry| Listed { downloads: downloads(entry), entry: entry.clone() }).collect();
+    if listing.by_downloads {
+        // Stable: equal downloads keep address (or relevance) order.
+        selected.sort_by_key(|listed| std::cmp::Reverse(listed.downloads));
+    }
     let (skip, total) = plan.list.unwrap_or((listing.offset, selected.len()));
-    (total, selected.into_iter().skip(skip).take(listing.limit).cloned().collect())
+    (total, selected.into_iter().skip(skip).take(listing.limit).collect())
 }
 
 /// Of `entries` (in address order), those `listing` wants (its filters and search words, not
@@ -151,15 +169,18 @@ fn relevance(entry: &ModuleEntry, terms: &[String]) -> Option<u32> {
 }
 
 /// A module as the public registry lists it.
-fn summary(entry: &ModuleEntry) -> Value {
-    module_object(
+fn summary(listed: &Listed) -> Value {
+    let entry = &listed.entry;
+    let mut object = module_object(
         &entry.namespace,
         &entry.name,
         &entry.system,
         &entry.latest,
         entry.description.as_deref(),
         entry.published_at.as_deref().or(entry.updated.as_deref()),
-    )
+    );
+    object["downloads"] = json!(listed.downloads);
+    object
 }
 
 fn module_object(

@@ -43,7 +43,7 @@ fn page(catalog: &Catalog, listing: &Listing, visible: impl Fn(&ModuleAddress) -
     let by_namespace = |ns: &str| ModuleAddress::parse(ns, "any", "any").is_ok_and(|m| visible(&m));
     let plan = plan(&index, listing, by_namespace);
     let shards: Vec<&ModuleShard> = plan.namespaces.iter().map(|ns| &catalog.shards[*ns]).collect();
-    let (total, shown) = found(&plan, &shards, listing, &visible);
+    let (total, shown) = found(&plan, &shards, listing, &visible, |_| 0);
     super::page(total, &shown, listing, path)
 }
 
@@ -103,6 +103,31 @@ fn list_pages_in_address_order_with_links() {
     assert!(ids(&past).is_empty());
     let aws = page(&catalog(), &Listing { provider: Some("google".into()), ..Listing::default() }, all, "/v1/modules");
     assert_eq!(ids(&aws), ["acme/vpc/google/1.0.0"]);
+}
+
+#[test]
+fn sorted_by_downloads_most_first_ties_in_address_order() {
+    let c = catalog();
+    let index = c.index();
+    let listing = Listing { by_downloads: true, limit: 3, ..Listing::default() };
+    let plan = plan(&index, &listing, |_| true);
+    assert_eq!(plan.namespaces, ["acme", "other"], "every namespace: the order is not the index's");
+    let shards: Vec<&ModuleShard> = plan.namespaces.iter().map(|ns| &c.shards[*ns]).collect();
+    let downloads = |e: &ModuleEntry| match e.name.as_str() {
+        "vpc-peering" => 40,
+        "subnets" | "vpc" => 7,
+        _ => 0,
+    };
+    let (total, shown) = found(&plan, &shards, &listing, |_| true, downloads);
+    let page = super::page(total, &shown, &listing, "/v1/modules");
+    assert_eq!(ids(&page), ["other/vpc-peering/aws/1.0.0", "acme/subnets/aws/1.0.0", "acme/vpc/aws/1.0.0"]);
+    assert_eq!(page["modules"][0]["downloads"], 40);
+    assert_eq!(page["meta"]["next_url"], "/v1/modules?sort=downloads&limit=3&offset=3");
+    let search = Listing { q: Some("vpc".into()), by_downloads: true, ..Listing::default() };
+    let (_, shown) = found(&plan, &shards, &search, |_| true, downloads);
+    let names: Vec<&str> = shown.iter().map(|l| l.entry.name.as_str()).collect();
+    // Three have 7: the two named vpc before subnets (only its description says vpc).
+    assert_eq!(names, ["vpc-peering", "vpc", "vpc", "subnets"], "downloads first, then relevance");
 }
 
 #[test]
@@ -185,7 +210,11 @@ async fn the_api_answers_from_what_the_indexer_wrote_within_a_tokens_scopes() {
     assert_eq!(list["modules"][0]["description"], "A network with subnets.");
     let before = app.storage().request_count();
     assert_eq!(call("/v1/modules", Some("limit=1"), acme).await.0, 200);
-    assert_eq!(app.storage().request_count() - before, 2, "warm: the catalog's index and the one shard");
+    assert_eq!(
+        app.storage().request_count() - before,
+        3,
+        "warm: the catalog's index, the one shard and its namespace's download totals"
+    );
     let (_, found) = call("/v1/modules/search", Some("q=vault"), acme).await;
     assert!(ids(&found).is_empty(), "{found}");
     let (_, found) = call("/v1/modules/search", Some("q=network"), acme).await;

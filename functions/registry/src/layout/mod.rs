@@ -23,6 +23,7 @@
 //! usage/modules/NAMESPACE/NAME/SYSTEM.json                 downloads by version, day, caller  usage function
 //! usage/providers/HOSTNAME/NAMESPACE/TYPE.json              (likewise)
 //! usage/upstream-modules/HOSTNAME/NAMESPACE/NAME/SYSTEM.json (likewise)
+//! usage/modules/NAMESPACE.json                             its modules' totals (the list's)   usage function
 //! ```
 //!
 //! The trust boundary is the prefix: publishers write inputs (`modules/`, `providers/`); what
@@ -91,6 +92,12 @@ pub const USAGE_PREFIX: &str = "usage/";
 /// A module's download counts.
 pub fn module_usage(m: &ModuleAddress) -> String {
     format!("{USAGE_PREFIX}modules/{m}.json")
+}
+
+/// A namespace's modules' download totals (`usage::NamespaceUsage`): beside its modules'
+/// documents, and no module's (a namespace has no `.`).
+pub fn namespace_usage(namespace: &str) -> String {
+    format!("{USAGE_PREFIX}modules/{namespace}.json")
 }
 
 /// A provider's download counts (any host: its own, or a mirrored upstream's).

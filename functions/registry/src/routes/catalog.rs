@@ -1,15 +1,17 @@
 //! Reading the catalog (`crate::catalog`) for the list and search API and the catalog page:
 //! the index, then the shards that hold what is asked (`browse::plan`), at once, and the
-//! providers and upstream modules parts. Every part goes through the manifest cache like any
-//! manifest, so a warm container revalidates (or, within the TTL, reuses) each.
+//! providers and upstream modules parts; and the download totals of the namespaces on the page
+//! (of every namespace read, for `sort=downloads`: `counts::namespaces`). Every part goes
+//! through the manifest cache like any manifest, so a warm container revalidates (or, within
+//! the TTL, reuses) each.
 
 use std::sync::Arc;
 
 use futures_util::StreamExt;
 
 use crate::auth::{Resource, Viewer};
-use crate::browse;
-use crate::catalog::{CatalogIndex, ModuleEntry, ModuleShard, Part};
+use crate::browse::{self, Listed};
+use crate::catalog::{CatalogIndex, ModuleShard, Part};
 use crate::context::Context;
 use crate::error::Error;
 use crate::layout;
@@ -23,8 +25,8 @@ const SHARD_READS: usize = 64;
 pub(super) struct Found {
     /// How many modules it found in all.
     pub total: usize,
-    /// Its page.
-    pub page: Vec<ModuleEntry>,
+    /// Its page, with each module's downloads.
+    pub page: Vec<Listed>,
     /// Made from a copy kept through a storage fault.
     pub stale: bool,
 }
@@ -40,17 +42,33 @@ pub(super) async fn modules<S: Storage>(
     let (index, stale) = part::<CatalogIndex, S>(ctx, layout::CATALOG_INDEX, deadline).await?;
     let plan = browse::plan(&index, listing, |namespace| viewer.may_read_namespace(policy, namespace));
     let keys: Vec<String> = plan.namespaces.iter().map(|namespace| layout::catalog_shard(namespace)).collect();
-    let shards: Vec<(Arc<ModuleShard>, bool)> = futures_util::stream::iter(keys)
+    let shards = futures_util::stream::iter(keys)
         .map(|key| async move { part::<ModuleShard, S>(ctx, &key, deadline).await })
         .buffered(SHARD_READS)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_, _>>()?;
+        .collect::<Vec<_>>();
+    // The totals of the namespaces read, beside their shards: a list's are its page's, and a
+    // sort needs every one before the page is known. A search's page is known only after its
+    // (many) shards: its page's are read then.
+    let early = listing.by_downloads || listing.q.is_none();
+    let first = if early { plan.namespaces.clone() } else { Vec::new() };
+    let (shards, mut totals) = tokio::join!(shards, super::counts::namespaces(ctx, &first, deadline));
+    let shards: Vec<(Arc<ModuleShard>, bool)> = shards.into_iter().collect::<Result<_, _>>()?;
     let stale = stale || shards.iter().any(|(_, stale)| *stale);
     let shards: Vec<&ModuleShard> = shards.iter().map(|(shard, _)| shard.as_ref()).collect();
     let visible = |m: &crate::address::ModuleAddress| viewer.may_read(policy, Resource::Module(m));
-    let (total, page) = browse::found(&plan, &shards, listing, visible);
+    let downloads = |totals: &std::collections::BTreeMap<String, Arc<crate::usage::NamespaceUsage>>,
+                     e: &crate::catalog::ModuleEntry| {
+        totals.get(&e.namespace).map_or(0, |t| t.total(&e.name, &e.system))
+    };
+    let (total, mut page) = browse::found(&plan, &shards, listing, visible, |e| downloads(&totals, e));
+    if !early {
+        let mut on_page: Vec<&str> = page.iter().map(|l| l.entry.namespace.as_str()).collect();
+        on_page.dedup();
+        totals = super::counts::namespaces(ctx, &on_page, deadline).await;
+        for listed in &mut page {
+            listed.downloads = downloads(&totals, &listed.entry);
+        }
+    }
     Ok(Found { total, page, stale })
 }
 

@@ -1,14 +1,21 @@
 //! A module's or provider's download counts (`usage`) as the details API and the pages show
-//! them, shared by `modules` (details) and `web` (pages): read beside what the answer reads,
-//! never a reason to refuse it.
+//! them, shared by `modules` (details) and `web` (pages), and namespaces' totals as the
+//! module list shows them (`catalog`): read beside what the answer reads, never a reason to
+//! refuse it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use futures_util::StreamExt;
 
 use crate::auth::{Resource, Viewer};
 use crate::context::Context;
 use crate::error::Error;
 use crate::storage::Storage;
-use crate::usage::{Counted, OwnerUsage, Shown};
+use crate::usage::{Counted, NamespaceUsage, OwnerUsage, Shown};
+
+/// Namespaces' summaries read at once (a list sorted by downloads reads every visible one).
+const SUMMARY_READS: usize = 64;
 
 /// `counted`'s download counts, as stored: none when nothing was counted yet, or when they
 /// cannot be read now (the log says so).
@@ -44,4 +51,32 @@ pub(super) fn shown<S>(
     let caller_days = ctx.config.usage.caller_days;
     let callers = viewer.may_see_callers(resource).then(|| usage.callers(version, today, caller_days));
     Shown { version: usage.downloads(version, today), module: usage.all_downloads(today), callers, caller_days }
+}
+
+/// The download totals of `namespaces`' modules (`usage::NamespaceUsage`), those there are:
+/// a namespace nothing was counted in, or whose summary cannot be read now (the log says
+/// so), is missing, and its modules list 0.
+pub(super) async fn namespaces<S: Storage>(
+    ctx: &Context<S>,
+    namespaces: &[&str],
+    deadline: tokio::time::Instant,
+) -> BTreeMap<String, Arc<NamespaceUsage>> {
+    let namespaces: Vec<String> = namespaces.iter().map(ToString::to_string).collect();
+    futures_util::stream::iter(namespaces)
+        .map(|namespace| async move {
+            let key = crate::layout::namespace_usage(&namespace);
+            let none = || Error::NotFound(String::new());
+            match ctx.reader.manifest(&key, NamespaceUsage::parse, |_| false, none, deadline).await {
+                Ok(read) => Some((namespace, read.value)),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => {
+                    tracing::warn!(key, error = %crate::error::chain(&e), "download totals not read");
+                    None
+                }
+            }
+        })
+        .buffer_unordered(SUMMARY_READS)
+        .filter_map(std::future::ready)
+        .collect()
+        .await
 }

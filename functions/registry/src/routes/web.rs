@@ -201,7 +201,7 @@ async fn catalog_page<S: Storage>(
     let (found, (providers, providers_stale), (upstream, upstream_stale)) = (found?, providers?, upstream?);
     let stale = found.stale || providers_stale || upstream_stale;
     let policy = ctx.verifier.policy();
-    let modules: Vec<_> = found.page.iter().collect();
+    let modules: Vec<_> = found.page.iter().map(|l| (&l.entry, l.downloads)).collect();
     let total = found.total;
     let terms: Vec<String> =
         listing.q.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::document::{OwnerUsage, Settings, day_of};
+use super::summary::{ModuleTotal, NamespaceUsage, SUMMARY_FORMAT};
 use super::{Counted, Download};
 use crate::error::Error;
 use crate::manifest::CONTENT_TYPE_JSON;
@@ -168,22 +169,48 @@ pub async fn fold_batch<S: Storage>(storage: &S, batch: &Batch, settings: Settin
         }
     }
     let (id, today) = (batch.id(), day_of(now));
-    let results: Vec<Result<bool, Error>> = futures_util::stream::iter(by_owner)
+    let results: Vec<(Counted, Result<OwnerFolded, Error>)> = futures_util::stream::iter(by_owner)
         .map(|(owner, downloads)| {
             let id = id.clone();
-            async move { fold_owner(storage, &owner, &id, &downloads, settings, today).await }
+            async move {
+                let result = fold_owner(storage, &owner, &id, &downloads, settings, today).await;
+                (owner, result)
+            }
         })
         .buffer_unordered(FOLDS_AT_ONCE)
         .collect()
         .await;
     let mut first_error = None;
-    for result in results {
+    let mut namespaces: BTreeMap<String, Vec<(String, ModuleTotal)>> = BTreeMap::new();
+    for (owner, result) in results {
         match result {
-            Ok(true) => folded.written += 1,
-            Ok(false) => folded.repeated += 1,
+            Ok(OwnerFolded { written, total }) => {
+                if written {
+                    folded.written += 1;
+                } else {
+                    folded.repeated += 1;
+                }
+                if let Counted::Module(m) = owner {
+                    namespaces
+                        .entry(m.namespace.clone())
+                        .or_default()
+                        .push((format!("{}/{}", m.name, m.system), total));
+                }
+            }
             Err(e) => {
                 first_error.get_or_insert(e);
             }
+        }
+    }
+    // After the modules' documents: what the summaries take is what those hold now.
+    let summaries: Vec<Result<(), Error>> = futures_util::stream::iter(namespaces)
+        .map(|(namespace, totals)| async move { fold_summary(storage, &namespace, &totals).await })
+        .buffer_unordered(FOLDS_AT_ONCE)
+        .collect()
+        .await;
+    for result in summaries {
+        if let Err(e) = result {
+            first_error.get_or_insert(e);
         }
     }
     match first_error {
@@ -198,17 +225,22 @@ pub async fn fold_batch<S: Storage>(storage: &S, batch: &Batch, settings: Settin
 fn readable(bytes: &[u8]) -> Result<Result<OwnerUsage, String>, Error> {
     match OwnerUsage::parse(bytes) {
         Ok(usage) => Ok(Ok(usage)),
-        Err(e) => match serde_json::from_slice::<serde_json::Value>(bytes).ok().and_then(|v| v["format"].as_u64()) {
-            Some(format) if format > u64::from(super::document::FORMAT) => Err(Error::unavailable(format!(
-                "usage document format {format}, newer than this function's {}",
-                super::document::FORMAT
-            ))),
-            _ => Ok(Err(e.to_string())),
-        },
+        Err(e) if newer_format(bytes, super::document::FORMAT) => {
+            Err(Error::unavailable(format!("usage document: {e}, newer than this function's")))
+        }
+        Err(e) => Ok(Err(e.to_string())),
     }
 }
 
-/// One document: read, fold, write if it is still what was read. `false`: it had the batch.
+/// What folding one document did.
+struct OwnerFolded {
+    /// Written; `false`: it had the batch.
+    written: bool,
+    /// Its totals as it holds them now (for its namespace's summary).
+    total: ModuleTotal,
+}
+
+/// One document: read, fold, write if it is still what was read.
 /// A document that no longer parses starts again from nothing (counts are derived, and a
 /// stuck document would count nothing more); the error log says so (`readable`).
 async fn fold_owner<S: Storage>(
@@ -218,7 +250,7 @@ async fn fold_owner<S: Storage>(
     downloads: &[(i64, Download)],
     settings: Settings,
     today: i64,
-) -> Result<bool, Error> {
+) -> Result<OwnerFolded, Error> {
     let key = owner.key();
     let downloads: Vec<(i64, &Download)> = downloads.iter().map(|(day, d)| (*day, d)).collect();
     retry::on_conflict(USAGE_RETRY, "usage document", |_| async {
@@ -237,11 +269,55 @@ async fn fold_owner<S: Storage>(
             }
         };
         if !usage.fold(id, &downloads, settings, today) {
-            return Ok(false);
+            return Ok(OwnerFolded { written: false, total: usage.module_total() });
         }
         let body = serde_json::to_vec(&usage).map_err(|e| Error::internal_from("usage document", e))?;
         storage.put(&key, body.into(), CONTENT_TYPE_JSON, Precondition::replacing(etag.as_deref())).await?;
-        Ok(true)
+        Ok(OwnerFolded { written: true, total: usage.module_total() })
     })
     .await
+}
+
+/// A namespace's summary: each module's totals merged in (`NamespaceUsage::merge`), written
+/// if anything grew and the summary is still what was read. One that no longer parses starts
+/// again from what this batch names (the others' come back as they are downloaded); one of a
+/// newer format is left alone, as the modules' documents are.
+async fn fold_summary<S: Storage>(storage: &S, namespace: &str, totals: &[(String, ModuleTotal)]) -> Result<(), Error> {
+    let key = crate::layout::namespace_usage(namespace);
+    retry::on_conflict(USAGE_RETRY, "usage summary", |_| async {
+        let (mut summary, etag) = match storage.get(&key).await? {
+            None => (NamespaceUsage::default(), None),
+            Some(o) => match NamespaceUsage::parse(&o.bytes) {
+                Ok(summary) => (summary, Some(o.etag)),
+                Err(e) => {
+                    if newer_format(&o.bytes, SUMMARY_FORMAT) {
+                        return Err(Error::unavailable(format!(
+                            "usage summary {key}: {e}, newer than this function's"
+                        )));
+                    }
+                    tracing::error!(key, error = %e, "usage summary unreadable: summing again from this batch");
+                    (NamespaceUsage::default(), Some(o.etag))
+                }
+            },
+        };
+        let mut grew = false;
+        for (module, total) in totals {
+            grew |= summary.merge(module, total);
+        }
+        if !grew {
+            return Ok(());
+        }
+        let body = serde_json::to_vec(&summary).map_err(|e| Error::internal_from("usage summary", e))?;
+        storage.put(&key, body.into(), CONTENT_TYPE_JSON, Precondition::replacing(etag.as_deref())).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// Whether stored bytes say they are of a format newer than `format`.
+fn newer_format(bytes: &[u8], format: u32) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v["format"].as_u64())
+        .is_some_and(|f| f > u64::from(format))
 }

@@ -228,6 +228,14 @@ impl OwnerUsage {
         all
     }
 
+    /// Every version's downloads ever, and the last day any was downloaded: what the
+    /// namespace's summary keeps of it (`summary`).
+    pub fn module_total(&self) -> super::summary::ModuleTotal {
+        let total = self.versions.values().map(|v| v.total).sum();
+        let last = self.versions.values().filter_map(|v| v.days.keys().next_back()).max().cloned().unwrap_or_default();
+        super::summary::ModuleTotal { total, last }
+    }
+
     /// Who downloaded `version` in the last `days` days (as kept), most downloads first.
     pub fn callers(&self, version: &str, today: i64, days: u32) -> Vec<Caller> {
         let mut callers: BTreeMap<&str, (u64, i64)> = BTreeMap::new();

@@ -17,6 +17,7 @@
 mod aggregate;
 mod document;
 pub mod report;
+mod summary;
 #[cfg(test)]
 mod tests;
 
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use aggregate::{Batch, Folded, LogEvent, fold_batch, fold_event};
 pub use document::{CALLERS_MAX, Caller, DAYS_KEPT, Downloads, OwnerUsage, Settings, Shown, day_of};
+pub use summary::{ModuleTotal, NamespaceUsage, SUMMARY_FORMAT};
 
 use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use crate::error::Error;

@@ -250,3 +250,75 @@ async fn an_unreadable_document_starts_again_and_says_so() {
     fold_batch(&storage, &batch("s", &[(NOW, line)]), Settings::default(), NOW).await.unwrap();
     assert_eq!(stored(&storage, &module("network")).await.downloads("1.0.0", day_of(NOW)).total, 1);
 }
+
+async fn summary(storage: &MemoryStorage, namespace: &str) -> NamespaceUsage {
+    let key = crate::layout::namespace_usage(namespace);
+    NamespaceUsage::parse(&storage.get(&key).await.unwrap().expect("a summary").bytes).unwrap()
+}
+
+/// The namespace's summary follows its modules' documents: every version's total and the last
+/// day, the same after a delivery again, exact under concurrent batches, and a provider's
+/// downloads (no namespace summary) change none.
+#[tokio::test]
+async fn the_namespace_summary_holds_each_modules_total() {
+    let storage = MemoryStorage::new();
+    let lines: Vec<(i64, String)> = [("network", "1.0.0"), ("network", "2.0.0"), ("dns", "0.1.0")]
+        .iter()
+        .map(|(name, version)| (NOW - DAY / 2, download(name, version, ANONYMOUS).line()))
+        .collect();
+    let event = batch("stream-a", &lines).encode();
+    for _ in 0..2 {
+        fold_event(&storage, &event, Settings::default(), NOW).await.unwrap();
+    }
+    let held = summary(&storage, "acme").await;
+    assert_eq!((held.total("network", "aws"), held.total("dns", "aws"), held.total("vpc", "aws")), (2, 1, 0));
+    assert_eq!(held.modules["network/aws"].last, "2026-11-27");
+    // Concurrent batches of one namespace: each summary write merges, none is lost.
+    let batches: Vec<Batch> = (0..16)
+        .map(|i| {
+            let name = if i % 2 == 0 { "network" } else { "dns" };
+            batch(&format!("stream-{i}"), &[(NOW, download(name, "1.0.0", ANONYMOUS).line())])
+        })
+        .collect();
+    let storage = &storage;
+    let folds = batches.iter().map(|b| async move { fold_batch(storage, b, Settings::default(), NOW).await });
+    for folded in futures_util::future::join_all(folds).await {
+        folded.unwrap();
+    }
+    let held = summary(storage, "acme").await;
+    assert_eq!((held.total("network", "aws"), held.total("dns", "aws")), (10, 9));
+    assert_eq!(
+        held.total("network", "aws"),
+        stored(storage, &module("network")).await.all_downloads(day_of(NOW)).total
+    );
+}
+
+/// Merging takes the larger numbers, so a stale total (a slower batch's, written after a
+/// faster one's) never lowers the summary, and the same numbers twice change nothing.
+#[test]
+fn a_summary_merge_only_grows() {
+    let mut held = NamespaceUsage::default();
+    let seen = |total, last: &str| ModuleTotal { total, last: last.into() };
+    assert!(held.merge("network/aws", &seen(5, "2026-11-27")));
+    assert!(!held.merge("network/aws", &seen(5, "2026-11-27")), "the same again");
+    assert!(!held.merge("network/aws", &seen(3, "2026-11-20")), "older and smaller");
+    assert_eq!(held.modules["network/aws"], seen(5, "2026-11-27"));
+    assert!(held.merge("network/aws", &seen(6, "2026-11-27")));
+    assert_eq!(held.total("network", "aws"), 6);
+}
+
+/// A summary that no longer parses starts again from what the batch names; one of a newer
+/// format is left alone and the batch fails (to be retried), as for the modules' documents.
+#[tokio::test]
+async fn an_unreadable_summary_starts_again_and_a_newer_one_is_left_alone() {
+    let key = crate::layout::namespace_usage("acme");
+    let line = || vec![(NOW, download("network", "1.0.0", ANONYMOUS).line())];
+    let storage = MemoryStorage::new();
+    storage.insert(&key, "{damaged");
+    fold_batch(&storage, &batch("s", &line()), Settings::default(), NOW).await.unwrap();
+    assert_eq!(summary(&storage, "acme").await.total("network", "aws"), 1);
+    let newer = r#"{"format":2,"modules":{}}"#;
+    storage.insert(&key, newer);
+    assert!(fold_batch(&storage, &batch("t", &line()), Settings::default(), NOW).await.is_err());
+    assert_eq!(storage.peek(&key).unwrap(), newer.as_bytes());
+}

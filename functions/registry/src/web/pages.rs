@@ -37,7 +37,7 @@ pub struct Place<'a> {
 /// bottom as the page does, section by section.
 pub fn catalog(
     listing: &Listing,
-    modules: &[&ModuleEntry],
+    modules: &[(&ModuleEntry, u64)],
     total: usize,
     providers: &[&ProviderEntry],
     upstream: &[&UpstreamEntry],
@@ -61,22 +61,24 @@ pub fn catalog(
     if modules.is_empty() {
         main.push_str("<p class=\"empty\">No modules found.</p>\n");
     } else {
+        main.push_str(&sort_choice(listing));
         let rows: Vec<Vec<String>> = modules
             .iter()
-            .map(|m| {
+            .map(|(m, downloads)| {
                 let address = format!("{}/{}/{}", m.namespace, m.name, m.system);
                 vec![
                     format!("<a href=\"{UI_PATH}modules/{a}\">{a}</a>", a = escape(&address)),
                     code(&m.latest),
                     escape(&clip(m.description.as_deref().unwrap_or_default(), 280)),
                     escape(date(m.published_at.as_deref().or(m.updated.as_deref()).unwrap_or_default())),
+                    downloads.to_string(),
                 ]
             })
             .collect();
         let mut budget = PAGE_BYTES_MAX / 2;
         main.push_str(&table(
             "catalog",
-            &["Module", "Latest", "Description", "Published"],
+            &["Module", "Latest", "Description", "Published", "Downloads"],
             &rows,
             &mut budget,
             "/v1/modules",
@@ -147,6 +149,15 @@ pub struct Shown<'a> {
     pub changes: Option<(&'a str, &'a [Change])>,
     /// Its downloads.
     pub downloads: Option<&'a crate::usage::Shown>,
+}
+
+/// The order the modules are in, and a link to the other (the first page of it).
+fn sort_choice(listing: &Listing) -> String {
+    let other = Listing { by_downloads: !listing.by_downloads, offset: 0, ..listing.clone() };
+    let link = format!("/?{}", escape(&other.query_at(0)));
+    let usual = if listing.q.is_some() { "best match" } else { "name" };
+    let (now, then) = if listing.by_downloads { ("most downloaded", usual) } else { (usual, "most downloaded") };
+    format!("<p class=\"sort\">Sorted by {now} · <a href=\"{link}\">sort by {then}</a></p>\n")
 }
 
 /// A module version's page: usage, downloads, README, inputs, outputs, requirements,

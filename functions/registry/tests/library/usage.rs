@@ -30,7 +30,10 @@ async fn published() -> MemoryStorage {
     let storage = MemoryStorage::new();
     let indexer = Indexer::new(&storage, Limits::default());
     let vpc = registry::testing::module_tar_gz(&[("README.md", "# VPC\n\nA network.\n"), ("main.tf", "")]);
-    for key in ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/2.0.0.tar.gz"] {
+    // `dns`: a module nobody downloads, listed before `vpc` in address order.
+    for key in
+        ["modules/acme/vpc/aws/1.0.0.tar.gz", "modules/acme/vpc/aws/2.0.0.tar.gz", "modules/acme/dns/aws/1.0.0.tar.gz"]
+    {
         storage.insert(key, vpc.clone());
         indexer.on_object_changed(key).await.unwrap();
     }
@@ -161,6 +164,30 @@ async fn downloads_are_counted_once_each_and_shown_with_callers_to_admins_only()
     assert!(plain.contains("This version: 7 in the last 7 days") && !plain.contains("token ci"), "{plain}");
     assert!(admin.contains("<code>token ci</code>"), "{admin}");
     assert!(admin.contains("&lt;script&gt;") && !admin.contains("<script>"), "escaped");
+
+    // The module list carries every version's total and sorts by it (the namespace's
+    // summary, folded from the same batch); the catalog page likewise.
+    let list = |query: &'static str| {
+        let app = &app;
+        async move {
+            let reply = app.handle(&get("/v1/modules", "Bearer trg_ci").query(Some(query))).await;
+            assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+            let body: Value = serde_json::from_slice(&reply.body).unwrap();
+            let modules = body["modules"].as_array().unwrap().iter();
+            modules
+                .map(|m| (m["name"].as_str().unwrap().to_string(), m["downloads"].as_u64().unwrap()))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(list("namespace=acme").await, [("dns".into(), 0), ("vpc".into(), 9)], "address order");
+    assert_eq!(list("namespace=acme&sort=downloads").await, [("vpc".into(), 9), ("dns".into(), 0)]);
+    assert_eq!(list("sort=downloads&limit=1&offset=1").await, [("dns".into(), 0)], "paged in that order");
+    let catalog = {
+        let reply = app.handle(&get("/", "Bearer trg_ci").query(Some("sort=downloads"))).await;
+        String::from_utf8(reply.body.to_vec()).unwrap()
+    };
+    let (vpc, dns) = (catalog.find("acme/vpc/aws</a>").unwrap(), catalog.find("acme/dns/aws</a>").unwrap());
+    assert!(vpc < dns && catalog.contains("<td>9</td>") && catalog.contains("sort by name"), "{catalog}");
 
     // The provider's page shows its counts too.
     let provider_page = {
