@@ -18,7 +18,7 @@ export PATH := $(TOOLS_DIR)/bin:$(PATH)
 TERRAFORM ?= terraform
 # Where `make build` leaves NAME/bootstrap.zip (cargo-lambda's layout under the target dir).
 LAMBDA_DIR ?= $(or $(CARGO_TARGET_DIR),target)/lambda
-LAMBDAS   := discovery modules mirror providers web oci indexer puller usage
+LAMBDAS   := discovery modules mirror providers web oci mcp indexer puller usage
 # The region `make deploy` and `make destroy` use: REGION, else AWS_REGION (as the AWS CLI and
 # SDKs read it), else infra/examples/minimal's default, eu-west-1.
 DEPLOY_REGION = $(or $(REGION),$(AWS_REGION))

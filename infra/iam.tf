@@ -54,6 +54,13 @@ locals {
       "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*",
       "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*", "usage/providers/*",
     ]
+    # The MCP server: what the list, details and provider pages read (the catalog's parts,
+    # module manifests and docs, provider manifests, the namespaces' download totals); no
+    # archive (it presigns nothing).
+    mcp = [
+      "indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json",
+      "indexed/modules/*", "indexed/providers/*", "access/tokens.json", "usage/modules/*",
+    ]
     # OCI: tags from the provider documents and module manifests, manifests and blob pointers
     # by digest (and the zips made of .tar.gz modules), and the zips a blob redirect presigns.
     oci = [

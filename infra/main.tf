@@ -17,7 +17,9 @@ locals {
     # For people and tools: the module list, search and details API.
     web = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     # OCI Distribution (/v2/): providers and module packages as OpenTofu installs them.
-    oci     = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    oci = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
+    # The MCP server for coding assistants (/mcp): the catalog and docs as tools.
+    mcp     = { memory = var.read_memory_mb, timeout = var.read_timeout_seconds, storage = 512 }
     indexer = { memory = var.indexer_memory_mb, timeout = var.indexer_timeout_seconds, storage = var.indexer_ephemeral_storage_mb }
     # The pull-through mirror's copier: invoked by pull records, never by API Gateway.
     puller = { memory = var.puller_memory_mb, timeout = var.puller_timeout_seconds, storage = var.puller_ephemeral_storage_mb }
@@ -66,6 +68,9 @@ locals {
     # OCI Distribution: /v2/ (ANY /v2 takes the trailing slash) and everything under it.
     "ANY /v2"          = "oci"
     "ANY /v2/{proxy+}" = "oci"
+    # The MCP server: one JSON-RPC message per POST; where an MCP client signs in (RFC 9728).
+    "ANY /mcp"                                      = "mcp"
+    "ANY /.well-known/oauth-protected-resource/mcp" = "mcp"
     # router::DEFAULT_ROUTE_SERVICE: the router refuses such a path before asking any service.
     "$default" = "discovery"
   }
@@ -158,6 +163,7 @@ locals {
     providers = local.common_environment
     web       = local.common_environment
     oci       = local.common_environment
+    mcp       = local.common_environment
     indexer = merge(local.common_environment, {
       REGISTRY_MAX_MODULE_ARCHIVE_BYTES = tostring(var.max_module_archive_bytes)
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)

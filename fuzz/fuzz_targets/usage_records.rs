@@ -36,6 +36,11 @@ fuzz_target!(|data: &[u8]| {
     if let Counted::Module(m) = &download.counted {
         let summary_key = registry::layout::namespace_usage(&m.namespace);
         assert!(summary_key.starts_with("usage/modules/") && summary_key.matches('/').count() == 2, "{summary_key}");
+        assert!(
+            summary_key.bytes().all(|b| b.is_ascii_graphic())
+                && !summary_key.split('/').any(|s| s.is_empty() || s == "." || s == ".." || s == ".json"),
+            "{summary_key}"
+        );
         assert_ne!(summary_key, key);
         let mut summary = NamespaceUsage::default();
         assert!(summary.merge(&format!("{}/{}", m.name, m.system), &usage.module_total()));

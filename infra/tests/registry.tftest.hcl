@@ -38,7 +38,7 @@ run "defaults" {
     error_message = "every function is arm64 provided.al2023"
   }
   assert {
-    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "web", "oci", "indexer", "puller", "usage"])
+    condition     = toset(keys(aws_lambda_function.function)) == toset(["discovery", "modules", "mirror", "providers", "web", "oci", "mcp", "indexer", "puller", "usage"])
     error_message = "one function per Lambda binary"
   }
   assert {
@@ -146,6 +146,10 @@ run "least_privilege" {
   assert {
     condition     = flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["web"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json", "indexed/catalog/upstream-modules.json", "indexed/modules/*", "indexed/providers/*", "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*", "usage/providers/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
     error_message = "web only reads the catalog, module and provider manifests, module docs, upstream modules' pins, and the token store: no archive, no publish log, no write"
+  }
+  assert {
+    condition     = flatten([for s in data.aws_iam_policy_document.function["mcp"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject"] && toset(flatten([for s in data.aws_iam_policy_document.function["mcp"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json", "indexed/modules/*", "indexed/providers/*", "access/tokens.json", "usage/modules/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
+    error_message = "mcp only reads the catalog, module and provider manifests, module docs, the namespaces' download totals and the token store: no archive, no write"
   }
   assert {
     condition     = flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.actions if anytrue([for a in s.actions : startswith(a, "s3:")])]) == ["s3:GetObject", "s3:GetObjectVersion"] && toset(flatten([for s in data.aws_iam_policy_document.function["oci"].statement : s.resources if contains(s.actions, "s3:GetObject")])) == toset([for o in ["indexed/providers/*", "indexed/modules/*", "indexed/oci/*", "access/tokens.json", "providers/*.zip", "modules/*.zip"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/${o}"])
@@ -490,7 +494,7 @@ run "oidc_issuers_reach_every_read_function_as_json" {
   }
 
   assert {
-    condition = alltrue([for f in ["discovery", "modules", "mirror", "providers", "web"] :
+    condition = alltrue([for f in ["discovery", "modules", "mirror", "providers", "web", "mcp"] :
     jsondecode(aws_lambda_function.function[f].environment[0].variables["REGISTRY_OIDC_ISSUERS"])[1].login.ports == [10000, 10010]])
     error_message = "every read function gets the issuers, with the login client's default ports"
   }

@@ -194,6 +194,22 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "provider usage",
             ],
         ),
+        // The MCP server reads what the list, details and provider pages read (the namespaces'
+        // totals are under usage/modules/, as the modules' own counts are), no archive.
+        (
+            role("mcp"),
+            GET,
+            vec![
+                "module manifest",
+                "provider index",
+                "served provider index",
+                "catalog index",
+                "catalog shard",
+                "catalog providers",
+                "token store",
+                "module usage",
+            ],
+        ),
         (
             role("oci"),
             GET,
@@ -323,7 +339,7 @@ fn list_prefixes_are_what_each_reads(principals: &serde_json::Map<String, Value>
         let upload = prefix.strip_prefix(layout::REJECTIONS_PREFIX).unwrap_or(&prefix);
         assert!(layout_allows_write(&format!("{NAME}-publish-{TEAM}"), upload), "publisher lists {prefix}");
     }
-    for f in ["discovery", "modules", "mirror", "providers", "web", "oci"] {
+    for f in ["discovery", "modules", "mirror", "providers", "web", "oci", "mcp"] {
         assert!(listed(&format!("role/{NAME}-{f}")).is_empty(), "{f} lists nothing: a missing key is a 403");
     }
 }

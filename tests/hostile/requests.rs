@@ -202,14 +202,8 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
             Some(key) if key.starts_with(layout::OCI_PREFIX) => true,
             // A module version's docs (the details routes).
             Some(key) if key.starts_with("indexed/modules/") && key.contains("/docs/") => true,
-            // A module's or provider's download counts (details and pages): NS/NAME/SYSTEM.json,
-            // HOST/NS/TYPE.json.
-            Some(key) if key.starts_with("usage/modules/") || key.starts_with("usage/providers/") => {
-                let rest = key.trim_start_matches("usage/modules/").trim_start_matches("usage/providers/");
-                let parts: Vec<&str> = rest.split('/').collect();
-                parts.len() == 3 && !parts.iter().any(|p| p.is_empty() || *p == "..") && parts[2].ends_with(".json")
-            }
-            // A namespace's modules' download totals (the list's): usage/modules/NS.json.
+            // A namespace's modules' download totals (the list's), before the
+            // documents' arm below, which would refuse it: usage/modules/NS.json.
             Some(key)
                 if key.strip_prefix("usage/modules/").and_then(|k| k.strip_suffix(".json")).is_some_and(
                     |namespace| {
@@ -219,6 +213,13 @@ fn check_reads(what: &str, status: u16, requests: &[S3Request]) -> Result<(), St
                 ) =>
             {
                 true
+            }
+            // A module's or provider's download counts (details and pages): NS/NAME/SYSTEM.json,
+            // HOST/NS/TYPE.json.
+            Some(key) if key.starts_with("usage/modules/") || key.starts_with("usage/providers/") => {
+                let rest = key.trim_start_matches("usage/modules/").trim_start_matches("usage/providers/");
+                let parts: Vec<&str> = rest.split('/').collect();
+                parts.len() == 3 && !parts.iter().any(|p| p.is_empty() || *p == "..") && parts[2].ends_with(".json")
             }
             // An upstream module's pins (its page): HOST/NS/NAME/SYSTEM/pins.json, no more.
             Some(key) if key.starts_with("indexed/upstream-modules/") => {
@@ -293,6 +294,9 @@ fn check_4xx(
     if registry::router::is_oci_path(case.target.split('?').next().unwrap_or_default()) {
         return check_oci_errors(what, case, &json, &shown);
     }
+    if registry::router::is_mcp_path(case.target.split('?').next().unwrap_or_default()) {
+        return check_rpc_error(what, case, &json, &shown);
+    }
     match json["errors"].as_array() {
         Some(errors) if !errors.is_empty() && errors.iter().all(|e| e.is_string()) => match case.says {
             Some(says) if !errors.iter().any(|e| e.as_str().is_some_and(|e| e.contains(says))) => {
@@ -301,6 +305,23 @@ fn check_4xx(
             _ => Ok(()),
         },
         _ => Err(format!("{what}: no errors array of strings: {shown}")),
+    }
+}
+
+/// A JSON-RPC error body, as the MCP endpoint answers one it could not serve:
+/// `{"jsonrpc": "2.0", "id", "error": {"code", "message"}}` (the id `null` unless the request's
+/// could be read), saying why.
+fn check_rpc_error(what: &str, case: &Case, json: &serde_json::Value, shown: &str) -> Result<(), String> {
+    let (id, error) = (&json["id"], &json["error"]);
+    let id_ok = id.is_null() || id.is_i64() || id.is_string();
+    if json["jsonrpc"] != "2.0" || !id_ok || !error["code"].is_i64() || !error["message"].is_string() {
+        return Err(format!("{what}: no JSON-RPC error: {shown}"));
+    }
+    match case.says {
+        Some(says) if !error["message"].as_str().unwrap_or_default().contains(says) => {
+            Err(format!("{what}: the answer does not say {says:?}: {shown}"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -390,7 +411,11 @@ async fn every_hostile_request_over_https_gets_a_4xx_json_answer_and_reads_only_
         for (name, value) in &case.headers {
             request.push_str(&format!("{name}: {}\r\n", value.replace("{host}", &h.host())));
         }
+        if let Some(body) = &case.body {
+            request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
+        }
         request.push_str("Connection: close\r\n\r\n");
+        request.push_str(case.body.as_deref().unwrap_or_default());
         let (status, headers, body) =
             send_raw(&h, &tls, request.as_bytes()).await.unwrap_or_else(|| panic!("{what}: no answer"));
         let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
@@ -445,10 +470,17 @@ fn event(case: &Case, secrets: &Secrets, host: &str) -> serde_json::Value {
     for (name, value) in &case.headers {
         headers.insert(name.clone(), value.replace("{host}", host).into());
     }
+    if case.body.is_some() {
+        headers.insert("content-type".into(), "application/json".into());
+    }
     // Payload 2.0 carries cookies in `cookies`, not as a header.
     if let Some(cookie) = headers.remove("cookie") {
         let cookies: Vec<&str> = cookie.as_str().unwrap_or_default().split("; ").collect();
         e["cookies"] = serde_json::json!(cookies);
+    }
+    if let Some(body) = &case.body {
+        e["body"] = body.as_str().into();
+        e["isBase64Encoded"] = false.into();
     }
     e
 }
@@ -476,6 +508,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
             headers: vec![],
             status: 400,
             says: None,
+            body: None,
         });
     }
     // Values lambda_http's request conversion panics on (`registry::lambda::http::guard`): headers
@@ -496,6 +529,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
             headers: vec![(name.into(), value.into())],
             status: 404,
             says: Some("module ghost/vpc/aws not found"),
+            body: None,
         });
     }
     for (target, says) in [(":99999", "the path must start with /"), ("/v1/modules?q=a b", "the query string")] {
@@ -506,6 +540,7 @@ async fn every_hostile_request_as_an_api_gateway_event_gets_a_4xx_json_answer_an
             headers: vec![],
             status: 400,
             says: Some(says),
+            body: None,
         });
     }
     let _ = h.running.take_s3_requests();

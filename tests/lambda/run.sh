@@ -3,7 +3,7 @@
 # (`cargo lambda watch`), fed real event JSON, against the embedded S3 of registry-local:
 #   1. archives are placed in the bucket, no manifest exists;
 #   2. the indexer function gets an S3 notification batch and writes the manifests;
-#   3. discovery, modules, mirror, providers, web and oci answer API Gateway HTTP API v2 events from them;
+#   3. discovery, modules, mirror, providers, web, oci and mcp answer API Gateway HTTP API v2 events from them;
 #   4. the usage function folds the download records the modules and mirror functions logged,
 #      delivered as a CloudWatch Logs subscription delivers them, and the web function shows the count.
 set -euo pipefail
@@ -20,7 +20,7 @@ trap cleanup EXIT
 # builds with, so this reuses its build (another selection unifies features differently and
 # rebuilds dozens of crates).
 cargo build -q --workspace --bins --tests
-for bin in registry-local signed-release discovery modules mirror providers web oci indexer puller usage; do
+for bin in registry-local signed-release discovery modules mirror providers web oci mcp indexer puller usage; do
   [ -x "$BIN/$bin" ] || { echo "FAIL  $BIN/$bin was not built" >&2; exit 1; }
 done
 
@@ -87,7 +87,7 @@ ENV
 cargo lambda watch --only-lambda-apis -A 127.0.0.1 -P "$WATCH_PORT" > "$work/watch.log" 2>&1 &
 pids+=($!)
 wait_for "cargo lambda watch on port $WATCH_PORT" 120 bash -c "echo > /dev/tcp/127.0.0.1/$WATCH_PORT"
-for function in discovery modules mirror providers web oci indexer puller usage; do
+for function in discovery modules mirror providers web oci mcp indexer puller usage; do
   (
     set -a; . "$work/lambda.env"; set +a
     export AWS_LAMBDA_FUNCTION_NAME="$function" AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=4096
@@ -112,6 +112,13 @@ e["rawPath"] = e["requestContext"]["http"]["path"] = sys.argv[2]
 e["rawQueryString"] = os.environ.get("QUERY", "")
 e["routeKey"] = e["requestContext"]["routeKey"] = "$default"
 e.pop("pathParameters", None)
+# METHOD and BODY: a POST with a JSON body (the MCP endpoint), as API Gateway sends it.
+if os.environ.get("METHOD"):
+    e["requestContext"]["http"]["method"] = os.environ["METHOD"]
+if os.environ.get("BODY"):
+    e["body"] = os.environ["BODY"]
+    e["isBase64Encoded"] = False
+    e["headers"]["content-type"] = "application/json"
 name, _, value = os.environ.get("EXTRA_HEADER", "").partition("=")
 if name:
     e["headers"][name] = value
@@ -229,6 +236,13 @@ SEND_TOKEN="" check "oci: the token endpoint without credentials is the anonymou
 check "oci: tags are the mirrored versions" oci "$oci_repo/tags/list" 200 '\"tags\":[\"0.1.0\"]'
 check "oci: a tag is the provider's image index" oci "$oci_repo/manifests/0.1.0" 200 'application/vnd.opentofu.provider'
 check "oci: an unknown tag is MANIFEST_UNKNOWN" oci "$oci_repo/manifests/9.9.9" 404 'MANIFEST_UNKNOWN'
+mcp_call() { printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"%s","arguments":%s}}' "$1" "$2"; }
+METHOD=POST BODY='{"jsonrpc":"2.0","id":1,"method":"tools/list"}' check "mcp: tools/list" mcp "/mcp" 200 'get_module_details'
+METHOD=POST BODY="$(mcp_call get_module_details '{"module":"acme/network/aws"}')" check "mcp: a module's interface from its docs" mcp "/mcp" 200 '\"isError\":false'
+METHOD=POST BODY="$(mcp_call get_module_details '{"module":"acme/nothing/aws"}')" check "mcp: an absent module is the tool's error" mcp "/mcp" 200 'module acme/nothing/aws not found'
+METHOD=POST BODY='[1]' check "mcp: a batch is a JSON-RPC error" mcp "/mcp" 400 '-32600'
+SEND_TOKEN="" METHOD=POST BODY='{"jsonrpc":"2.0","id":1,"method":"tools/list"}' check "mcp: no token is 401 with a Bearer challenge" mcp "/mcp" 401 'Bearer realm='
+check "mcp: GET opens no stream (405)" mcp "/mcp" 405 'allow'
 EXTRA_HEADER="host=exa mple.com" check "mirror: an odd Host is ignored" mirror "/v1/mirror/example.com/acme/widget/index.json" 200 '\"0.1.0\":{}'
 
 # 4. Download counts. Each download answered above wrote one record line to its function's log

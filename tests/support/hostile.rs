@@ -34,6 +34,8 @@ pub struct Case {
     pub status: u16,
     /// Text the answer's message must hold (why it was refused), where a case names one.
     pub says: Option<&'static str>,
+    /// A JSON body, sent with its `Content-Type` and `Content-Length` (the MCP endpoint's).
+    pub body: Option<String>,
 }
 
 /// Scoped to the `acme` module namespace and no provider.
@@ -102,7 +104,20 @@ fn cookie(token: &str) -> String {
 }
 
 fn case(status: u16, target: impl Into<String>) -> Case {
-    Case { method: "GET".into(), target: target.into(), auth: Auth::Dev, headers: vec![], status, says: None }
+    Case {
+        method: "GET".into(),
+        target: target.into(),
+        auth: Auth::Dev,
+        headers: vec![],
+        status,
+        says: None,
+        body: None,
+    }
+}
+
+/// A POST of `body` to the MCP endpoint.
+fn mcp(status: u16, auth: Auth, body: impl Into<String>, says: &'static str) -> Case {
+    Case { method: "POST".into(), auth, body: Some(body.into()), says: Some(says), ..case(status, "/mcp") }
 }
 
 fn method(status: u16, method: &str, target: &str) -> Case {
@@ -586,7 +601,54 @@ pub fn corpus() -> Vec<Case> {
             cases.push(case(400, template.replace("{}", segment)));
         }
     }
+    cases.extend(mcp_cases());
     cases
+}
+
+/// The MCP endpoint (`POST /mcp`): bodies that are no JSON-RPC message this server reads,
+/// refused before anything is read from storage; callers without a usable token; the
+/// transport's header rules; methods and paths it does not take. Each answered with a
+/// JSON-RPC error body.
+fn mcp_cases() -> Vec<Case> {
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let deep =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":{}1{}}}}}"#, "[".repeat(64), "]".repeat(64));
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"search_modules","arguments":{{"query":"{}"}}}}}}"#,
+        "a".repeat(20_000)
+    );
+    let with = |case: Case, name: &str, value: &str| Case { headers: vec![(name.into(), value.into())], ..case };
+    vec![
+        mcp(400, Auth::Dev, "not json", "not JSON"),
+        mcp(400, Auth::Dev, "", "not JSON"),
+        mcp(400, Auth::Dev, format!("[{ping},{ping}]"), "a batch"),
+        mcp(400, Auth::Dev, "\"ping\"", "not an object"),
+        mcp(400, Auth::Dev, r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, "jsonrpc must be"),
+        mcp(400, Auth::Dev, r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, "id must be"),
+        mcp(400, Auth::Dev, r#"{"jsonrpc":"2.0","id":{"$ne":1},"method":"ping"}"#, "id must be"),
+        mcp(400, Auth::Dev, format!(r#"{{"jsonrpc":"2.0","id":"{}","method":"ping"}}"#, "i".repeat(300)), "id must be"),
+        mcp(400, Auth::Dev, r#"{"jsonrpc":"2.0","id":1,"method":["tools/list"]}"#, "string method"),
+        mcp(400, Auth::Dev, r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}"#, "params must be"),
+        mcp(400, Auth::Dev, deep, "nested deeper"),
+        mcp(400, Auth::Dev, huge, "too large"),
+        mcp(401, Auth::None, ping, "bearer token"),
+        mcp(401, Auth::Header("Bearer trg_0000000000000000000000000000000000000000000".into()), ping, ""),
+        mcp(401, Auth::Header(format!("Bearer {EXPIRED_TOKEN}")), ping, ""),
+        mcp(401, Auth::Header("Bearer {jwt:expired}".into()), ping, ""),
+        with(mcp(403, Auth::Dev, ping, "origin"), "Origin", "https://evil.example"),
+        with(mcp(403, Auth::Dev, ping, "origin"), "Origin", "null"),
+        with(mcp(400, Auth::Dev, ping, "MCP-Protocol-Version"), "MCP-Protocol-Version", "1999-01-01"),
+        with(mcp(400, Auth::Dev, ping, "MCP-Protocol-Version"), "MCP-Protocol-Version", "2025-11-25, 2025-06-18"),
+        method(405, "GET", "/mcp"),
+        method(405, "DELETE", "/mcp"),
+        method(405, "PUT", "/mcp"),
+        Case { target: "/mcp?session=1".into(), ..mcp(400, Auth::Dev, ping, "query strings") },
+        Case { target: "/mcp/".into(), ..mcp(404, Auth::Dev, ping, "") },
+        Case { target: "/mcp/tools".into(), ..mcp(404, Auth::Dev, ping, "") },
+        Case { target: "/MCP".into(), ..mcp(404, Auth::Dev, ping, "") },
+        method(405, "POST", "/.well-known/oauth-protected-resource/mcp"),
+        case(400, "/.well-known/oauth-protected-resource/mcp?resource=x"),
+    ]
 }
 
 /// Requests that are not valid HTTP: the HTTP server refuses them before the handler runs

@@ -55,7 +55,8 @@ fn batch(stream: &str, lines: usize, modules: usize, at: i64) -> Batch {
 /// 90 days of history in every module's document: each day, each version downloaded by each caller.
 async fn history(memory: &MemoryStorage, modules: usize, now: i64) {
     let (versions, callers, days) = HISTORY;
-    for day in 0..days {
+    // Oldest first, each day's batch folded on its day (a batch over a day old is refused).
+    for day in (0..days).rev() {
         let at = now - day * 86_400;
         let lines: Vec<LogEvent> = (0..modules)
             .flat_map(|m| (0..versions).flat_map(move |v| (0..callers).map(move |c| (m, v, c))))
@@ -63,7 +64,7 @@ async fn history(memory: &MemoryStorage, modules: usize, now: i64) {
             .map(|(n, (m, v, c))| LogEvent { id: format!("{day}-{n}"), timestamp: at * 1000, message: line(m, v, c) })
             .collect();
         let batch = Batch { log_events: lines, ..batch(&format!("history-{day}"), 0, 1, at) };
-        registry::usage::fold_batch(memory, &batch, Settings::default(), now).await.unwrap();
+        registry::usage::fold_batch(memory, &batch, Settings::default(), at).await.unwrap();
     }
 }
 

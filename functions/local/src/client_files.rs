@@ -84,8 +84,15 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str, copied: &[S
          export AWS_SECRET_ACCESS_KEY={secret}\nexport AWS_REGION={REGION}\nexport REGISTRY_BUCKET={BUCKET}\n\
          # The key admin's credentials, the only ones that may write signing-keys/ (publishers may not):\n\
          #   AWS_ACCESS_KEY_ID=$KEY_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$KEY_ADMIN_SECRET_ACCESS_KEY aws s3 cp ...\n\
-         export KEY_ADMIN_ACCESS_KEY_ID={KEY_ADMIN_ACCESS_KEY}\nexport KEY_ADMIN_SECRET_ACCESS_KEY={key_admin}\n",
+         export KEY_ADMIN_ACCESS_KEY_ID={KEY_ADMIN_ACCESS_KEY}\nexport KEY_ADMIN_SECRET_ACCESS_KEY={key_admin}\n\
+         # The MCP server for coding assistants (docs/MCP.md) and the local-dev token to send it\n\
+         # (Authorization: Bearer $REGISTRY_TOKEN; trust {ca}):\n\
+         export REGISTRY_MCP_URL={base}{mcp}\nexport REGISTRY_TOKEN={token}\n",
         endpoint = running.s3_endpoint(),
+        base = running.base_url(),
+        mcp = registry::router::MCP_PATH,
+        token = running.dev_token,
+        ca = dir.join(tls::CA_FILE).display(),
         secret = running.publisher_secret,
         key_admin = running.key_admin_secret,
     );

@@ -244,7 +244,7 @@ impl Env<'_> {
 }
 
 /// The three base paths, which must not overlap each other or the fixed paths (the pages'
-/// `/ui/`, OCI's `/v2/`, discovery's): a route must belong to one protocol.
+/// `/ui/`, OCI's `/v2/`, discovery's, the MCP server's): a route must belong to one protocol.
 fn paths(env: &Env<'_>) -> Result<BasePaths, ConfigError> {
     let path = |var: &str, default: &str| base_path(var, env.raw(var), default);
     let paths = BasePaths {
@@ -263,7 +263,8 @@ fn paths(env: &Env<'_>) -> Result<BasePaths, ConfigError> {
                 return Err(ConfigError(format!("{a} ({pa}) and {b} ({pb}) must not overlap")));
             }
         }
-        let fixed = [UI_PATH, crate::oci::BASE_PATH, DISCOVERY_PATH];
+        let fixed =
+            [UI_PATH, crate::oci::BASE_PATH, DISCOVERY_PATH, crate::mcp::PATH, crate::mcp::RESOURCE_METADATA_PATH];
         if let Some(taken) = fixed.iter().find(|f| pa.starts_with(**f) || f.starts_with(pa.as_str())) {
             return Err(ConfigError(format!("{a} ({pa}) must not overlap {taken}, which the registry serves itself")));
         }

@@ -158,6 +158,8 @@ pub struct Request<'a> {
     pub body: &'a [u8],
     /// The `Accept` header (read only by OCI's manifest routes, which negotiate on it).
     pub accept: Option<&'a str>,
+    /// The `MCP-Protocol-Version` header (read only by the MCP endpoint).
+    pub mcp_protocol_version: Option<&'a str>,
 }
 
 impl<'a> Request<'a> {
@@ -174,6 +176,7 @@ impl<'a> Request<'a> {
             origin: None,
             body: &[],
             accept: None,
+            mcp_protocol_version: None,
         }
     }
 
@@ -184,8 +187,9 @@ impl<'a> Request<'a> {
 
     /// The request as every transport has it: the method, the path exactly as sent (not
     /// decoded, not normalised), the raw query, and the headers, of which only
-    /// `Authorization`, `If-None-Match`, for the web pages `Cookie`, `Host` and `Origin`, and
-    /// for OCI's manifests `Accept` are read. The body is added with `body` where there is one.
+    /// `Authorization`, `If-None-Match`, for the web pages `Cookie`, `Host` and `Origin`, for
+    /// OCI's manifests `Accept`, and for the MCP endpoint `Host`, `Origin` and
+    /// `MCP-Protocol-Version` are read. The body is added with `body` where there is one.
     pub fn from_parts(
         method: &'a Method,
         raw_path: &'a str,
@@ -201,6 +205,13 @@ impl<'a> Request<'a> {
             .host(header(http::header::HOST))
             .origin(header(http::header::ORIGIN))
             .accept(single(headers, http::header::ACCEPT))
+            .mcp_protocol_version(single(headers, http::header::HeaderName::from_static("mcp-protocol-version")))
+    }
+
+    /// With this `MCP-Protocol-Version` header.
+    pub fn mcp_protocol_version(mut self, version: Option<&'a str>) -> Self {
+        self.mcp_protocol_version = version;
+        self
     }
 
     /// With this `Accept` header (`None`: any type will do).

@@ -89,7 +89,11 @@ pub fn check_request_path(target: &str) -> Result<(), String> {
             | Route::SignIn {}
             | Route::SignInSubmit {}
             | Route::SignOut {}
-            | Route::PageAsset { .. } => {
+            | Route::PageAsset { .. }
+            // The MCP endpoint's path names nothing: its tools read by their arguments'
+            // grammar (`mcp::tools`, the `mcp_messages` fuzz target).
+            | Route::Mcp {}
+            | Route::McpResourceMetadata {} => {
                 continue;
             }
             Route::UpstreamModulePage { module: m } => {

@@ -37,6 +37,7 @@ pub mod layout;
 #[cfg(feature = "aws")]
 mod maintenance;
 pub mod manifest;
+pub mod mcp;
 pub mod module_docs;
 pub mod oci;
 pub mod percent;

@@ -192,6 +192,8 @@ impl<S: Storage> App<S> {
     pub fn refuse(&self, error: &Error, request: &Request<'_>) -> Reply {
         if router::is_page_path(request.raw_path) {
             routes::error_page(error, request)
+        } else if router::is_mcp_path(request.raw_path) {
+            routes::mcp_error_reply(error, request, self.config())
         } else if router::is_oci_path(request.raw_path) {
             let host = routes::public_host(self.config(), request);
             routes::oci_error_reply(error, request.raw_path, host.as_deref())

@@ -8,8 +8,9 @@
 //! the version's docs, shown only when the docs were read from the archive the manifest
 //! serves. Fields the registry does not keep are present with empty values (`owner`,
 //! `source`, `verified`: docs/API.md says why), so decoders of the public registry's answers
-//! still find them; `downloads` is every version's total as the usage function counted it
-//! (the namespace's summary, `usage::NamespaceUsage`), and `sort=downloads` orders by it.
+//! still find them; `downloads` is every version's total as the usage function counted it (in a
+//! list or search from the namespace's summary, `usage::NamespaceUsage`; in details from the
+//! module's own document), and `sort=downloads` orders a list or search by it.
 
 use serde_json::{Value, json};
 
@@ -110,14 +111,17 @@ pub fn found(
     downloads: impl Fn(&ModuleEntry) -> u64,
 ) -> (usize, Vec<Listed>) {
     let (_, selected) = select(shards.iter().flat_map(|s| s.modules.values()), listing, visible);
-    let mut selected: Vec<Listed> =
-        selected.into_iter().map(|entry| Listed { downloads: downloads(entry), entry: entry.clone() }).collect();
-    if listing.by_downloads {
-        // Stable: equal downloads keep address (or relevance) order.
-        selected.sort_by_key(|listed| std::cmp::Reverse(listed.downloads));
-    }
     let (skip, total) = plan.list.unwrap_or((listing.offset, selected.len()));
-    (total, selected.into_iter().skip(skip).take(listing.limit).collect())
+    let listed = |(downloads, entry): (u64, &ModuleEntry)| Listed { entry: entry.clone(), downloads };
+    let page = if listing.by_downloads {
+        let mut counted: Vec<(u64, &ModuleEntry)> = selected.into_iter().map(|e| (downloads(e), e)).collect();
+        // Stable: equal downloads keep address (or relevance) order.
+        counted.sort_by_key(|(downloads, _)| std::cmp::Reverse(*downloads));
+        counted.into_iter().skip(skip).take(listing.limit).map(listed).collect()
+    } else {
+        selected.into_iter().skip(skip).take(listing.limit).map(|e| listed((downloads(e), e))).collect()
+    };
+    (total, page)
 }
 
 /// Of `entries` (in address order), those `listing` wants (its filters and search words, not

@@ -66,6 +66,7 @@ fn errors_name_the_variable() {
         (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v1/modules/x/")], "must not overlap"),
         (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MODULES_BASE_PATH", "/ui/x/")], "must not overlap /ui/"),
         (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/v2/m/")], "must not overlap /v2/"),
+        (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MIRROR_BASE_PATH", "/mcp/")], "must not overlap /mcp"),
         (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_PROVIDERS_BASE_PATH", "/.well-known/")], "must not overlap"),
         (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_TOKENS_CACHE_SECONDS", "3600")], "REGISTRY_TOKENS_CACHE_SECONDS"),
         (&[("REGISTRY_BUCKET", "b"), ("REGISTRY_MANIFEST_CACHE_SECONDS", "61")], "REGISTRY_MANIFEST_CACHE_SECONDS"),

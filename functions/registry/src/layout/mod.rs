@@ -94,8 +94,8 @@ pub fn module_usage(m: &ModuleAddress) -> String {
     format!("{USAGE_PREFIX}modules/{m}.json")
 }
 
-/// A namespace's modules' download totals (`usage::NamespaceUsage`): beside its modules'
-/// documents, and no module's (a namespace has no `.`).
+/// A namespace's modules' download totals (`usage::NamespaceUsage`): beside the namespace's
+/// folder of module documents, and never one of them (a namespace has no `.`).
 pub fn namespace_usage(namespace: &str) -> String {
     format!("{USAGE_PREFIX}modules/{namespace}.json")
 }

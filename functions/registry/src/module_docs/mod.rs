@@ -15,6 +15,7 @@ use crate::archive::{KEPT_FILE_BYTES, KeptFile, MODULE_FILE_SUFFIXES};
 pub mod compare;
 mod hcl;
 pub mod scan;
+pub mod snippet;
 mod summary;
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,11 @@ pub use table::{ROUTES, Reads, Route, RouteDef, RouteKind};
 
 /// Where the CLI looks for the services a host offers.
 pub const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
+/// The MCP server's endpoint (`mcp`).
+pub const MCP_PATH: &str = "/mcp";
+/// Where RFC 9728 puts a resource's metadata: this, then the resource's path
+/// (`/.well-known/oauth-protected-resource/mcp`).
+pub const MCP_RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The module protocol's base path, as infra deploys it.
 pub const MODULES_BASE_PATH_DEFAULT: &str = "/v1/modules/";
 /// The network mirror's base path, as infra deploys it.
@@ -91,12 +96,21 @@ pub enum Service {
     Web,
     /// OCI Distribution, read-only (`/v2/`).
     Oci,
+    /// The MCP server for coding assistants (`/mcp`).
+    Mcp,
 }
 
 impl Service {
     /// Every service: what the local registry serves in one process.
-    pub const ALL: [Service; 6] =
-        [Service::Discovery, Service::Modules, Service::Mirror, Service::Providers, Service::Web, Service::Oci];
+    pub const ALL: [Service; 7] = [
+        Service::Discovery,
+        Service::Modules,
+        Service::Mirror,
+        Service::Providers,
+        Service::Web,
+        Service::Oci,
+        Service::Mcp,
+    ];
 
     /// The Lambda binary (and infra function key) that serves it.
     pub fn function_name(&self) -> &'static str {
@@ -107,6 +121,7 @@ impl Service {
             Service::Providers => "providers",
             Service::Web => "web",
             Service::Oci => "oci",
+            Service::Mcp => "mcp",
         }
     }
 }
@@ -332,6 +347,11 @@ pub const OCI_ROUTE_BASE: &str = "/v2";
 /// Whether `raw_path` is an OCI route's (so its errors are OCI's `{"errors": [{"code"…}]}`).
 pub fn is_oci_path(raw_path: &str) -> bool {
     raw_path == OCI_ROUTE_BASE || raw_path.starts_with(crate::oci::BASE_PATH)
+}
+
+/// Whether `raw_path` is the MCP endpoint's (so its errors are JSON-RPC's).
+pub fn is_mcp_path(raw_path: &str) -> bool {
+    raw_path == MCP_PATH
 }
 
 /// Whether `raw_path` is a web page's (so its errors are pages too, not JSON).

@@ -274,6 +274,16 @@ route_table! {
     PageAsset { asset: Asset }
         name "asset", service Web, path Ui "assets/{file}",
         reads Anyone, absent "not found";
+    /// `POST /mcp`: the MCP server (Model Context Protocol, Streamable HTTP, stateless): one
+    /// JSON-RPC message per request; its tools read the catalog and docs as the caller may.
+    Mcp {}
+        name "mcp", service Mcp, path Root "mcp", methods Post,
+        reads Listed, absent "not found";
+    /// `GET /.well-known/oauth-protected-resource/mcp`: where an MCP client signs in (RFC 9728),
+    /// when an OpenID Connect issuer has a login client; 404 otherwise.
+    McpResourceMetadata {}
+        name "mcp_resource_metadata", service Mcp, path Root ".well-known/oauth-protected-resource/mcp",
+        reads Anyone, absent "no protected resource metadata: this registry signs MCP clients in with tokens only";
     /// `GET|HEAD /v2/…`: OCI Distribution (OpenTofu's `oci_mirror`), read-only; its own grammar
     /// (`oci::name`) reads the rest of the path and the query.
     Oci { oci: OciRoute }

@@ -207,7 +207,7 @@ fn custom_base_paths() {
     );
     assert_eq!(route(&Method::GET, "/v1/modules/a/b/c/versions", None, &paths).unwrap_err().status().as_u16(), 404);
     let templates = route_templates(&paths);
-    assert_eq!(templates.len(), 25);
+    assert_eq!(templates.len(), 27);
     assert!(templates.iter().any(|(s, t)| *s == Service::Web && t == "ANY /m"));
     assert_eq!(route(&Method::GET, "/m", None, &paths), Ok(Route::ModuleList { listing: Listing::default() }));
     assert!(

@@ -51,7 +51,8 @@ pub(super) async fn modules<S: Storage>(
     // (many) shards: its page's are read then.
     let early = listing.by_downloads || listing.q.is_none();
     let first = if early { plan.namespaces.clone() } else { Vec::new() };
-    let (shards, mut totals) = tokio::join!(shards, super::counts::namespaces(ctx, &first, deadline));
+    let (shards, (mut totals, mut totals_stale)) =
+        tokio::join!(shards, super::counts::namespaces(ctx, &first, deadline));
     let shards: Vec<(Arc<ModuleShard>, bool)> = shards.into_iter().collect::<Result<_, _>>()?;
     let stale = stale || shards.iter().any(|(_, stale)| *stale);
     let shards: Vec<&ModuleShard> = shards.iter().map(|(shard, _)| shard.as_ref()).collect();
@@ -62,14 +63,15 @@ pub(super) async fn modules<S: Storage>(
     };
     let (total, mut page) = browse::found(&plan, &shards, listing, visible, |e| downloads(&totals, e));
     if !early {
-        let mut on_page: Vec<&str> = page.iter().map(|l| l.entry.namespace.as_str()).collect();
-        on_page.dedup();
-        totals = super::counts::namespaces(ctx, &on_page, deadline).await;
+        // A search's page is in relevance order: one namespace may come back after another.
+        let on_page: std::collections::BTreeSet<&str> = page.iter().map(|l| l.entry.namespace.as_str()).collect();
+        let on_page: Vec<&str> = on_page.into_iter().collect();
+        (totals, totals_stale) = super::counts::namespaces(ctx, &on_page, deadline).await;
         for listed in &mut page {
             listed.downloads = downloads(&totals, &listed.entry);
         }
     }
-    Ok(Found { total, page, stale })
+    Ok(Found { total, page, stale: stale || totals_stale })
 }
 
 /// A part of the catalog (empty before anything is written there), and whether it is a copy

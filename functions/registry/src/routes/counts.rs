@@ -1,7 +1,7 @@
 //! A module's or provider's download counts (`usage`) as the details API and the pages show
 //! them, shared by `modules` (details) and `web` (pages), and namespaces' totals as the
-//! module list shows them (`catalog`): read beside what the answer reads, never a reason to
-//! refuse it.
+//! module list shows them (`catalog`): read with what the answer reads (a search's after its
+//! shards), never a reason to refuse it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,28 +55,33 @@ pub(super) fn shown<S>(
 
 /// The download totals of `namespaces`' modules (`usage::NamespaceUsage`), those there are:
 /// a namespace nothing was counted in, or whose summary cannot be read now (the log says
-/// so), is missing, and its modules list 0.
+/// so), is missing, and its modules list 0. With them, whether any was a kept copy or could
+/// not be read (the answer is marked stale).
 pub(super) async fn namespaces<S: Storage>(
     ctx: &Context<S>,
     namespaces: &[&str],
     deadline: tokio::time::Instant,
-) -> BTreeMap<String, Arc<NamespaceUsage>> {
+) -> (BTreeMap<String, Arc<NamespaceUsage>>, bool) {
     let namespaces: Vec<String> = namespaces.iter().map(ToString::to_string).collect();
     futures_util::stream::iter(namespaces)
         .map(|namespace| async move {
             let key = crate::layout::namespace_usage(&namespace);
             let none = || Error::NotFound(String::new());
             match ctx.reader.manifest(&key, NamespaceUsage::parse, |_| false, none, deadline).await {
-                Ok(read) => Some((namespace, read.value)),
-                Err(Error::NotFound(_)) => None,
+                Ok(read) => (Some((namespace, read.value)), read.stale),
+                Err(Error::NotFound(_)) => (None, false),
                 Err(e) => {
                     tracing::warn!(key, error = %crate::error::chain(&e), "download totals not read");
-                    None
+                    (None, true)
                 }
             }
         })
         .buffer_unordered(SUMMARY_READS)
-        .filter_map(std::future::ready)
-        .collect()
+        .fold((BTreeMap::new(), false), |(mut totals, stale), (read, read_stale)| {
+            if let Some((namespace, usage)) = read {
+                totals.insert(namespace, usage);
+            }
+            std::future::ready((totals, stale || read_stale))
+        })
         .await
 }

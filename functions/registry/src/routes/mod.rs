@@ -2,8 +2,8 @@
 //! `modules` (modules.v1, with `module_pull_through` for upstream registries' modules, and the
 //! reads behind the v1 list, search and details API), `mirror`
 //! (the provider network mirror, with `pull_through` for upstream providers), `providers`
-//! (providers.v1), `web` (the list, search and details API and the pages) and `oci` (OCI
-//! Distribution). Each file's `answer` takes its service's routes (rows of the route
+//! (providers.v1), `web` (the list, search and details API and the pages), `oci` (OCI
+//! Distribution) and `mcp` (the MCP server for coding assistants). Each file's `answer` takes its service's routes (rows of the route
 //! table, `router/table.rs`) to their handlers, which read through the shared [`Context`] and
 //! ask the verifier the same way (`authorize`, from what the route's row says it reads). This
 //! file keeps only what they all share.
@@ -11,6 +11,7 @@
 mod catalog;
 mod counts;
 mod discovery;
+mod mcp;
 mod mirror;
 mod module_pull_through;
 mod modules;
@@ -21,6 +22,7 @@ mod pull_through;
 mod web;
 
 pub(crate) use discovery::document as discovery_document;
+pub(crate) use mcp::error_reply as mcp_error_reply;
 pub(crate) use oci::error_reply as oci_error_reply;
 pub(crate) use web::error_page;
 
@@ -99,6 +101,11 @@ impl<S: Storage> Function<S> {
         Function { service: Service::Oci, answer: |c, r, q, d| Box::pin(oci::answer(c, r, q, d)) }
     }
 
+    /// The MCP server for coding assistants.
+    pub fn mcp() -> Self {
+        Function { service: Service::Mcp, answer: |c, r, q, d| Box::pin(mcp::answer(c, r, q, d)) }
+    }
+
     /// The function that serves `service`.
     pub fn of(service: Service) -> Self {
         match service {
@@ -108,6 +115,7 @@ impl<S: Storage> Function<S> {
             Service::Providers => Function::providers(),
             Service::Web => Function::web(),
             Service::Oci => Function::oci(),
+            Service::Mcp => Function::mcp(),
         }
     }
 }

@@ -133,3 +133,62 @@ fn packages(document: &ProviderVersion) -> Option<serde_json::Value> {
     }
     Some(serde_json::Value::Object(packages))
 }
+
+/// A provider version as its page and the MCP server show it: the version list, and the
+/// version's document (the latest when none is named). Two reads, at once when the version is
+/// named.
+pub(super) struct Release {
+    /// Every version.
+    pub index: crate::reader::Fetched<ProviderIndex>,
+    /// The shown version's document.
+    pub document: crate::reader::Fetched<ProviderVersion>,
+    /// The shown version.
+    pub version: String,
+}
+
+impl Release {
+    /// Every version, newest first.
+    pub fn versions(&self) -> Vec<&str> {
+        let mut versions: Vec<&str> = self.index.value.versions.keys().map(String::as_str).collect();
+        versions.sort_by(|a, b| crate::manifest::newest_first(a, b));
+        versions
+    }
+}
+
+/// `provider`'s version (the latest when `version` is `None`): `absent()` when the provider
+/// has no versions, "no version" when it lacks that one.
+pub(super) async fn release<S: Storage>(
+    ctx: &Context<S>,
+    provider: &ProviderAddress,
+    version: Option<&semver::Version>,
+    absent: impl Fn() -> Error + Copy,
+    deadline: tokio::time::Instant,
+) -> Result<Release, Error> {
+    let index_key = layout::provider_index(provider);
+    let index = || ctx.reader.manifest(&index_key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline);
+    let no_version = |v: &semver::Version| Error::NotFound(format!("provider {provider} has no version {v}"));
+    let document = |v: semver::Version| async move {
+        let key = layout::provider_version(provider, &v);
+        let missing = || no_version(&v);
+        ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing, deadline).await
+    };
+    let (index, document, shown) = match version {
+        Some(v) => {
+            let (index, document) = tokio::join!(index(), document(v.clone()));
+            (index?, document?, v.clone())
+        }
+        None => {
+            let index = index().await?;
+            let latest = crate::catalog::latest(index.value.versions.keys().map(String::as_str))
+                .and_then(|v| crate::address::parse_version(v).ok())
+                .ok_or_else(absent)?;
+            let document = document(latest.clone()).await?;
+            (index, document, latest)
+        }
+    };
+    let version = shown.to_string();
+    if !index.value.versions.contains_key(&version) {
+        return Err(no_version(&shown));
+    }
+    Ok(Release { index, document, version })
+}

@@ -6,14 +6,13 @@
 
 use http::StatusCode;
 
-use crate::address::{ProviderAddress, parse_version};
+use crate::address::ProviderAddress;
 use crate::auth::{Resource, Viewer, session};
 use crate::catalog::{ProviderCatalog, UpstreamCatalog};
 use crate::context::Context;
 use crate::error::Error;
 use crate::exchange::{NO_CACHE, Reply, Request};
 use crate::layout;
-use crate::manifest::{ProviderIndex, ProviderVersion, newest_first};
 use crate::query::Listing;
 use crate::router::{Asset, Route};
 use crate::storage::Storage;
@@ -265,49 +264,27 @@ async fn provider_page<S: Storage>(
     deadline: tokio::time::Instant,
 ) -> Result<Reply, Error> {
     let counted = crate::usage::Counted::Provider(provider.clone());
-    let index_key = layout::provider_index(provider);
-    let index = || ctx.reader.manifest(&index_key, ProviderIndex::parse, |i| i.versions.is_empty(), absent, deadline);
-    let no_version = |v: &semver::Version| Error::NotFound(format!("provider {provider} has no version {v}"));
-    let document = |v: semver::Version| async move {
-        let key = layout::provider_version(provider, &v);
-        let missing = || no_version(&v);
-        ctx.reader.manifest(&key, ProviderVersion::parse, |d| d.archives.is_empty(), missing, deadline).await
-    };
-    let (index, document, shown, usage) = match version {
-        Some(v) => {
-            let (index, document, usage) =
-                tokio::join!(index(), document(v.clone()), super::counts::read(ctx, &counted, deadline));
-            (index?, document?, v.clone(), usage)
-        }
-        None => {
-            let (index, usage) = tokio::join!(index(), super::counts::read(ctx, &counted, deadline));
-            let index = index?;
-            let latest = crate::catalog::latest(index.value.versions.keys().map(String::as_str))
-                .and_then(|v| parse_version(v).ok())
-                .ok_or_else(absent)?;
-            let document = document(latest.clone()).await?;
-            (index, document, latest, usage)
-        }
-    };
-    let shown_text = shown.to_string();
-    if !index.value.versions.contains_key(&shown_text) {
-        return Err(no_version(&shown));
-    }
-    let mut versions: Vec<&str> = index.value.versions.keys().map(String::as_str).collect();
-    versions.sort_by(|a, b| newest_first(a, b));
+    let (release, usage) = tokio::join!(
+        super::providers::release(ctx, provider, version, absent, deadline),
+        super::counts::read(ctx, &counted, deadline)
+    );
+    let release = release?;
+    let versions = release.versions();
+    let shown_text = release.version.clone();
+    let stale = release.index.stale || release.document.stale;
     let own = ctx.config.hostname.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&provider.hostname));
     let place = place(ctx, request);
     let downloads =
         super::counts::shown(ctx, usage.as_deref(), &shown_text, viewer, crate::auth::Resource::Provider(provider));
-    let release = pages::Release {
+    let shown = pages::Release {
         version: &shown_text,
         versions: &versions,
-        document: &document.value,
+        document: &release.document.value,
         own_hostname: own,
         downloads: Some(&downloads),
     };
-    let page = pages::provider(&place.as_place(&ctx.config), provider, &release, signed_in(request));
-    Ok(html_reply(StatusCode::OK, page).etag().stale(index.stale || document.stale))
+    let page = pages::provider(&place.as_place(&ctx.config), provider, &shown, signed_in(request));
+    Ok(html_reply(StatusCode::OK, page).etag().stale(stale))
 }
 
 /// The host the snippets name (`super::public_host`), else a placeholder.

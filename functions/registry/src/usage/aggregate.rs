@@ -279,28 +279,28 @@ async fn fold_owner<S: Storage>(
 }
 
 /// A namespace's summary: each module's totals merged in (`NamespaceUsage::merge`), written
-/// if anything grew and the summary is still what was read. One that no longer parses starts
-/// again from what this batch names (the others' come back as they are downloaded); one of a
-/// newer format is left alone, as the modules' documents are.
+/// if anything grew and the summary is still what was read. One that is missing or no longer
+/// parses is rebuilt first from every module document of the namespace (`rebuilt`), so a
+/// namespace counted before summaries existed lists its modules' totals, not only this
+/// batch's; one of a newer format is left alone, as the modules' documents are.
 async fn fold_summary<S: Storage>(storage: &S, namespace: &str, totals: &[(String, ModuleTotal)]) -> Result<(), Error> {
     let key = crate::layout::namespace_usage(namespace);
     retry::on_conflict(USAGE_RETRY, "usage summary", |_| async {
-        let (mut summary, etag) = match storage.get(&key).await? {
-            None => (NamespaceUsage::default(), None),
+        let (mut summary, etag, mut grew) = match storage.get(&key).await? {
+            None => (rebuilt(storage, namespace).await?, None, true),
             Some(o) => match NamespaceUsage::parse(&o.bytes) {
-                Ok(summary) => (summary, Some(o.etag)),
+                Ok(summary) => (summary, Some(o.etag), false),
                 Err(e) => {
                     if newer_format(&o.bytes, SUMMARY_FORMAT) {
                         return Err(Error::unavailable(format!(
                             "usage summary {key}: {e}, newer than this function's"
                         )));
                     }
-                    tracing::error!(key, error = %e, "usage summary unreadable: summing again from this batch");
-                    (NamespaceUsage::default(), Some(o.etag))
+                    tracing::error!(key, error = %e, "usage summary unreadable: summing again from the documents");
+                    (rebuilt(storage, namespace).await?, Some(o.etag), true)
                 }
             },
         };
-        let mut grew = false;
         for (module, total) in totals {
             grew |= summary.merge(module, total);
         }
@@ -312,6 +312,34 @@ async fn fold_summary<S: Storage>(storage: &S, namespace: &str, totals: &[(Strin
         Ok(())
     })
     .await
+}
+
+/// A namespace's summary from every module document under it (one listing, and a read of each,
+/// a few at once): a document that does not parse counts nothing here (its next fold resets
+/// it, and the merge brings its new total in).
+async fn rebuilt<S: Storage>(storage: &S, namespace: &str) -> Result<NamespaceUsage, Error> {
+    let prefix = format!("{}modules/{namespace}/", crate::layout::USAGE_PREFIX);
+    let keys: Vec<String> = storage.list(&prefix).await?.into_iter().map(|o| o.key).collect();
+    let prefix = &prefix;
+    let read: Vec<Result<Option<(String, ModuleTotal)>, Error>> = futures_util::stream::iter(keys)
+        .map(|key| async move {
+            let module = key.strip_prefix(prefix.as_str()).and_then(|k| k.strip_suffix(".json"));
+            let Some(module) = module.filter(|m| m.split('/').count() == 2).map(str::to_string) else {
+                return Ok(None);
+            };
+            let usage = storage.get(&key).await?.and_then(|o| OwnerUsage::parse(&o.bytes).ok());
+            Ok(usage.map(|u| (module, u.module_total())))
+        })
+        .buffer_unordered(FOLDS_AT_ONCE)
+        .collect()
+        .await;
+    let mut summary = NamespaceUsage::default();
+    for found in read {
+        if let Some((module, total)) = found? {
+            summary.merge(&module, &total);
+        }
+    }
+    Ok(summary)
 }
 
 /// Whether stored bytes say they are of a format newer than `format`.

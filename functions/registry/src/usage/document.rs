@@ -228,12 +228,9 @@ impl OwnerUsage {
         all
     }
 
-    /// Every version's downloads ever, and the last day any was downloaded: what the
-    /// namespace's summary keeps of it (`summary`).
+    /// Every version's downloads ever: what the namespace's summary keeps of it (`summary`).
     pub fn module_total(&self) -> super::summary::ModuleTotal {
-        let total = self.versions.values().map(|v| v.total).sum();
-        let last = self.versions.values().filter_map(|v| v.days.keys().next_back()).max().cloned().unwrap_or_default();
-        super::summary::ModuleTotal { total, last }
+        super::summary::ModuleTotal { total: self.versions.values().map(|v| v.total).sum() }
     }
 
     /// Who downloaded `version` in the last `days` days (as kept), most downloads first.

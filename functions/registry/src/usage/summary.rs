@@ -1,14 +1,15 @@
 //! A namespace's modules' download totals (`usage/modules/NAMESPACE.json`): what the module
 //! list carries (`downloads`) and sorts by (`sort=downloads`), one read per namespace instead
 //! of one per module. The usage function writes it after folding the modules' own documents,
-//! from what they hold then.
+//! from what they hold then; a summary that is missing (a namespace counted before summaries
+//! existed) or unreadable is rebuilt from every module document of the namespace first.
 //!
-//! Why a merge by maximum and no batch ids here: a module's total and its last day only grow
-//! (a document reset after it stopped parsing is the one exception, and keeping the higher
-//! number then is the truer answer). So the summary takes, per module, the larger of what it
-//! has and what the module's document says: merging the same numbers twice changes nothing,
-//! two functions writing in either order end at the same numbers, and a batch retried after
-//! its summary write failed brings the summary up to date from the module documents.
+//! Why a merge by maximum and no batch ids here: a module's total only grows (a document reset
+//! after it stopped parsing is the one exception: the summary keeps the higher number until
+//! the new document passes it). So the summary takes, per module, the larger of what it has
+//! and what the module's document says: merging the same numbers twice changes nothing, two
+//! functions writing in either order end at the same numbers, and a batch retried after its
+//! summary write failed brings the summary up to date from the module documents.
 
 use std::collections::BTreeMap;
 
@@ -34,9 +35,6 @@ pub struct NamespaceUsage {
 pub struct ModuleTotal {
     /// Ever.
     pub total: u64,
-    /// The last day with a download (`YYYY-MM-DD`), as far as the days kept tell.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub last: String,
 }
 
 impl NamespaceUsage {
@@ -55,12 +53,9 @@ impl NamespaceUsage {
     pub fn merge(&mut self, module: &str, seen: &ModuleTotal) -> bool {
         self.format = SUMMARY_FORMAT;
         let held = self.modules.entry(module.to_string()).or_default();
-        let before = held.clone();
+        let before = held.total;
         held.total = held.total.max(seen.total);
-        if seen.last > held.last {
-            held.last.clone_from(&seen.last);
-        }
-        *held != before
+        held.total != before
     }
 
     /// `NAME/SYSTEM`'s downloads ever (0 when none was counted).

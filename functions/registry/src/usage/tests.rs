@@ -272,7 +272,6 @@ async fn the_namespace_summary_holds_each_modules_total() {
     }
     let held = summary(&storage, "acme").await;
     assert_eq!((held.total("network", "aws"), held.total("dns", "aws"), held.total("vpc", "aws")), (2, 1, 0));
-    assert_eq!(held.modules["network/aws"].last, "2026-11-27");
     // Concurrent batches of one namespace: each summary write merges, none is lost.
     let batches: Vec<Batch> = (0..16)
         .map(|i| {
@@ -298,13 +297,15 @@ async fn the_namespace_summary_holds_each_modules_total() {
 #[test]
 fn a_summary_merge_only_grows() {
     let mut held = NamespaceUsage::default();
-    let seen = |total, last: &str| ModuleTotal { total, last: last.into() };
-    assert!(held.merge("network/aws", &seen(5, "2026-11-27")));
-    assert!(!held.merge("network/aws", &seen(5, "2026-11-27")), "the same again");
-    assert!(!held.merge("network/aws", &seen(3, "2026-11-20")), "older and smaller");
-    assert_eq!(held.modules["network/aws"], seen(5, "2026-11-27"));
-    assert!(held.merge("network/aws", &seen(6, "2026-11-27")));
-    assert_eq!(held.total("network", "aws"), 6);
+    let seen = |total| ModuleTotal { total };
+    assert!(held.merge("network/aws", &seen(5)));
+    assert!(!held.merge("network/aws", &seen(5)), "the same again");
+    assert!(!held.merge("network/aws", &seen(3)), "older and smaller");
+    assert_eq!(held.modules["network/aws"], seen(5));
+    assert!(held.merge("network/aws", &seen(6)));
+    assert!(held.merge("network-peering/aws", &seen(2)) && held.merge("network/awsx", &seen(9)));
+    assert_eq!((held.total("network", "aws"), held.total("network-peering", "aws")), (6, 2));
+    assert_eq!((held.total("network", "awsx"), held.total("network", "aw"), held.total("net", "aws")), (9, 0, 0));
 }
 
 /// A summary that no longer parses starts again from what the batch names; one of a newer
@@ -321,4 +322,19 @@ async fn an_unreadable_summary_starts_again_and_a_newer_one_is_left_alone() {
     storage.insert(&key, newer);
     assert!(fold_batch(&storage, &batch("t", &line()), Settings::default(), NOW).await.is_err());
     assert_eq!(storage.peek(&key).unwrap(), newer.as_bytes());
+}
+
+/// A namespace counted before summaries existed (or whose summary was lost) gets every
+/// module's total from the documents at its next fold, not only the modules that batch names.
+#[tokio::test]
+async fn a_missing_summary_is_rebuilt_from_the_documents() {
+    let storage = MemoryStorage::new();
+    let lines: Vec<(i64, String)> = (0..50).map(|_| (NOW, download("network", "1.0.0", ANONYMOUS).line())).collect();
+    fold_batch(&storage, &batch("a", &lines), Settings::default(), NOW).await.unwrap();
+    storage.remove(&crate::layout::namespace_usage("acme"));
+    fold_batch(&storage, &batch("b", &[(NOW, download("dns", "1.0.0", ANONYMOUS).line())]), Settings::default(), NOW)
+        .await
+        .unwrap();
+    let held = summary(&storage, "acme").await;
+    assert_eq!((held.total("network", "aws"), held.total("dns", "aws")), (50, 1));
 }

@@ -129,15 +129,6 @@ pub fn snippet(id: &str, text: &str) -> String {
     format!("<pre class=\"snippet\" id=\"{}\" data-copy><code>{}</code></pre>\n", escape(id), escape(text))
 }
 
-/// The `version` constraint a snippet suggests: `~> MAJOR.MINOR` (this minor and later
-/// patches and minors of the major); a pre-release exactly, since no range selects one.
-pub fn constraint(version: &str) -> String {
-    match semver::Version::parse(version) {
-        Ok(v) if v.pre.is_empty() => format!("~> {}.{}", v.major, v.minor),
-        _ => version.to_string(),
-    }
-}
-
 /// `1 version`, `2 versions`.
 pub fn count(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }

@@ -8,11 +8,12 @@ use crate::address::{ModuleAddress, ProviderAddress};
 use crate::catalog::{ModuleEntry, ProviderEntry, UpstreamEntry};
 use crate::manifest::{ModuleManifest, ModuleVersion, ProviderVersion, newest_first};
 use crate::module_docs::compare::Change;
+use crate::module_docs::snippet as hcl_snippet;
 use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
 use crate::router::UI_PATH;
 
-use super::html::{self, Frame, PAGE_BYTES_MAX, clip, code, constraint, count, date, escape, snippet, table};
+use super::html::{self, Frame, PAGE_BYTES_MAX, clip, code, count, date, escape, snippet, table};
 use super::markdown;
 
 /// Version links shown on a module or provider page; the API lists the rest.
@@ -202,8 +203,7 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
     meta.push(format!("<a href=\"{a}\">API</a>", a = escape(&api)));
     let _ = writeln!(head, "<p class=\"meta\">{}</p>", meta.join(" · "));
 
-    let label = module.name.replace('-', "_");
-    let usage = usage_snippet(&label, &format!("{}/{address}", place.host), &entry.version, root);
+    let usage = hcl_snippet::module_block(&module.name, &format!("{}/{address}", place.host), &entry.version, root);
     let _ = writeln!(head, "<section id=\"usage\">\n<h2>Usage</h2>\n{}</section>", snippet("usage-snippet", &usage));
     if let Some(downloads) = downloads {
         head.push_str(&super::usage::section(downloads, entry.deprecation.is_some(), "module"));
@@ -272,20 +272,6 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
          <aside>\n{versions}{warnings}</aside>\n</div>\n"
     );
     html::document(&Frame { title: &address, search: None, signed_in }, &main)
-}
-
-fn usage_snippet(label: &str, source: &str, version: &str, dir: &ModuleDir) -> String {
-    let mut text =
-        format!("module \"{label}\" {{\n  source  = \"{source}\"\n  version = \"{}\"\n", constraint(version));
-    let required: Vec<_> = dir.inputs.iter().filter(|i| i.required).collect();
-    if !required.is_empty() {
-        text.push_str("\n  # Required inputs:\n");
-        for input in required.iter().take(30) {
-            let _ = writeln!(text, "  # {} = {}", input.name, input.r#type.as_deref().unwrap_or("any"));
-        }
-    }
-    text.push_str("}\n");
-    text
 }
 
 fn versions_section<'a>(versions: impl Iterator<Item = &'a str>, shown: &str, base: &str, all: &str) -> String {
@@ -438,7 +424,7 @@ fn directory(
     }
     if submodule {
         let source = format!("{}/{address}//{}", place.host, dir.path);
-        let usage = usage_snippet(&name.replace('-', "_"), &source, version, dir);
+        let usage = hcl_snippet::module_block(name, &source, version, dir);
         out.push_str(&snippet(&format!("usage-{}", dir.path.replace('/', "-")), &usage));
     }
     if let Some(readme) = &dir.readme {
@@ -495,19 +481,12 @@ pub fn provider(place: &Place<'_>, provider: &ProviderAddress, release: &Release
     }
 
     main.push_str("<div class=\"columns\">\n<div class=\"body\">\n<section id=\"usage\">\n<h2>Use it</h2>\n");
-    let constraint = constraint(version);
     if document.release.is_some() && own_hostname {
         let _ = write!(
             main,
             "<h3>From this registry (providers.v1)</h3>\n<p>No CLI configuration beyond a <code>credentials</code> block; \
              the CLI checks the release's signature.</p>\n{}",
-            snippet(
-                "providers-snippet",
-                &format!(
-                    "terraform {{\n  required_providers {{\n    {t} = {{\n      source  = \"{address}\"\n      version = \"{constraint}\"\n    }}\n  }}\n}}\n",
-                    t = provider.r#type
-                )
-            )
+            snippet("providers-snippet", &hcl_snippet::provider_block(&provider.r#type, &address, version))
         );
     }
     let _ = write!(

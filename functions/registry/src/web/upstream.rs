@@ -10,7 +10,8 @@ use crate::catalog::UpstreamEntry;
 use crate::router::UI_PATH;
 use crate::upstream::module_records::ModulePins;
 
-use super::html::{self, Frame, PAGE_BYTES_MAX, code, constraint, count, date, escape, snippet, table, table_noting};
+use super::html::{self, Frame, PAGE_BYTES_MAX, code, count, date, escape, snippet, table, table_noting};
+use crate::module_docs::snippet::constraint;
 
 /// The `source` line that installs it through the CLI's `host` block: the upstream's address,
 /// without the host when it is the public registry's (the CLI's default host).

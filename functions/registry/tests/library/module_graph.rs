@@ -372,8 +372,9 @@ fn the_route_code_map_shows_is_a_row_of_the_table() {
 /// variant, or asks a method named for what it decides (`retry::on_conflict` matches
 /// `Error::Unavailable`): a status is the client's business, and a decision read off it would
 /// change whenever a mapping does (issue 47).
+/// (`routes/oci.rs` and `routes/mcp.rs` answer in their protocols' own error bodies.)
 const HTTP_EDGE: &[&str] =
-    &["error.rs", "exchange.rs", "app/mod.rs", "lambda/http.rs", "routes/web.rs", "routes/oci.rs"];
+    &["error.rs", "exchange.rs", "app/mod.rs", "lambda/http.rs", "routes/web.rs", "routes/oci.rs", "routes/mcp.rs"];
 
 /// Receivers of `.status()` that are an HTTP response, not an `Error`: the SDK's raw response
 /// (`se.raw().status()`, storage/s3.rs) and hyper's (`response.status()`, http_client.rs).
