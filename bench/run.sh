@@ -21,7 +21,7 @@ need nginx nginx-light
 # Servers optimised like release but quicker to build (profile perf); the Lambda binaries
 # exactly as deployed (profile release), natively, for the cold-start runs.
 cargo build -q --profile perf -p registry-bench -p registry-local
-cargo build -q --release -p discovery -p modules -p mirror -p providers -p web -p oci -p indexer -p puller
+cargo build -q --release -p discovery -p modules -p mirror -p providers -p web -p oci -p mcp -p indexer -p puller
 B="$TARGET/perf"
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
 
@@ -55,6 +55,8 @@ echo; echo "## Publishing at scale: 100 publishes at once across namespaces, a m
 "$B/publish_scale" "${SCALE_NAMESPACES:-500}" "${SCALE_PER_NAMESPACE:-100}" 100 "${SCALE_VERSIONS:-20000}"
 echo; echo "## Download counts: the usage function's requests and time per batch, and the bill per million downloads (S3's latency)"; echo
 "$B/usage" "${USAGE_BATCHES:-20}"
+echo; echo "## MCP server: storage requests and time per tool call, and the bill per million calls (S3's latency)"; echo
+"$B/mcp" "${MCP_CALLS:-20}"
 echo; echo "## Micro-benchmarks (criterion)"; echo
 cargo bench -q --profile perf -p registry-bench --features micro --bench hot_path -- --warm-up-time 1 --measurement-time 3 2>&1 \
   | grep -E '^[a-z_/0-9]+ +time:|^[a-z_/0-9]+$|^ +time:' || true

@@ -55,8 +55,9 @@ locals {
       "indexed/upstream-modules/*", "access/tokens.json", "usage/modules/*", "usage/providers/*",
     ]
     # The MCP server: what the list, details and provider pages read (the catalog's parts,
-    # module manifests and docs, provider manifests, the namespaces' download totals); no
-    # archive (it presigns nothing).
+    # module manifests and docs, provider manifests, the namespaces' download totals: the
+    # modules' own counts under them are denied, NoCallersForMcp); no archive (it presigns
+    # nothing).
     mcp = [
       "indexed/catalog/index.json", "indexed/catalog/modules/*", "indexed/catalog/providers.json",
       "indexed/modules/*", "indexed/providers/*", "access/tokens.json", "usage/modules/*",
@@ -138,6 +139,19 @@ data "aws_iam_policy_document" "function" {
   # and never writes the single chain of before the log had a chain per namespace. Denied
   # outright, so that a stolen indexer role cannot remove entries or extend that chain, whose
   # last hash may be older than the log retention.
+  # The MCP function reads the namespaces' download totals (usage/modules/NAMESPACE.json) and
+  # never a module's own counts, which name its callers: those are denied outright (IAM's
+  # wildcard cannot say "one level" in the Allow).
+  dynamic "statement" {
+    for_each = each.key == "mcp" ? [1] : []
+    content {
+      sid       = "NoCallersForMcp"
+      effect    = "Deny"
+      actions   = ["s3:GetObject"]
+      resources = ["${local.bucket_arn}/usage/modules/*/*"]
+    }
+  }
+
   dynamic "statement" {
     for_each = each.key == "indexer" ? [1] : []
     content {

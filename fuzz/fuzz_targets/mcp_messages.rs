@@ -1,7 +1,7 @@
 //! Any bytes as a request body to the MCP endpoint: reading them never panics and never
 //! recurses past its bound; a request read back echoes its id; a `tools/call`'s arguments are
 //! either refused with a message or read into a call whose module or provider names only
-//! clean keys of its own (the manifest and docs it would read).
+//! clean keys of its own (the manifest or provider index it would read first).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,7 +10,9 @@ use registry::mcp::{Incoming, read};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(Incoming::Request { id, method, params }) = read(data) else { return };
-    assert_eq!(registry::mcp::result(&id, serde_json::json!({}))["jsonrpc"], "2.0");
+    let answered = registry::mcp::result(&id, serde_json::json!({}));
+    let sent: serde_json::Value = serde_json::from_slice(data).expect("a request read is JSON");
+    assert_eq!((&answered["jsonrpc"], &answered["id"]), (&serde_json::json!("2.0"), &sent["id"]));
     if method != "tools/call" {
         return;
     }

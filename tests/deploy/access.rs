@@ -78,6 +78,7 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("upstream module pull failure", layout::upstream_module_pull_failure(&public, &v)),
         ("upstream module pins", layout::upstream_module_pins(&public)),
         ("module usage", layout::module_usage(&module(TEAM))),
+        ("namespace usage", layout::namespace_usage(TEAM)),
         ("provider usage", layout::provider_usage(&own)),
         ("upstream module usage", layout::upstream_module_usage(&public)),
     ])
@@ -191,11 +192,12 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "token store",
                 "upstream module pins",
                 "module usage",
+                "namespace usage",
                 "provider usage",
             ],
         ),
-        // The MCP server reads what the list, details and provider pages read (the namespaces'
-        // totals are under usage/modules/, as the modules' own counts are), no archive.
+        // The MCP server reads what the list, details and provider pages read: the namespaces'
+        // totals, never a module's own counts (which name callers: denied), no archive.
         (
             role("mcp"),
             GET,
@@ -207,7 +209,7 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "catalog shard",
                 "catalog providers",
                 "token store",
-                "module usage",
+                "namespace usage",
             ],
         ),
         (
@@ -231,8 +233,8 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (role("indexer"), DELETE, indexer_deletes),
         (role("puller"), GET, [vec!["upstream pull"], upstream_modules.clone()].concat()),
         // Download counts: the usage function alone reads and writes them all.
-        (role("usage"), GET, vec!["module usage", "provider usage", "upstream module usage"]),
-        (role("usage"), PUT, vec!["module usage", "provider usage", "upstream module usage"]),
+        (role("usage"), GET, vec!["module usage", "namespace usage", "provider usage", "upstream module usage"]),
+        (role("usage"), PUT, vec!["module usage", "namespace usage", "provider usage", "upstream module usage"]),
         (role("puller"), PUT, [vec!["upstream copy"], upstream_modules].concat()),
         (
             format!("policy/{NAME}-publish-{TEAM}"),

@@ -4,7 +4,7 @@
 //! AWS SDK and TLS setup) and (b) from handing it the first event to its response (the first
 //! request, including the first S3 connection). Each binary started `RUNS` times; p50 and p99.
 //!
-//! usage: coldstart BIN_DIR [RUNS]   (BIN_DIR holds the eight functions' binaries)
+//! usage: coldstart BIN_DIR [RUNS]   (BIN_DIR holds the functions' binaries; COLD_ONLY=a,b: only those)
 
 #![allow(clippy::unwrap_used)]
 
@@ -58,6 +58,19 @@ async fn main() {
         e["headers"]["authorization"] = format!("Bearer {}", local.dev_token).into();
         e.to_string()
     };
+    // The MCP server: a tool call, POSTed as API Gateway sends it (the token store, the
+    // catalog's index, its shard and totals read).
+    let mcp_event = {
+        let mut e: serde_json::Value = serde_json::from_str(&api_event("/mcp")).unwrap();
+        e["requestContext"]["http"]["method"] = "POST".into();
+        e["body"] = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search_modules", "arguments": {"namespace": "acme"}}})
+        .to_string()
+        .into();
+        e["isBase64Encoded"] = false.into();
+        e["headers"]["content-type"] = "application/json".into();
+        e.to_string()
+    };
     let s3_event = serde_json::json!({"Records": [{
         "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1", "eventTime": "2026-11-23T00:00:00.000Z",
         "eventName": "ObjectCreated:Put", "userIdentity": {"principalId": "AWS:AROAEXAMPLE:ci"},
@@ -84,6 +97,7 @@ async fn main() {
         ("web", api_event("/v1/modules"), "acme/vpc/aws", none),
         // OCI: a module's tags (the token store and the module manifest read).
         ("oci", api_event("/v2/modules/acme/vpc/aws/tags/list"), "1.0.0", none),
+        ("mcp", mcp_event, "acme/vpc/aws", none),
         ("indexer", s3_event, "unchanged", none),
         ("puller", pull_event, "copied", &[("REGISTRY_UPSTREAM_HOSTS", "registry.terraform.io")][..]),
     ];
@@ -92,7 +106,10 @@ async fn main() {
         "| function | binary size | init p50 / p99 | of which AWS config + S3 client p50 | first event p50 / p99 | exec to first answer p50 / p99 |"
     );
     println!("| --- | --- | --- | --- | --- | --- |");
-    for (name, event, expect, extra_env) in functions {
+    // COLD_ONLY=mcp,web: only these (a release build of just them).
+    let only = std::env::var("COLD_ONLY").ok();
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == name));
+    for (name, event, expect, extra_env) in functions.into_iter().filter(|(name, ..)| wanted(name)) {
         let binary = bin_dir.join(name);
         let size = std::fs::metadata(&binary).map(|m| m.len()).unwrap_or(0);
         let (mut init, mut first, mut total, mut sdk_init) = (vec![], vec![], vec![], vec![]);

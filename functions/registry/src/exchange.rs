@@ -133,6 +133,18 @@ fn single(headers: &http::HeaderMap, name: http::header::HeaderName) -> Option<&
     }
 }
 
+/// A header that must be sent at most once and readable when sent: `Some("")` (which no check
+/// accepts) when it is sent twice or holds bytes that are not visible ASCII, so that a request
+/// cannot pass for one without it.
+fn strict(headers: &http::HeaderMap, name: http::header::HeaderName) -> Option<&str> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => None,
+        (Some(value), None) => Some(value.to_str().unwrap_or_default()),
+        (Some(_), Some(_)) => Some(""),
+    }
+}
+
 /// What the handler looks at in a request; everything else (other headers, the body) is
 /// ignored. Transports fill it in from their own request type.
 #[derive(Debug, Clone, Copy)]
@@ -203,9 +215,9 @@ impl<'a> Request<'a> {
             .if_none_match(header(http::header::IF_NONE_MATCH))
             .cookie(header(http::header::COOKIE))
             .host(header(http::header::HOST))
-            .origin(header(http::header::ORIGIN))
+            .origin(strict(headers, http::header::ORIGIN))
             .accept(single(headers, http::header::ACCEPT))
-            .mcp_protocol_version(single(headers, http::header::HeaderName::from_static("mcp-protocol-version")))
+            .mcp_protocol_version(strict(headers, http::header::HeaderName::from_static("mcp-protocol-version")))
     }
 
     /// With this `MCP-Protocol-Version` header.

@@ -25,10 +25,6 @@ pub use crate::router::{MCP_PATH as PATH, MCP_RESOURCE_METADATA_PATH as RESOURCE
 /// (the client then decides whether it can go on).
 pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// The version a request without `MCP-Protocol-Version` is taken to speak (the spec's rule for
-/// a client that sends none).
-pub const PROTOCOL_VERSION_ASSUMED: &str = "2025-03-26";
-
 /// Largest request body read: far above any tool call's arguments (each string is bounded
 /// far below it), so a hostile body costs no parse of megabytes.
 pub const BODY_MAX: usize = 16 * 1024;
@@ -210,8 +206,8 @@ pub fn negotiate(asked: Option<&str>) -> &'static str {
     PROTOCOL_VERSIONS.iter().find(|v| Some(**v) == asked).copied().unwrap_or(PROTOCOL_VERSIONS[0])
 }
 
-/// Whether an `MCP-Protocol-Version` header names a version this server speaks (absent: the
-/// assumed one, which it does).
+/// Whether an `MCP-Protocol-Version` header names a version this server speaks. Absent, the
+/// spec says to assume 2025-03-26, which it speaks.
 pub fn speaks(header: Option<&str>) -> bool {
     header.is_none_or(|v| PROTOCOL_VERSIONS.contains(&v.trim()))
 }

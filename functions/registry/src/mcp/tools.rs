@@ -1,5 +1,5 @@
 //! The tools the MCP server offers (`tools/list`) and each one's arguments (`tools/call`),
-//! read strictly: a known name at most once, each value by the registry's own grammar
+//! read strictly: known names only, each value by the registry's own grammar
 //! (addresses, versions, the list's filters), anything else refused with what is allowed. The
 //! names follow HashiCorp's terraform-mcp-server (`search_modules`, `get_module_details`,
 //! `search_providers`, `get_provider_details`) where a tool does the same thing, so an
@@ -14,6 +14,8 @@ use crate::query::{LIMIT_MAX, SEARCH_MAX_LEN};
 pub const SEARCH_LIMIT_DEFAULT: usize = 10;
 /// Most modules or providers a search answers.
 pub const SEARCH_LIMIT_MAX: usize = 50;
+/// Search words read; more are ignored (as the list API's search does).
+pub const SEARCH_WORDS_MAX: usize = 8;
 
 /// One tool call, its arguments read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +87,9 @@ pub struct Refused(pub String);
 /// The tools, as `tools/list` answers them: name, title, description, input schema, and
 /// annotations (each reads only, and only this registry).
 pub fn list() -> Value {
+    let segment = "[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?";
     let module = json!({"type": "string", "description": "The module's address: NAMESPACE/NAME/SYSTEM, e.g. acme/vpc/aws.",
-        "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*/[A-Za-z0-9][A-Za-z0-9_-]*/[a-z0-9]+$", "maxLength": 200});
+        "pattern": format!("^{segment}/{segment}/[0-9a-z]{{1,64}}$"), "maxLength": 200});
     let version = |what: &str| json!({"type": "string", "description": what, "maxLength": 128});
     let words = json!({"type": "string", "description": "Words to look for (all must match); empty: list everything.", "maxLength": SEARCH_MAX_LEN});
     let tools = vec![

@@ -1,6 +1,9 @@
 //! The configuration a user copies to call a module version or require a provider: the pages
-//! show it, and the MCP server's `get_usage` tool hands it to a coding assistant. One text
-//! for both, so what an assistant writes is what a person would copy.
+//! show it, and the MCP server's `get_module_usage` tool hands it to a coding assistant. One
+//! text for both, so what an assistant writes is what a person would copy. What a publisher
+//! wrote (an input's name and type) goes only into comments, each on one line: a type written
+//! over several lines would otherwise end its comment and put the publisher's text into the
+//! caller's own configuration.
 
 use std::fmt::Write;
 
@@ -8,6 +11,20 @@ use super::ModuleDir;
 
 /// Required inputs named in a module snippet; more are left to the docs.
 const REQUIRED_SHOWN_MAX: usize = 30;
+/// Characters of an input's name or type kept in its comment.
+const COMMENT_CHARS_MAX: usize = 120;
+
+/// Publisher text as one line of a comment: every run of whitespace or control characters one
+/// space, cut at `COMMENT_CHARS_MAX`.
+fn one_line(text: &str) -> String {
+    let words: Vec<&str> =
+        text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()).collect();
+    let line = words.join(" ");
+    match line.char_indices().nth(COMMENT_CHARS_MAX) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
 
 /// The `version` constraint a snippet suggests: `~> MAJOR.MINOR` (this minor and later
 /// patches and minors of the major); a pre-release exactly, since no range selects one.
@@ -28,7 +45,12 @@ pub fn module_block(name: &str, source: &str, version: &str, dir: &ModuleDir) ->
     if !required.is_empty() {
         text.push_str("\n  # Required inputs:\n");
         for input in required.iter().take(REQUIRED_SHOWN_MAX) {
-            let _ = writeln!(text, "  # {} = {}", input.name, input.r#type.as_deref().unwrap_or("any"));
+            let _ = writeln!(
+                text,
+                "  # {} = {}",
+                one_line(&input.name),
+                one_line(input.r#type.as_deref().unwrap_or("any"))
+            );
         }
     }
     text.push_str("}\n");
@@ -41,4 +63,29 @@ pub fn provider_block(r#type: &str, address: &str, version: &str) -> String {
         "terraform {{\n  required_providers {{\n    {type} = {{\n      source  = \"{address}\"\n      version = \"{}\"\n    }}\n  }}\n}}\n",
         constraint(version)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::module_docs::Input;
+
+    /// A type written over several lines (a comment inside it, valid HCL) stays in its comment:
+    /// the snippet is one `module` block whatever the publisher wrote.
+    #[test]
+    fn publisher_text_never_leaves_its_comment() {
+        let hostile = "object(/*\n}\n\nresource \"terraform_data\" \"pwned\" {}\n# */ {})";
+        let dir = ModuleDir {
+            inputs: vec![
+                Input { name: "name".into(), r#type: Some(hostile.into()), required: true, ..Input::default() },
+                Input { name: "a\nb\r\u{2028}c".into(), r#type: None, required: true, ..Input::default() },
+            ],
+            ..ModuleDir::default()
+        };
+        let block = module_block("evil", "registry.example.com/acme/evil/aws", "1.2.0", &dir);
+        let body: hcl_edit::structure::Body = block.parse().expect("the snippet is HCL");
+        assert_eq!(body.into_iter().count(), 1, "one block: {block}");
+        assert!(block.contains("  # a b c = any\n"), "{block}");
+        assert!(block.lines().filter(|l| l.contains("pwned")).all(|l| l.trim_start().starts_with('#')), "{block}");
+    }
 }

@@ -3,9 +3,9 @@
 //! `GET /.well-known/oauth-protected-resource/mcp`, the protected resource metadata (RFC 9728)
 //! that tells an MCP client where to sign in, when an OpenID Connect issuer has a login client.
 //!
-//! Every call is checked as a list is: no token where nothing is anonymous is 401 (before the
-//! message is read), and each tool sees only the modules and providers the caller may read,
-//! with the same answer for a hidden one as for an absent one.
+//! Every call is checked as a list is: no token where nothing is anonymous is 401 (once the
+//! message is read, before any method is answered), and each tool sees only the modules and
+//! providers the caller may read, with the same answer for a hidden one as for an absent one.
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -65,13 +65,16 @@ pub(crate) fn resource_metadata_url(config: &crate::config::Config, request: &Re
     Some(format!("https://{host}{}{}", mcp::RESOURCE_METADATA_PATH, mcp::PATH))
 }
 
-/// An error on the MCP endpoint before a message was read (401, 403, 400, 405): its status,
-/// a JSON-RPC error body without an id, and on 401 the challenge, naming the resource
-/// metadata when there is one.
+/// An error on the MCP endpoint that no JSON-RPC response answers (401, 403, 400, 405, 503):
+/// its status, a JSON-RPC error body without an id, never cached, and on 401 the challenge,
+/// naming the resource metadata when there is one.
 pub(crate) fn error_reply(error: &Error, request: &Request<'_>, config: &crate::config::Config) -> Reply {
-    let rpc = RpcError::new(code::INVALID_REQUEST, error.public_message());
-    let mut reply = Reply::json(error.status(), &rpc.body());
-    reply.status = error.status();
+    let message = match error {
+        Error::MethodNotAllowed => "the MCP endpoint takes POST only: one JSON-RPC message per request".to_string(),
+        _ => error.public_message(),
+    };
+    let rpc = RpcError::new(code::INVALID_REQUEST, message);
+    let reply = Reply::json(error.status(), &rpc.body()).header("cache-control", "no-store");
     match error {
         Error::Unauthorized(_) => {
             let challenge = match resource_metadata_url(config, request) {
@@ -96,8 +99,10 @@ async fn post<S: Storage>(
 ) -> Result<Reply, Error> {
     if let Some(origin) = request.origin {
         // The transport's rule against DNS rebinding: a browser's request from another site
-        // is refused. Clients outside a browser send no Origin.
-        crate::auth::session::same_origin(Some(origin), request.host, ctx.config.hostname.as_deref())
+        // is refused. Clients outside a browser send no Origin. With the registry's own host
+        // name configured, only it counts: a rebound name's `Host` is the attacker's.
+        let host = ctx.config.hostname.as_deref().or(request.host);
+        crate::auth::session::same_origin(Some(origin), host, None)
             .map_err(|_| Error::CrossSite("the MCP endpoint takes requests from this registry's origin only".into()))?;
     }
     if !mcp::speaks(request.mcp_protocol_version) {
@@ -212,9 +217,8 @@ async fn run<S: Storage>(
             Ok(answers::module_usage(host, &module, view.entry(), view.docs.as_deref()))
         }
         Call::ModuleVersions { module } => {
-            let view =
-                super::modules::module_version(ctx, &module, None, previous, || absent(&module), deadline).await?;
-            Ok(answers::module_versions(&module, &view.manifest))
+            let manifest = super::modules::manifest(ctx, &module, || absent(&module), deadline).await?;
+            Ok(answers::module_versions(&module, &manifest.value))
         }
         Call::CompareVersions { module, from, to } => {
             let compare = super::modules::Compare::From(&from);
@@ -225,8 +229,8 @@ async fn run<S: Storage>(
         Call::SearchProviders { query, limit } => {
             let (catalog, _) =
                 super::catalog::part::<ProviderCatalog, S>(ctx, crate::layout::CATALOG_PROVIDERS, deadline).await?;
-            let terms: Vec<String> =
-                query.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();
+            let words = query.as_deref().unwrap_or_default().split_whitespace();
+            let terms: Vec<String> = words.take(tools::SEARCH_WORDS_MAX).map(str::to_lowercase).collect();
             let found: Vec<_> = catalog
                 .providers
                 .values()

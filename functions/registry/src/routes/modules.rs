@@ -103,7 +103,7 @@ async fn download<S: Storage>(
 
 /// The module's manifest; absent or empty: `absent()`, the route's not-found answer (the same
 /// a token that may not read the module gets).
-async fn manifest<S: Storage>(
+pub(super) async fn manifest<S: Storage>(
     ctx: &Context<S>,
     module: &ModuleAddress,
     absent: impl Fn() -> Error,

@@ -308,7 +308,7 @@ fn a_summary_merge_only_grows() {
     assert_eq!((held.total("network", "awsx"), held.total("network", "aw"), held.total("net", "aws")), (9, 0, 0));
 }
 
-/// A summary that no longer parses starts again from what the batch names; one of a newer
+/// A summary that no longer parses is rebuilt from the module documents; one of a newer
 /// format is left alone and the batch fails (to be retried), as for the modules' documents.
 #[tokio::test]
 async fn an_unreadable_summary_starts_again_and_a_newer_one_is_left_alone() {

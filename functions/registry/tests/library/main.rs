@@ -4,6 +4,7 @@
 
 mod infra_bounds;
 mod lambda_events;
+mod mcp;
 mod module_graph;
 mod properties;
 mod s3_events;
