@@ -14,8 +14,6 @@ use crate::query::{LIMIT_MAX, SEARCH_MAX_LEN};
 pub const SEARCH_LIMIT_DEFAULT: usize = 10;
 /// Most modules or providers a search answers.
 pub const SEARCH_LIMIT_MAX: usize = 50;
-/// Search words read; more are ignored (as the list API's search does).
-pub const SEARCH_WORDS_MAX: usize = 8;
 
 /// One tool call, its arguments read.
 #[derive(Debug, Clone, PartialEq, Eq)]

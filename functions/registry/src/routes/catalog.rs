@@ -74,6 +74,35 @@ pub(super) async fn modules<S: Storage>(
     Ok(Found { total, page, stale: stale || totals_stale })
 }
 
+/// The providers of `catalog` this viewer may read whose address holds every word of `words`
+/// (the first eight, case-insensitive), in address order: the catalog page's and the MCP
+/// server's provider search.
+pub(super) fn providers<'a, S>(
+    ctx: &Context<S>,
+    catalog: &'a crate::catalog::ProviderCatalog,
+    viewer: &Viewer,
+    words: Option<&str>,
+) -> Vec<&'a crate::catalog::ProviderEntry> {
+    let policy = ctx.verifier.policy();
+    let terms: Vec<String> =
+        words.unwrap_or_default().split_whitespace().take(PROVIDER_WORDS_MAX).map(str::to_lowercase).collect();
+    catalog
+        .providers
+        .values()
+        .filter(|p| {
+            crate::address::ProviderAddress::parse(&p.hostname, &p.namespace, &p.r#type)
+                .is_ok_and(|a| viewer.may_read(policy, Resource::Provider(&a)))
+        })
+        .filter(|p| {
+            let address = p.address().to_lowercase();
+            terms.iter().all(|t| address.contains(t.as_str()))
+        })
+        .collect()
+}
+
+/// Words a provider search reads; more are ignored (as a module search's).
+const PROVIDER_WORDS_MAX: usize = 8;
+
 /// A part of the catalog (empty before anything is written there), and whether it is a copy
 /// served through a storage fault.
 pub(super) async fn part<P: Part + Default + Send + Sync + 'static, S: Storage>(

@@ -10,7 +10,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::address::{ModuleAddress, ProviderAddress};
+use crate::address::ModuleAddress;
 use crate::auth::{Resource, Viewer};
 use crate::catalog::ProviderCatalog;
 use crate::context::Context;
@@ -229,20 +229,7 @@ async fn run<S: Storage>(
         Call::SearchProviders { query, limit } => {
             let (catalog, _) =
                 super::catalog::part::<ProviderCatalog, S>(ctx, crate::layout::CATALOG_PROVIDERS, deadline).await?;
-            let words = query.as_deref().unwrap_or_default().split_whitespace();
-            let terms: Vec<String> = words.take(tools::SEARCH_WORDS_MAX).map(str::to_lowercase).collect();
-            let found: Vec<_> = catalog
-                .providers
-                .values()
-                .filter(|p| {
-                    ProviderAddress::parse(&p.hostname, &p.namespace, &p.r#type)
-                        .is_ok_and(|a| viewer.may_read(policy, Resource::Provider(&a)))
-                })
-                .filter(|p| {
-                    let address = p.address().to_lowercase();
-                    terms.iter().all(|t| address.contains(t.as_str()))
-                })
-                .collect();
+            let found = super::catalog::providers(ctx, &catalog, viewer, query.as_deref());
             let shown: Vec<_> = found.iter().take(limit).copied().collect();
             Ok(answers::providers_found(&shown, found.len()))
         }

@@ -204,18 +204,7 @@ async fn catalog_page<S: Storage>(
     let total = found.total;
     let terms: Vec<String> =
         listing.q.as_deref().map(|q| q.split_whitespace().map(str::to_lowercase).collect()).unwrap_or_default();
-    let providers: Vec<_> = providers
-        .providers
-        .values()
-        .filter(|p| {
-            ProviderAddress::parse(&p.hostname, &p.namespace, &p.r#type)
-                .is_ok_and(|a| viewer.may_read(policy, Resource::Provider(&a)))
-        })
-        .filter(|p| {
-            let address = p.address().to_lowercase();
-            terms.iter().all(|t| address.contains(t.as_str()))
-        })
-        .collect();
+    let providers = super::catalog::providers(ctx, &providers, &viewer, listing.q.as_deref());
     let upstream: Vec<_> = upstream
         .modules
         .values()
