@@ -60,18 +60,7 @@ fn every_tool_has_a_strict_schema_and_reads_its_arguments() {
     use tools::{Call, Refused};
     let list = tools::list();
     let names: Vec<&str> = list["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "search_modules",
-            "get_module_details",
-            "list_module_versions",
-            "compare_module_versions",
-            "get_module_usage",
-            "search_providers",
-            "get_provider_details"
-        ]
-    );
+    assert_eq!(names, tools::NAMES);
     for tool in list["tools"].as_array().unwrap() {
         assert_eq!(tool["inputSchema"]["type"], "object");
         assert_eq!(tool["inputSchema"]["additionalProperties"], false);
