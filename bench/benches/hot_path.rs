@@ -197,6 +197,15 @@ impl Storage for PresignedMemory {
     ) -> Result<(), Error> {
         self.memory.put(key, body, content_type, condition).await
     }
+    async fn put_etag(
+        &self,
+        key: &str,
+        body: bytes::Bytes,
+        content_type: &str,
+        condition: Precondition,
+    ) -> Result<String, Error> {
+        self.memory.put_etag(key, body, content_type, condition).await
+    }
     async fn put_file(&self, key: &str, path: &Path, content_type: &str, condition: Precondition) -> Result<(), Error> {
         self.memory.put_file(key, path, content_type, condition).await
     }

@@ -59,8 +59,17 @@ impl Storage for Latent {
         self.inner.etag(key).await
     }
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
+        self.put_etag(key, body, content_type, precondition).await.map(drop)
+    }
+    async fn put_etag(
+        &self,
+        key: &str,
+        body: Bytes,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> Result<String, Error> {
         self.wait("PUT", body.len()).await;
-        let put = self.inner.put(key, body, content_type, precondition).await;
+        let put = self.inner.put_etag(key, body, content_type, precondition).await;
         if let Err(Error::Conflict(_)) = &put {
             *self.lost.lock().unwrap().entry((self.kind)(key)).or_default() += 1;
         }

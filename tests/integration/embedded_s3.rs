@@ -340,3 +340,154 @@ async fn a_publish_reads_only_the_new_archive() {
     );
     h.running.stop().await;
 }
+
+/// A presigned PUT of `key` by `client` (the SDK's own signing, unsigned payload): the target
+/// and the headers to send, with `If-None-Match` and `x-amz-checksum-sha256` if given.
+async fn presigned_put(
+    client: &aws_sdk_s3::Client,
+    key: &str,
+    if_none_match: Option<&str>,
+    sha256: Option<String>,
+) -> (String, Vec<(String, String)>) {
+    let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(Duration::from_secs(300)).unwrap();
+    let put = client.put_object().bucket(registry_local::BUCKET).key(key);
+    let presigned = put.set_if_none_match(if_none_match.map(str::to_owned)).set_checksum_sha256(sha256);
+    let presigned = presigned.presigned(config).await.unwrap();
+    let uri: http::Uri = presigned.uri().parse().unwrap();
+    let headers = presigned.headers().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+    (uri.path_and_query().unwrap().to_string(), headers)
+}
+
+/// A PUT's head (with `Content-Length: length`) and `body` (all of it, part or none) sent on
+/// a new connection, left open.
+async fn send_put(
+    addr: std::net::SocketAddr,
+    (target, headers): &(String, Vec<(String, String)>),
+    length: usize,
+    body: &[u8],
+) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("PUT {target} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {length}\r\n");
+    for (name, value) in headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    stream.write_all(format!("{head}\r\n").as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    stream.flush().await.unwrap();
+    stream
+}
+
+/// The status and headers (names in lower case) of the answer on `stream`, read up to the end
+/// of its head.
+async fn answer_head(stream: &mut tokio::net::TcpStream) -> (u16, Vec<(String, String)>) {
+    use tokio::io::AsyncReadExt;
+    let mut read = Vec::new();
+    while !read.windows(4).any(|w| w == b"\r\n\r\n") {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the connection closed before an answer: {:?}", String::from_utf8_lossy(&read));
+        read.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&read).to_string();
+    let mut lines = text.split("\r\n");
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers)
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+}
+
+/// An answer given before the request's body was read (a 412 to `If-None-Match: *`, which
+/// s3s-fs checks first) says `Connection: close`: hyper cannot drain a large unread body and
+/// closes the connection, which a client would otherwise have pooled and failed its next
+/// request on. The body is never sent here, so the server surely answers before reading it,
+/// as it does for a client that sends it all. A PUT that reads its body keeps the connection.
+#[tokio::test]
+async fn a_put_answered_before_its_body_is_read_closes_its_connection() {
+    let h = Harness::start().await;
+    let publisher = h.running.publisher_client();
+    let (existing, fresh) = ("modules/acme/probe/exists.bin", "modules/acme/probe/fresh.bin");
+    let put = publisher.put_object().bucket(registry_local::BUCKET).key(existing);
+    put.body(aws_sdk_s3::primitives::ByteStream::from_static(b"{}")).send().await.unwrap();
+    let body = vec![b'x'; 1 << 20];
+
+    let refused = presigned_put(&publisher, existing, Some("*"), None).await;
+    let mut stream = send_put(h.running.s3_addr, &refused, body.len(), &[]).await;
+    let (status, headers) = answer_head(&mut stream).await;
+    assert_eq!(status, 412, "{headers:?}");
+    assert_eq!(header(&headers, "connection"), Some("close"), "{headers:?}");
+
+    let accepted = presigned_put(&publisher, fresh, Some("*"), None).await;
+    let mut stream = send_put(h.running.s3_addr, &accepted, body.len(), &body).await;
+    let (status, headers) = answer_head(&mut stream).await;
+    assert_eq!(status, 200, "{headers:?}");
+    assert_ne!(header(&headers, "connection"), Some("close"), "{headers:?}");
+    h.running.stop().await;
+}
+
+/// The embedded S3's answer to the PUT of `key` (its status), once it has given it: the
+/// request log records an answer once s3s-fs has committed or refused the write, whether or
+/// not its client is still there. (A bounded wait for an event, not a timing assertion.)
+async fn put_answered(h: &Harness, key: &str) -> Option<u16> {
+    for _ in 0..1000 {
+        let log = h.running.take_s3_requests();
+        if let Some(put) = log.iter().find(|r| r.method == http::Method::PUT && r.key.as_deref() == Some(key)) {
+            return Some(put.status);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// A body's SHA-256 as `x-amz-checksum-sha256` carries it.
+fn sha256_base64(body: &[u8]) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(body))
+}
+
+/// `key` holds `body` whole: those bytes, their MD5 as ETag and their SHA-256 as checksum.
+async fn assert_stored(client: &aws_sdk_s3::Client, key: &str, body: &[u8]) {
+    let got = client.get_object().bucket(registry_local::BUCKET).key(key);
+    let got = got.checksum_mode(aws_sdk_s3::types::ChecksumMode::Enabled).send().await.unwrap();
+    let (etag, checksum) = (got.e_tag.clone(), got.checksum_sha256.clone());
+    let stored = got.body.collect().await.unwrap().into_bytes();
+    assert!(stored.as_ref() == body, "{} bytes stored for {}", stored.len(), body.len());
+    assert_eq!(etag, Some(format!("\"{}\"", hex::encode(md5_of(body)))), "the ETag is the body's");
+    assert_eq!(checksum, Some(sha256_base64(body)), "the checksum is the body's");
+}
+
+/// A PUT whose client hangs up once its body is sent (as an SDK does at its attempt timeout)
+/// is committed whole, as S3 commits a PUT it received: the new body with its own ETag (the
+/// MD5 s3s-fs computes) and checksum, never the new body with the old ones. One whose body
+/// stops short commits nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_whose_client_hangs_up_is_committed_whole_or_not_at_all() {
+    let h = Harness::start().await;
+    let publisher = h.running.publisher_client();
+    let key = "modules/acme/probe/hung-up.bin";
+    let old = vec![b'o'; 1000];
+    let put = publisher.put_object().bucket(registry_local::BUCKET).key(key).checksum_sha256(sha256_base64(&old));
+    put.body(aws_sdk_s3::primitives::ByteStream::from(old)).send().await.unwrap();
+    let new: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+    let _ = h.running.take_s3_requests();
+
+    let request = presigned_put(&publisher, key, None, Some(sha256_base64(&new))).await;
+    drop(send_put(h.running.s3_addr, &request, new.len(), &new).await);
+    assert_eq!(put_answered(&h, key).await, Some(200), "the PUT whose client left is answered");
+    assert_stored(&publisher, key, &new).await;
+
+    let request = presigned_put(&publisher, key, None, Some(sha256_base64(&[0; 4]))).await;
+    drop(send_put(h.running.s3_addr, &request, new.len(), &new[..new.len() / 2]).await);
+    let status = put_answered(&h, key).await.unwrap();
+    assert!(!(200..300).contains(&status), "a PUT whose body stopped short fails: {status}");
+    assert_stored(&publisher, key, &new).await;
+    h.running.stop().await;
+}

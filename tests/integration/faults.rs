@@ -231,40 +231,60 @@ async fn every_storage_fault_on_a_read_gets_its_answer() {
 }
 
 /// A storage fault while indexing is never mistaken for a bad archive: the publish goes
-/// through once the fault passes, and no rejection record is written.
+/// through once the fault passes, and no rejection record is written. A fault on the manifest's
+/// write or its publish log entry's (also one whose write is made and its answer lost, and one
+/// on every attempt the SDK makes) leaves the version served and logged once: the audit is
+/// clean.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn storage_faults_while_indexing_are_retried_not_rejected() {
     use Fault::*;
     let h = Harness::start().await;
     let token = format!("Bearer {}", h.running.dev_token);
-    let cases: [(Fault, &str, http::Method); 8] = [
-        (SlowDown, "archive", http::Method::GET),
-        (InternalError, "archive", http::Method::GET),
-        (Reset, "archive", http::Method::GET),
-        (Truncated, "archive", http::Method::GET),
-        (ChecksumMismatch, "archive", http::Method::GET),
-        (SlowDown, "manifest", http::Method::PUT),
-        (InternalError, "manifest", http::Method::PUT),
-        (Reset, "manifest", http::Method::PUT),
+    let cases: [(Fault, &str, http::Method, u32); 13] = [
+        (SlowDown, "archive", http::Method::GET, 1),
+        (InternalError, "archive", http::Method::GET, 1),
+        (Reset, "archive", http::Method::GET, 1),
+        (Truncated, "archive", http::Method::GET, 1),
+        (ChecksumMismatch, "archive", http::Method::GET, 1),
+        (SlowDown, "manifest", http::Method::PUT, 1),
+        (InternalError, "manifest", http::Method::PUT, 1),
+        (Reset, "manifest", http::Method::PUT, 1),
+        (AnswerLost, "manifest", http::Method::PUT, 1),
+        (Reset, "log", http::Method::PUT, 1),
+        (Reset, "log", http::Method::PUT, 2),
+        (InternalError, "log", http::Method::PUT, 3),
+        (AnswerLost, "log", http::Method::PUT, 1),
     ];
     let mut failures = Vec::new();
-    for (i, (fault, target, method)) in cases.iter().enumerate() {
+    for (i, (fault, target, method, times)) in cases.iter().enumerate() {
         let module = format!("f{i}");
         let key = format!("modules/acme/{module}/aws/1.0.0.tar.gz");
-        let manifest = format!("indexed/modules/acme/{module}/aws/manifest.json");
-        let prefix = if *target == "archive" { key.clone() } else { manifest };
-        h.running.faults.add(Rule::next(&prefix, *fault, 1).method(method.clone()));
+        let prefix = match *target {
+            "archive" => key.clone(),
+            "manifest" => format!("indexed/modules/acme/{module}/aws/manifest.json"),
+            _ => "indexed/log/chains/modules/acme/entries/".to_string(),
+        };
+        h.running.faults.add(Rule::next(&prefix, *fault, *times).method(method.clone()));
+        let injected = h.running.faults.injected();
         h.upload(&key, support::module_tar_gz(&[("main.tf", "#")])).await;
+        let injected = h.running.faults.injected() - injected;
         h.running.faults.clear();
+        if injected != u64::from(*times) {
+            failures.push(format!("{fault:?} x{times} on the {target}: injected {injected} times"));
+        }
         let reply = h
             .running
             .app
             .handle(&Request::get(&format!("/v1/modules/acme/{module}/aws/versions")).authorization(Some(&token)))
             .await;
         let record = h.running.storage.get(&layout::rejection(&key)).await.unwrap();
+        let report = registry::publish_log::audit::audit(&h.running.storage).await.unwrap();
+        if !report.is_clean() {
+            failures.push(format!("{fault:?} x{times} on the {target}: audit {report:?}"));
+        }
         if reply.status != 200 || record.is_some() {
             failures.push(format!(
-                "{fault:?} on the {target}: {} {:?}, rejection record {:?}",
+                "{fault:?} x{times} on the {target}: {} {:?}, rejection record {:?}",
                 reply.status,
                 String::from_utf8_lossy(&reply.body),
                 record.map(|r| String::from_utf8_lossy(&r.bytes).into_owned())

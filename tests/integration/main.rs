@@ -15,6 +15,7 @@ mod module_pull_through;
 mod oci_clients;
 mod oci_handshake;
 mod oidc;
+mod pass_faults;
 mod pull_through;
 mod tokens;
 mod versions;

@@ -196,8 +196,8 @@ fi
 echo '{"audit": "all"}' > "$work/audit.json"
 out="$(invoke indexer "$work/audit.json" 2>&1)" || true
 if echo "$out" | grep -q '"chain":\[\]' && echo "$out" | grep -q '"unexplained":\[\]' \
-  && grep -rqs '"principal": "AWS:AROAEXAMPLE:ci"' "$bucket/indexed/log/chains/"; then
-  echo "ok    indexer: {\"audit\": \"all\"} finds every chain whole, every served archive explained, the event's principal logged"
+  && echo "$out" | grep -q '"unserved":\[\]' && grep -rqs '"principal": "AWS:AROAEXAMPLE:ci"' "$bucket/indexed/log/chains/"; then
+  echo "ok    indexer: {\"audit\": \"all\"} finds every chain whole, every served archive explained and every logged one served, the event's principal logged"
 else
   echo "FAIL  indexer audit: $out"; failures=$((failures + 1))
 fi

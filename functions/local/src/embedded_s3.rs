@@ -14,8 +14,9 @@
 //!   one version's body with the other's checksum (a 500 under load while publishing). Here
 //!   requests on one key are ordered (`key_locks`, taken by the rights check once s3s has
 //!   parsed every key the request touches): writes exclusive, reads shared, each for as long
-//!   as s3s-fs handles it. A GET's body streams afterwards from the file it opened,
-//!   which a later rename does not touch; conditional PUTs are atomic by the same lock.
+//!   as s3s-fs handles it, on a task a closed connection does not cancel (`call`). A GET's
+//!   body streams afterwards from the file it opened, which a later rename does not touch;
+//!   conditional PUTs are atomic by the same lock.
 //! - **IAM**: each request's rights are decided by `bucket_rights` from the signature s3s
 //!   verified, as the principals' policies in infra/ decide them in AWS: the publisher writes
 //!   only under the publisher prefixes (`layout::PUBLISHER_PREFIXES`), the key admin only
@@ -41,7 +42,7 @@ use s3s::{Body, HttpError};
 
 use crate::bucket_rights::Verified;
 use crate::faults::{Fault, Faults, s3_error, spoil};
-use crate::idle_body::{BODY_IDLE, IdleBody};
+use crate::idle_body::{BODY_IDLE, BodyEnd, IdleBody};
 use crate::latency::{Paced, S3Latency};
 
 use registry::Config;
@@ -173,11 +174,29 @@ impl IndexingS3 {
         self.pulls.clone()
     }
 
+    /// One request, as S3 in AWS answers it (`answer`), on a task of its own. hyper drops this
+    /// future when the client closes its connection (as an SDK does at its attempt timeout),
+    /// and s3s-fs commits a PUT in several renames (body, attributes, ETag and checksums): a
+    /// drop between two of them left a new body with the old ETag. S3 commits a PUT it
+    /// received whole, whatever the client does next, and notifies it: the task runs on through
+    /// the commit, holding the key locks the rights check took, and the indexing. A body that
+    /// did not arrive whole still fails the write (hyper fails a body its connection lost).
+    pub async fn call(self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+        let task = tokio::spawn(async move {
+            let (parts, body) = request.into_parts();
+            let body = IdleBody::new(body, BODY_IDLE);
+            let end = body.end();
+            let answer = self.answer(Request::from_parts(parts, body)).await;
+            answer.map(|response| closing_unless_read(response, &end))
+        });
+        task.await.unwrap_or_else(|e| Err(HttpError::new(format!("embedded S3: the answer failed: {e}").into())))
+    }
+
     /// One request, as S3 in AWS answers it: a fault injected where a test asked for one, the
     /// request served by s3s under its rights check (`bucket_rights`: the principal's rights
     /// as IAM gives them, the key locks that make PUTs atomic), `If-None-Match` answered, and
     /// the writes S3 notifies handed to the indexer and the puller once they succeeded.
-    pub async fn call(&self, request: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+    async fn answer(&self, request: Request<IdleBody>) -> Result<Response<Body>, HttpError> {
         let method = request.method().clone();
         let query = request.uri().query().unwrap_or("").to_string();
         let key = self.object_key(request.uri().path());
@@ -208,8 +227,8 @@ impl IndexingS3 {
         let verified = Arc::new(Verified::default());
         let mut request = request.map(|body| match &self.latency {
             // An upload comes at the bandwidth, as S3 reads it over one connection.
-            Some(latency) => Body::http_body_unsync(Paced::new(IdleBody::new(body, BODY_IDLE), latency.clone())),
-            None => Body::http_body_unsync(IdleBody::new(body, BODY_IDLE)),
+            Some(latency) => Body::http_body_unsync(Paced::new(body, latency.clone())),
+            None => Body::http_body_unsync(body),
         });
         request.extensions_mut().insert(verified.clone());
         let response = self.serve(request, &verified).await?;
@@ -235,6 +254,9 @@ impl IndexingS3 {
             self.pull(&written);
         }
         self.index(written, principal).await;
+        if fault == Some(Fault::AnswerLost) {
+            return Err(HttpError::new("injected fault: the answer is lost".into()));
+        }
         Ok(response)
     }
 
@@ -347,7 +369,7 @@ async fn answer_fault(
             tokio::time::sleep(delay).await;
             return None;
         }
-        Fault::Truncated | Fault::ChecksumMismatch => return None,
+        Fault::Truncated | Fault::ChecksumMismatch | Fault::AnswerLost => return None,
     };
     Some(Ok(injected(error, record)))
 }
@@ -363,6 +385,18 @@ fn answered(method: &Method, key: Option<&str>, status: http::StatusCode, princi
     } else if status.is_client_error() {
         tracing::debug!(%method, key, status = status.as_u16(), who, "embedded S3 refused");
     }
+}
+
+/// `response`, with `Connection: close` if the request's body was not read to its end: s3s
+/// answered before reading it all (a 412 from `If-None-Match` or `If-Match`, a 403). hyper
+/// then tries to drain the rest, gives up on a large body and closes the connection, which
+/// the client has already pooled again: its next request there fails ("connection closed
+/// before message completed"). hyper honours the header, and it tells the client not to pool.
+fn closing_unless_read(mut response: Response<Body>, end: &BodyEnd) -> Response<Body> {
+    if !end.reached() {
+        response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// S3's 304 for `response` (an unchanged object): no body, its ETag and date kept.

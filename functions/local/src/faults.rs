@@ -26,6 +26,10 @@ pub enum Fault {
     Slow(Duration),
     /// The connection is closed without an answer.
     Reset,
+    /// The request is served (a write made, and notified, as S3 does), then the connection is
+    /// closed without its answer: a write committed whose answer a timeout or a dropped
+    /// connection lost.
+    AnswerLost,
 }
 
 /// Which requests a rule hits, and how many times.

@@ -237,6 +237,7 @@ fn s3_client(
         .force_path_style(true)
         .timeout_config(timeouts)
         .retry_config(retries)
+        .http_client(registry::storage::s3::http_client())
         .build();
     aws_sdk_s3::Client::from_conf(config)
 }

@@ -307,14 +307,21 @@ async fn run_audit(target: TokenTarget) -> Result<(), String> {
     for problem in &report.unexplained {
         println!("UNEXPLAINED: {problem}");
     }
+    for problem in &report.unserved {
+        println!("UNSERVED: {problem}");
+    }
     if !report.is_clean() {
         return Err(format!(
-            "{} chain problem(s), {} served archive(s) the log does not explain",
+            "{} chain problem(s), {} served archive(s) the log does not explain, {} logged archive(s) nothing serves",
             report.chain.len(),
-            report.unexplained.len()
+            report.unexplained.len(),
+            report.unserved.len()
         ));
     }
-    println!("every entry chains to the one before it, and every served archive has its publish entry");
+    println!(
+        "every entry chains to the one before it, every served archive has its publish entry, and every published \
+         archive is served"
+    );
     Ok(())
 }
 

@@ -7,8 +7,9 @@
 //! for the same file over TLS (docs/PERFORMANCE.md). Here `get_object` lets s3s-fs answer as
 //! before (the request has passed s3s's SigV4 check by then; the key, range, ETag and metadata
 //! are its) and then, for a whole-object GET, swaps the body for the same file read in `CHUNK`
-//! pieces. ListObjectsV2 walks only what its prefix can match (`object_listing`). Every other
-//! operation is s3s-fs's own.
+//! pieces. ListObjectsV2 walks only what its prefix can match (`object_listing`). A GET or HEAD
+//! of a directory (a prefix of other keys) answers `NoSuchKey`, as S3 does for a key it does
+//! not hold (`file_or_no_such_key`). Every other operation is s3s-fs's own.
 //!
 //! The file opened here is the file s3s-fs opened: `IndexingS3` holds the key's read lock
 //! while s3s-fs handles the request and this runs inside it, and writes replace an object by
@@ -17,8 +18,11 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use s3s::dto::{GetObjectInput, GetObjectOutput, ListObjectsV2Input, ListObjectsV2Output, StreamingBlob};
-use s3s::{S3, S3Request, S3Response, S3Result};
+use s3s::dto::{
+    GetObjectInput, GetObjectOutput, HeadObjectInput, HeadObjectOutput, ListObjectsV2Input, ListObjectsV2Output,
+    StreamingBlob,
+};
+use s3s::{S3, S3Request, S3Response, S3Result, s3_error};
 use tokio::io::AsyncReadExt;
 use tokio_util::io::ReaderStream;
 
@@ -66,6 +70,28 @@ impl ObjectFiles {
     }
 }
 
+/// s3s-fs's `answer` to a GET or HEAD of the object at `path`, but `NoSuchKey` where the path is
+/// a directory: a prefix of other keys (`a/b` of `a/b/c`), which is no object in S3. s3s-fs
+/// opens a directory as it opens a file, then fails reading it (a 500) or, with the ETag a
+/// deleted object left behind, answers 200 with a body that cannot be read. Checked before
+/// (`answer` is not started yet) and after a failure: a write of `a/b/c` can make `a/b` a
+/// directory between the two, and holds no lock of `a/b`.
+async fn file_or_no_such_key<T>(path: Option<&Path>, answer: impl Future<Output = S3Result<T>>) -> S3Result<T> {
+    let directory = || async {
+        match path {
+            Some(path) => tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()),
+            None => false,
+        }
+    };
+    if directory().await {
+        return Err(s3_error!(NoSuchKey));
+    }
+    match answer.await {
+        Err(_) if directory().await => Err(s3_error!(NoSuchKey)),
+        answer => answer,
+    }
+}
+
 /// A name made only of plain path segments: no `..`, `.`, root or empty part.
 fn plain(name: &str) -> bool {
     !name.is_empty() && Path::new(name).components().all(|c| matches!(c, Component::Normal(_)))
@@ -94,15 +120,20 @@ s3_with! {
     {
         async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
             let whole = req.input.range.is_none();
-            let path = if whole { self.object_path(&req.input.bucket, &req.input.key) } else { None };
-            let mut response = self.fs.get_object(req).await?;
-            if let Some(path) = path
+            let path = self.object_path(&req.input.bucket, &req.input.key);
+            let mut response = file_or_no_such_key(path.as_deref(), self.fs.get_object(req)).await?;
+            if let Some(path) = path.filter(|_| whole)
                 && let Some(body) = Self::chunked_body(&path, &response.output).await
             {
                 // Dropping s3s-fs's body closes its file before a byte of it is read.
                 response.output.body = Some(body);
             }
             Ok(response)
+        }
+
+        async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
+            let path = self.object_path(&req.input.bucket, &req.input.key);
+            file_or_no_such_key(path.as_deref(), self.fs.head_object(req)).await
         }
 
         /// Walks only the directories the prefix can match (`object_listing`), where s3s-fs
@@ -121,7 +152,6 @@ s3_with! {
     delete_objects: DeleteObjectsInput => DeleteObjectsOutput,
     get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput,
     head_bucket: HeadBucketInput => HeadBucketOutput,
-    head_object: HeadObjectInput => HeadObjectOutput,
     list_buckets: ListBucketsInput => ListBucketsOutput,
     list_objects: ListObjectsInput => ListObjectsOutput,
     put_object: PutObjectInput => PutObjectOutput,
@@ -147,6 +177,51 @@ mod tests {
             assert_eq!(files.object_path("b", key), None, "{key}");
         }
         assert_eq!(files.object_path("..", "k"), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn request<T>(input: T) -> S3Request<T> {
+        S3Request {
+            input,
+            method: http::Method::GET,
+            uri: http::Uri::from_static("/b"),
+            headers: http::HeaderMap::new(),
+            extensions: http::Extensions::new(),
+            credentials: None,
+            region: None,
+            service: None,
+            trailing_headers: None,
+        }
+    }
+
+    fn put(key: &str, body: &'static [u8]) -> S3Request<s3s::dto::PutObjectInput> {
+        let mut input = s3s::dto::PutObjectInput::builder().bucket("b".into()).key(key.into()).build().unwrap();
+        input.body = Some(StreamingBlob::from(s3s::Body::from(bytes::Bytes::from_static(body))));
+        request(input)
+    }
+
+    /// A GET or HEAD of a prefix of other keys (`a/b` of `a/b/c`, a directory here) answers
+    /// `NoSuchKey`, as S3 does, even where a deleted object of that key left its ETag behind.
+    #[tokio::test]
+    async fn a_prefix_of_other_keys_is_no_object() {
+        let dir = std::env::temp_dir().join(format!("object-files-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        let files = ObjectFiles::new(&dir).unwrap();
+        files.put_object(put("a/b", b"old")).await.unwrap();
+        let delete = s3s::dto::DeleteObjectInput::builder().bucket("b".into()).key("a/b".into()).build().unwrap();
+        files.delete_object(request(delete)).await.unwrap();
+        files.put_object(put("a/b/c", b"c")).await.unwrap();
+        let get = |key: &str| GetObjectInput::builder().bucket("b".into()).key(key.into()).build().unwrap();
+        let head = |key: &str| HeadObjectInput::builder().bucket("b".into()).key(key.into()).build().unwrap();
+        for key in ["a", "a/b"] {
+            let got = files.get_object(request(get(key))).await.err().map(|e| e.code().clone());
+            assert_eq!(got, Some(s3s::S3ErrorCode::NoSuchKey), "GET {key}");
+            let headed = files.head_object(request(head(key))).await.err().map(|e| e.code().clone());
+            assert_eq!(headed, Some(s3s::S3ErrorCode::NoSuchKey), "HEAD {key}");
+        }
+        assert!(files.get_object(request(get("a/b/c"))).await.is_ok());
+        assert!(files.head_object(request(head("a/b/c"))).await.is_ok());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

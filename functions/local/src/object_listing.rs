@@ -87,18 +87,22 @@ pub async fn list_objects_v2(bucket_dir: &Path, input: ListObjectsV2Input) -> S3
 
 /// Every object under `bucket_dir` whose key starts with `prefix`, sorted, with the keys that
 /// hold `delimiter` after the prefix folded into their common prefix.
+///
+/// An entry deleted while the walk reads it (a file or directory gone between reading its
+/// directory and looking at it) is left out: S3 lists a key deleted during a listing or not,
+/// and never fails the listing for it.
 async fn matching(bucket_dir: &Path, prefix: &str, delimiter: Option<&str>) -> S3Result<Vec<Entry>> {
-    let io = |e: std::io::Error| s3_error!(e, InternalError);
     let mut keys = Vec::new();
     let mut prefixes = BTreeSet::new();
     let mut dirs: VecDeque<(PathBuf, String)> = VecDeque::from([(bucket_dir.to_owned(), String::new())]);
     while let Some((dir, dir_key)) = dirs.pop_front() {
-        let mut files = tokio::fs::read_dir(&dir).await.map_err(io)?;
-        while let Some(file) = files.next_entry().await.map_err(io)? {
+        let Some(mut files) = present(tokio::fs::read_dir(&dir).await)? else { continue };
+        while let Some(file) = present(files.next_entry().await)?.flatten() {
             // A name that is not UTF-8 is no key s3s-fs could have written (it skips them too).
             let Some(name) = file.file_name().to_str().map(str::to_owned) else { continue };
             let key = format!("{dir_key}{name}");
-            if file.file_type().await.map_err(io)?.is_dir() {
+            let Some(file_type) = present(file.file_type().await)? else { continue };
+            if file_type.is_dir() {
                 let below = format!("{key}/");
                 if below.starts_with(prefix) || prefix.starts_with(&below) {
                     dirs.push_back((file.path(), below));
@@ -110,13 +114,24 @@ async fn matching(bucket_dir: &Path, prefix: &str, delimiter: Option<&str>) -> S
                 prefixes.insert(format!("{prefix}{}", &rest[..at]));
                 continue;
             }
-            let meta = file.metadata().await.map_err(io)?;
-            keys.push(Entry::Key(key, meta.len(), meta.modified().map_err(io)?));
+            let Some(meta) = present(file.metadata().await)? else { continue };
+            let modified = meta.modified().map_err(|e| s3_error!(e, InternalError))?;
+            keys.push(Entry::Key(key, meta.len(), modified));
         }
     }
     keys.extend(prefixes.into_iter().map(Entry::Prefix));
     keys.sort_by(|a, b| a.name().cmp(b.name()));
     Ok(keys)
+}
+
+/// What a file system call on a listed entry found: `None` if the entry is gone (deleted since
+/// its directory was read), an `InternalError` for any other failure.
+fn present<T>(result: std::io::Result<T>) -> S3Result<Option<T>> {
+    match result {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(s3_error!(e, InternalError)),
+    }
 }
 
 #[cfg(test)]
@@ -204,5 +219,56 @@ mod tests {
         let missing = ListObjectsV2Input::builder().bucket("nope".into()).build().unwrap();
         assert!(list_objects_v2(&root.join("nope"), missing).await.is_err());
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// Listings racing PUTs and DELETEs under their prefix all answer, with whatever keys they
+    /// found: a file or directory deleted between reading its directory and looking at it is
+    /// left out, as S3 lists a key deleted during a listing or not, never failing the listing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_deleted_while_listing_are_left_out() {
+        const LISTINGS: usize = 300;
+        let root = std::env::temp_dir().join(format!("object-listing-churn-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let churned = root.join("b/churn");
+        std::fs::create_dir_all(&churned).unwrap();
+        let listed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let (churned, listed) = (churned.clone(), listed.clone());
+            // Keys at the prefix's level and one below it, so files and directories both vanish.
+            tokio::task::spawn_blocking(move || {
+                let mut rounds = 0;
+                while !listed.load(std::sync::atomic::Ordering::SeqCst) {
+                    for i in 0..20 {
+                        std::fs::create_dir_all(churned.join(format!("d{i}"))).unwrap();
+                        std::fs::write(churned.join(format!("d{i}/k")), b"k").unwrap();
+                        std::fs::write(churned.join(format!("k{i}")), b"k").unwrap();
+                    }
+                    for i in 0..20 {
+                        std::fs::remove_file(churned.join(format!("d{i}/k"))).unwrap();
+                        std::fs::remove_dir(churned.join(format!("d{i}"))).unwrap();
+                        std::fs::remove_file(churned.join(format!("k{i}"))).unwrap();
+                    }
+                    rounds += 1;
+                }
+                rounds
+            })
+        };
+        let mut failed = Vec::new();
+        for _ in 0..LISTINGS {
+            let mut input = ListObjectsV2Input::builder().bucket("b".into()).build().unwrap();
+            input.prefix = Some("churn/".into());
+            if let Err(e) = list_objects_v2(&root.join("b"), input).await {
+                failed.push(format!("{e:?}"));
+            }
+        }
+        listed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let rounds = churn.await.unwrap();
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(
+            failed.is_empty(),
+            "{} of {LISTINGS} listings failed ({rounds} rounds of churn): {:?}",
+            failed.len(),
+            failed.first()
+        );
     }
 }

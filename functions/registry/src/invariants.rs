@@ -452,7 +452,7 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
         source: text.into(),
         copied_at: text.into(),
     };
-    let pins = crate::upstream::module_records::ModulePins { pins: vec![pin.clone(), pin] };
+    let pins = crate::upstream::module_records::ModulePins { pins: vec![pin.clone(), pin], refusals: Vec::new() };
     let upstream =
         crate::address::UpstreamModule::parse("registry.example", "acme", "vpc", "aws").map_err(|e| e.to_string())?;
     check_inert_html(&crate::web::upstream::module(text, text, &upstream, &pins, true), &FRAME_TAGS)

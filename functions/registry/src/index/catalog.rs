@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+use super::documents::read_document;
 use super::indexer::Indexer;
-use super::intake::read_document;
 use crate::address::{ModuleAddress, ProviderAddress, UpstreamModule};
 use crate::catalog::{
     self, CatalogIndex, LegacyCatalog, ModuleEntry, ModuleShard, Part, ProviderCatalog, ProviderEntry, UpstreamCatalog,

@@ -1,25 +1,13 @@
-//! How a pass takes in what is in the bucket: the documents it may replace, read before its
-//! listing (rule 1); an archive's ETag as listed, to tell whether it is the one a manifest
-//! records; an upload spooled to disk for checking, or refused with a rejection record.
+//! How a pass takes in what is in the bucket: an archive's ETag as listed, to tell whether it
+//! is the one a manifest records; an upload spooled to disk for checking, or refused with a
+//! rejection record. (The documents it may replace are read before its listing, rule 1,
+//! through `documents`.)
 
 use super::indexer::Indexer;
 use super::rejections::{Rejections, immutable_fingerprint};
 use super::spool::{Spooled, spool};
 use crate::error::Error;
-use crate::storage::{Object, ObjectInfo, Storage};
-
-/// A document this pass may replace, as read (rule 1). One that fails S3's integrity
-/// check even when read again is corrupt at rest: it is read as unreadable content with its
-/// current ETag, so the pass rewrites it (`If-Match` that ETag) instead of stalling on it.
-pub(super) async fn read_document<S: Storage>(storage: &S, key: &str) -> Result<Option<Object>, Error> {
-    match storage.get(key).await {
-        Err(Error::Corrupt(why)) => {
-            tracing::warn!(key, why, "stored document fails its integrity check; rebuilding it");
-            Ok(storage.etag(key).await?.map(|etag| Object { bytes: bytes::Bytes::new(), etag }))
-        }
-        other => other,
-    }
-}
+use crate::storage::{ObjectInfo, Storage};
 
 /// An archive's ETag as listed. S3 lists every object with it; some S3-compatible servers
 /// (s3s-fs, the local registry's) omit it, and then one HEAD answers it, asked only for an

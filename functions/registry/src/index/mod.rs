@@ -5,9 +5,10 @@
 //! share is a file below it, and none of them names anything here. One file per idea: the
 //! module pass (`modules`), the provider passes (`providers`, signed releases in `releases`),
 //! the catalog (`catalog`); what every pass is given (`indexer`: the bucket, the limits, the
-//! caches), how it takes uploads in (`intake`: documents read before the listing, ETags as
-//! listed, uploads spooled or refused), what it tells the publish log (`changes`); rejection
-//! records (`rejections`), spooling uploads to disk (`spool`), deprecation files
+//! caches), how it takes uploads in (`intake`: ETags as listed, uploads spooled or refused),
+//! the documents it replaces (`documents`: read before the listing, written with what their
+//! writes owe, the publish log and OCI cleanup, so that no failure leaves it half done);
+//! rejection records (`rejections`), spooling uploads to disk (`spool`), deprecation files
 //! (`deprecations`), SemVer judgment (`judgment`), OCI artifacts (`oci`).
 //!
 //! What a pass covers (`Pass`): a module's one manifest; for a provider either one version
@@ -43,8 +44,9 @@ mod modules;
 mod providers;
 mod releases;
 
-// What every pass shares: the indexer it is given, how it takes uploads in, the publish log.
-mod changes;
+// What every pass shares: the indexer it is given, how it takes uploads in, the documents it
+// replaces (with what their writes owe: the publish log, OCI cleanup).
+mod documents;
 mod indexer;
 mod intake;
 
@@ -59,7 +61,7 @@ mod upstream_modules;
 pub use indexer::{Indexer, Limits, Outcome};
 pub use judgment::{Policy as SemverRule, SemverPolicy};
 pub use rejections::Rejection;
-use rejections::write_rejection;
+use rejections::reject_once;
 
 /// How a pass that loses a race is retried before giving up (the caller then reports an
 /// error; in Lambda the event is retried). Under n passes racing on one manifest the last
@@ -151,7 +153,7 @@ impl<S: Storage> Indexer<'_, S> {
         match (present, layout::expected_name(key)) {
             (Some(object), Some(expected)) => {
                 let principal = self.principals().get(key).cloned();
-                write_rejection(self.storage, &object, expected, principal).await
+                reject_once(self.storage, object, expected, principal).await
             }
             _ => self.storage.delete(&layout::rejection(key)).await,
         }

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::io::Seek;
 
-use super::changes::log_changes;
+use super::documents::{self, read_finished};
 use super::indexer::{Indexer, Outcome};
-use super::intake::{listed_etag, read_document, spool_or_reject};
+use super::intake::{listed_etag, spool_or_reject};
 use super::judgment::{self, Verdict};
 use super::rejections::{Rejections, immutable, immutable_fingerprint};
 use super::spool::{Spooled, blocking};
@@ -53,7 +53,7 @@ async fn read_manifest<S: Storage>(
     module: &ModuleAddress,
 ) -> Result<(Option<Object>, Option<ModuleManifest>), Error> {
     let manifest_key = layout::module_manifest(module);
-    let read = read_document(indexer.storage, &manifest_key).await?;
+    let read = read_finished::<_, ModuleManifest>(indexer.storage, &manifest_key).await?;
     let existing = read.as_ref().map(|o| ModuleManifest::parse(&o.bytes)).transpose().unwrap_or_else(|e| {
         tracing::warn!(key = manifest_key, error = %chain(&e), "existing manifest unreadable; rebuilding it");
         None
@@ -206,8 +206,8 @@ async fn judge_new<S: Storage>(
 }
 
 /// Write the manifest if it says something new, only over what was read (`read`: rule 2),
-/// with the OCI packages it lists stored before it and those it no longer lists removed
-/// after; then its changes go on the publish log.
+/// with the OCI packages it lists stored before it; its changes go on the publish log, and
+/// the packages it no longer lists are removed, both kept in it until done (`documents`).
 async fn write_manifest<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &ModuleAddress,
@@ -224,9 +224,10 @@ async fn write_manifest<S: Storage>(
     }
     oci::store_module(indexer.storage, module, existing, manifest).await?;
     let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
-    indexer.storage.put(&layout::module_manifest(module), to_json(manifest)?, CONTENT_TYPE_JSON, precondition).await?;
-    oci::forget_module(indexer.storage, module, existing, manifest).await?;
-    log_changes(indexer, changes(module, existing, manifest)).await?;
+    let logged = documents::named(indexer, changes(module, existing, manifest));
+    let forget = oci::forget_module(module, existing, manifest);
+    let key = layout::module_manifest(module);
+    documents::write(indexer.storage, &key, manifest, precondition, logged, forget).await?;
     Ok(Outcome::Written { versions: manifest.versions.len() })
 }
 

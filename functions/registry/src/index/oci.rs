@@ -82,20 +82,45 @@ pub(super) async fn store<S: Storage>(
     Ok(())
 }
 
-/// After the document is written: each zip it no longer serves (a yank, an overwrite allowed
-/// by `REGISTRY_ALLOW_OVERWRITE`) taken out of its blob pointer, which answers 404 once no
-/// zip is left in it.
-pub(super) async fn forget<S: Storage>(
-    storage: &S,
+/// What to do once the document is written: each zip it no longer serves (a yank, an
+/// overwrite allowed by `REGISTRY_ALLOW_OVERWRITE`) taken out of its blob pointer, which
+/// answers 404 once no zip is left in it. Kept in the document with its log intent
+/// (`documents`), so a pass that fails before doing it leaves it to the next reader.
+pub(super) fn forget(
     provider: &ProviderAddress,
     before: Option<&ProviderVersion>,
     after: &ProviderVersion,
-) -> Result<(), Error> {
-    let Some(before) = before.filter(|_| Repository::of_provider(provider).is_some()) else { return Ok(()) };
+) -> Vec<Forget> {
+    let Some(before) = before.filter(|_| Repository::of_provider(provider).is_some()) else { return Vec::new() };
     let served: BTreeSet<(String, String)> = provider_blobs(provider, after).map(|(d, blob)| (d, blob.key)).collect();
-    for (digest, blob) in provider_blobs(provider, before) {
-        if !served.contains(&(digest.clone(), blob.key.clone())) {
-            update_pointer(storage, &layout::oci_blob(provider, &digest), Change::Remove(&blob.key)).await?;
+    provider_blobs(provider, before)
+        .filter(|(digest, blob)| !served.contains(&(digest.clone(), blob.key.clone())))
+        .map(|(digest, blob)| Forget::Remove { pointer: layout::oci_blob(provider, &digest), member: blob.key })
+        .collect()
+}
+
+/// One step of taking out what a document no longer serves: stored in the document until it is
+/// done, so each is idempotent (done twice, it changes nothing the second time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "lowercase")]
+pub(super) enum Forget {
+    /// A tag deleted (a yanked version's; `latest` when no release is left).
+    Delete { key: String },
+    /// A member taken out of a blob pointer.
+    Remove { pointer: String, member: String },
+    /// A member put (back) into a blob pointer.
+    Add { pointer: String, member: String, blob: OciBlob },
+}
+
+/// Do each step of `steps`, in order.
+pub(super) async fn apply<S: Storage>(storage: &S, steps: &[Forget]) -> Result<(), Error> {
+    for step in steps {
+        match step {
+            Forget::Delete { key } => storage.delete(key).await?,
+            Forget::Remove { pointer, member } => update_pointer(storage, pointer, Change::Remove(member)).await?,
+            Forget::Add { pointer, member, blob } => {
+                update_pointer(storage, pointer, Change::Add { member, blob }).await?;
+            }
         }
     }
     Ok(())
@@ -289,43 +314,45 @@ async fn tag_latest<S: Storage>(
     storage.put(&key, manifest.bytes.into(), MEDIA_TYPE_MANIFEST, Precondition::None).await
 }
 
-/// After a module manifest is written: the tags of versions it no longer serves (yanked), so
-/// they answer 404 (and `latest` when no release is left); and each version that no longer
-/// serves a blob (yanked, or replaced under `REGISTRY_ALLOW_OVERWRITE`) taken out of that
-/// blob's pointer, which then names what another version with those bytes serves, or nothing.
-pub(super) async fn forget_module<S: Storage>(
-    storage: &S,
+/// What to do once a module manifest is written: delete the tags of versions it no longer
+/// serves (yanked), so they answer 404 (and `latest` when no release is left); and take each
+/// version that no longer serves a blob (yanked, or replaced under `REGISTRY_ALLOW_OVERWRITE`)
+/// out of that blob's pointer, which then names what another version with those bytes serves,
+/// or nothing. Kept in the manifest with its log intent (`documents`) until done.
+pub(super) fn forget_module(
     module: &ModuleAddress,
     before: Option<&ModuleManifest>,
     after: &ModuleManifest,
-) -> Result<(), Error> {
-    let Some(before) = before.filter(|_| Repository::of_module(module).is_some()) else { return Ok(()) };
+) -> Vec<Forget> {
+    let Some(before) = before.filter(|_| Repository::of_module(module).is_some()) else { return Vec::new() };
+    let mut steps = Vec::new();
     if before.oci_latest.is_some() && after.oci_latest.is_none() {
-        storage.delete(&layout::oci_module_tag(module, crate::oci::name::LATEST)).await?;
+        steps.push(Forget::Delete { key: layout::oci_module_tag(module, crate::oci::name::LATEST) });
     }
     for gone in &before.versions {
         // Stored versions are canonical SemVer; one that is not was never tagged.
         let Ok(version) = crate::address::parse_version(&gone.version) else { continue };
         let now = after.find(&version);
         if now.is_none() {
-            storage.delete(&layout::oci_module_tag(module, &crate::oci::name::tag(&version))).await?;
+            steps.push(Forget::Delete { key: layout::oci_module_tag(module, &crate::oci::name::tag(&version)) });
         }
         let Some((digest, blob)) = module_blob(module, gone) else { continue };
         if now.and_then(|v| module_blob(module, v)) == Some((digest.clone(), blob.clone())) {
             continue;
         }
-        let key = layout::oci_module_blob(module, &digest);
-        update_pointer(storage, &key, Change::Remove(&gone.archive)).await?;
+        let pointer = layout::oci_module_blob(module, &digest);
+        steps.push(Forget::Remove { pointer: pointer.clone(), member: gone.archive.clone() });
         // A pointer from before members were kept knows only what it names (its one member):
         // taken out too, and every version this manifest serves with the bytes put back.
-        update_pointer(storage, &key, Change::Remove(&blob.key)).await?;
+        steps.push(Forget::Remove { pointer: pointer.clone(), member: blob.key.clone() });
         for (member, other) in after.versions.iter().filter_map(|v| Some((v, module_blob(module, v)?))) {
             if other.0 == digest {
-                update_pointer(storage, &key, Change::Add { member: &member.archive, blob: &other.1 }).await?;
+                let (pointer, member) = (pointer.clone(), member.archive.clone());
+                steps.push(Forget::Add { pointer, member, blob: other.1 });
             }
         }
     }
-    Ok(())
+    steps
 }
 
 /// A module version's blob, if it has a package: its digest and where its bytes are (the zip

@@ -10,9 +10,9 @@ use std::io::Seek;
 
 use futures_util::StreamExt;
 
-use super::changes::log_changes;
+use super::documents::{self, read_document, read_finished};
 use super::indexer::{Indexer, Outcome};
-use super::intake::{listed_etag, read_document, spool_or_reject};
+use super::intake::{listed_etag, spool_or_reject};
 use super::rejections::{Rejections, immutable, immutable_fingerprint};
 use super::releases::{self, ReleaseObjects};
 use super::spool::{Spooled, blocking};
@@ -108,7 +108,7 @@ pub(super) async fn provider_version_pass<S: Storage>(
 ) -> Result<Outcome, Error> {
     let (index_key, document_key) = (layout::provider_index(provider), layout::provider_version(provider, version));
     let stored_index = read_document(indexer.storage, &index_key).await?;
-    let stored = read_document(indexer.storage, &document_key).await?;
+    let stored = read_finished::<_, ProviderVersion>(indexer.storage, &document_key).await?;
     let mut index = match &stored_index {
         None => ProviderIndex::default(),
         Some(o) => match ProviderIndex::parse(&o.bytes) {
@@ -197,7 +197,10 @@ async fn read_documents<S: Storage>(indexer: &Indexer<'_, S>, provider: &Provide
             && &p == provider
         {
             let (storage, key) = (indexer.storage, object.key.clone());
-            reads.push(async move { read_document(storage, &key).await.map(|doc| doc.map(|doc| (version, doc))) });
+            reads.push(async move {
+                let read = read_finished::<_, ProviderVersion>(storage, &key).await;
+                read.map(|doc| doc.map(|doc| (version, doc)))
+            });
         }
     }
     let reads: Vec<_> = futures_util::stream::iter(reads).buffer_unordered(DOCUMENT_READS_IN_FLIGHT).collect().await;
@@ -259,12 +262,12 @@ async fn update_version_document<S: Storage>(
             oci::store(indexer.storage, provider, &document, artifacts).await?;
         }
         let precondition = Precondition::replacing(stored.map(|o| o.etag.as_str()));
-        indexer.storage.put(&key, to_json(&document)?, CONTENT_TYPE_JSON, precondition).await?;
-        oci::forget(indexer.storage, provider, existing.as_ref(), &document).await?;
         let mut log = changes(provider, existing.as_ref(), &document);
         let deprecation_key = layout::provider_deprecation(provider, version);
         log.extend(deprecations::change(deprecation_key, was, document.deprecation.as_ref()));
-        log_changes(indexer, log).await?;
+        let forget = oci::forget(provider, existing.as_ref(), &document);
+        documents::write(indexer.storage, &key, &document, precondition, documents::named(indexer, log), forget)
+            .await?;
     }
     Ok((document, !same))
 }

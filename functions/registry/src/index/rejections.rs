@@ -5,10 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::documents::{self, read_finished};
 use crate::error::Error;
 use crate::layout;
-use crate::manifest::{CONTENT_TYPE_JSON, to_json};
-use crate::publish_log::{self, Action, Change};
+use crate::publish_log::{Action, Change};
 use crate::storage::{ObjectInfo, Precondition, Storage};
 
 /// A rejection record: why the upload at `key` (with `etag`) was not indexed.
@@ -46,12 +46,11 @@ impl Rejections {
             if layout::rejected_key(&object.key).is_none() {
                 continue;
             }
-            // A record that cannot be read says nothing: the upload is checked again.
-            let etag = match storage.get(&object.key).await {
-                Ok(Some(o)) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
-                Ok(None) => continue,
-                Err(Error::Corrupt(_)) => String::new(),
-                Err(e) => return Err(e),
+            // A record that cannot be read says nothing: the upload is checked again. One
+            // whose write was not finished is logged now.
+            let etag = match read_finished::<_, Rejection>(storage, &object.key).await? {
+                Some(o) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
+                None => continue,
             };
             records.insert(object.key, etag);
         }
@@ -131,7 +130,8 @@ impl Rejections {
     }
 }
 
-/// Write the record for `object`, replacing any older one, and append it to the publish log.
+/// Write the record for `object`, replacing any older one, and put it on the publish log
+/// (kept in the record until it is: `documents`).
 pub(super) async fn write_rejection<S: Storage>(
     storage: &S,
     object: &ObjectInfo,
@@ -145,7 +145,6 @@ pub(super) async fn write_rejection<S: Storage>(
         reason: reason.clone(),
         rejected_at: crate::clock::rfc3339_now(),
     };
-    storage.put(&layout::rejection(&object.key), to_json(&record)?, CONTENT_TYPE_JSON, Precondition::None).await?;
     let change = Change {
         action: Action::Reject,
         key: object.key.clone(),
@@ -156,7 +155,28 @@ pub(super) async fn write_rejection<S: Storage>(
         principal,
         reason: Some(reason),
     };
-    publish_log::append(storage, vec![change]).await.map(|_| ())
+    let key = layout::rejection(&object.key);
+    documents::write(storage, &key, &record, Precondition::None, vec![change], Vec::new()).await
+}
+
+/// The record for `object` (a key that belongs to no owner), unless its record already names
+/// these very bytes: an event delivered again, or retried after a failure, logs nothing twice.
+pub(super) async fn reject_once<S: Storage>(
+    storage: &S,
+    mut object: ObjectInfo,
+    reason: String,
+    principal: Option<String>,
+) -> Result<(), Error> {
+    if object.etag.is_empty() {
+        // Some S3-compatible servers list no ETags (s3s-fs): one HEAD tells the bytes apart.
+        object.etag = storage.etag(&object.key).await?.unwrap_or_default();
+    }
+    let recorded = read_finished::<_, Rejection>(storage, &layout::rejection(&object.key)).await?;
+    let same = recorded.and_then(|o| serde_json::from_slice::<Rejection>(&o.bytes).ok());
+    if same.is_some_and(|r| !r.etag.is_empty() && r.etag == object.etag && r.reason == reason) {
+        return Ok(());
+    }
+    write_rejection(storage, &object, reason, principal).await
 }
 
 /// Why an upload of other bytes to a published version is not served. Said in the rejection

@@ -132,6 +132,15 @@ impl Storage for Racy {
         self.inner.etag(key).await
     }
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
+        self.put_etag(key, body, content_type, precondition).await.map(drop)
+    }
+    async fn put_etag(
+        &self,
+        key: &str,
+        body: Bytes,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> Result<String, Error> {
         if key == self.on && !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
             if self.deletes {
                 self.inner.remove(self.rival);
@@ -140,7 +149,7 @@ impl Storage for Racy {
             }
             Box::pin(Indexer::new(&self.inner, Limits::default()).on_object_changed(self.rival)).await?;
         }
-        self.inner.put(key, body, content_type, precondition).await
+        self.inner.put_etag(key, body, content_type, precondition).await
     }
     async fn put_file(
         &self,

@@ -1,15 +1,19 @@
 //! Replaying the publish log and comparing it with what is served (`make audit`,
 //! `registry-local audit`, the indexer function's `{"audit": "all"}`).
 //!
-//! Two findings: where each chain breaks, naming the chain (the first entry altered, missing or out of order,
-//! and anything after it that breaks again), and every archive a manifest serves that no
-//! `publish` entry (with the same bytes, not yanked since) explains.
+//! Three findings: where each chain breaks, naming the chain (the first entry altered, missing
+//! or out of order, an intent's change appended twice, and anything after it that breaks
+//! again); every archive a manifest or an upstream module's pin serves that no `publish` entry
+//! (with the same bytes, not yanked since) explains; and every archive the log says is
+//! published that no manifest serves. A document whose write is unfinished (its intent not
+//! settled yet: a pass in flight, or one that failed and is to be retried) says so beside what
+//! it leaves unexplained or unserved.
 
 use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 
-use super::{Action, Entry, GENESIS, Head, entry_hash};
+use super::{Action, Entry, GENESIS, Head, Intent, entry_hash};
 use crate::error::Error;
 use crate::layout::{self, ObjectKind};
 use crate::manifest::{ModuleManifest, ProviderVersion};
@@ -31,12 +35,14 @@ pub struct Report {
     pub chain: Vec<String>,
     /// Served archives the log does not explain.
     pub unexplained: Vec<String>,
+    /// Archives the log says are published that nothing serves.
+    pub unserved: Vec<String>,
 }
 
 impl Report {
     /// Nothing found.
     pub fn is_clean(&self) -> bool {
-        self.chain.is_empty() && self.unexplained.is_empty()
+        self.chain.is_empty() && self.unexplained.is_empty() && self.unserved.is_empty()
     }
 }
 
@@ -90,7 +96,9 @@ pub async fn audit<S: Storage>(storage: &S) -> Result<Report, Error> {
             };
         }
     }
-    report.unexplained = unexplained(storage, &published).await?;
+    let served = served(storage).await?;
+    report.unexplained = unexplained(&served, &published);
+    report.unserved = unserved(&served, &published);
     Ok(report)
 }
 
@@ -127,6 +135,8 @@ async fn replay<S: Storage>(storage: &S, chain: String, mut keys: Vec<(u64, Stri
     .buffered(READS_IN_FLIGHT);
     let (mut entries, mut last) = (0, None);
     let mut hashes: BTreeMap<u64, String> = BTreeMap::new();
+    // Each intent's change, and the entry that logged it: a second one is named.
+    let mut marks: BTreeMap<String, u64> = BTreeMap::new();
     let (mut expected, mut prev) = (1u64, GENESIS.to_string());
     while let Some((seq, read)) = reads.next().await {
         let object = match read {
@@ -175,6 +185,12 @@ async fn replay<S: Storage>(storage: &S, chain: String, mut keys: Vec<(u64, Stri
                         seq - 1,
                         entry.prev
                     ));
+                }
+                if let Some(mark) = entry.intent {
+                    if let Some(first) = marks.get(&mark) {
+                        problems.push(format!("entry {seq} repeats entry {first}: the change {mark} was logged twice"));
+                    }
+                    marks.entry(mark).or_insert(seq);
                 }
                 let change = entry.change;
                 match change.action {
@@ -226,14 +242,30 @@ async fn check_head<S: Storage>(
     Ok(())
 }
 
-/// Every served archive with no `publish` entry for its bytes.
-async fn unexplained<S: Storage>(storage: &S, published: &BTreeMap<String, Published>) -> Result<Vec<String>, Error> {
-    let explained = |key: &str, sha256: &str, version_id: Option<&str>| {
-        published.get(key).is_some_and(|p| {
-            p.sha256.as_deref() == Some(sha256) && (version_id.is_none() || p.version_id.as_deref() == version_id)
-        })
-    };
-    let mut found = Vec::new();
+/// One archive something serves: where, which bytes, and what serves it.
+struct Serving {
+    key: String,
+    sha256: String,
+    version_id: Option<String>,
+    /// `module acme/vpc/aws 1.0.0`, `provider example.com/acme/null 1.0.0 linux_amd64`,
+    /// `upstream module registry.terraform.io/terraform-aws-modules/vpc/aws 5.0.0`.
+    what: String,
+    /// The intent its document still holds, if its write is unfinished.
+    owed: Option<Intent>,
+}
+
+/// What is served: every archive of every module manifest and provider version document, and
+/// of every upstream module's pin; and the intents the documents still hold.
+struct Served {
+    archives: Vec<Serving>,
+    /// Intents held by documents that serve nothing now (a yank's, still to be logged).
+    owed: Vec<Intent>,
+}
+
+/// Read every manifest, version document and upstream pin.
+async fn served<S: Storage>(storage: &S) -> Result<Served, Error> {
+    let mut out = Served { archives: Vec::new(), owed: Vec::new() };
+    let mut problems = Vec::new();
     for prefix in [
         format!("{}{}", layout::INDEXED_PREFIX, layout::MODULES_PREFIX),
         format!("{}{}", layout::INDEXED_PREFIX, layout::PROVIDERS_PREFIX),
@@ -244,43 +276,149 @@ async fn unexplained<S: Storage>(storage: &S, published: &BTreeMap<String, Publi
                 continue;
             }
             let Some(read) = storage.get(&object.key).await? else { continue };
+            let owed = super::held_intent(&read.bytes);
+            let before = out.archives.len();
             match kind {
-                Some(ObjectKind::ModuleManifest(module)) => {
-                    let Ok(manifest) = ModuleManifest::parse(&read.bytes) else {
-                        found.push(format!("{}: not a module manifest", object.key));
-                        continue;
-                    };
-                    for v in manifest.versions {
-                        if !explained(&v.archive, &v.sha256, v.version_id.as_deref()) {
-                            found.push(format!(
-                                "module {module} {} serves {} (sha256 {}), which no publish entry explains",
-                                v.version, v.archive, v.sha256
-                            ));
-                        }
+                Some(ObjectKind::ModuleManifest(module)) => match ModuleManifest::parse(&read.bytes) {
+                    Ok(manifest) => out.archives.extend(manifest.versions.into_iter().map(|v| Serving {
+                        key: v.archive,
+                        sha256: v.sha256,
+                        version_id: v.version_id,
+                        what: format!("module {module} {}", v.version),
+                        owed: owed.clone(),
+                    })),
+                    Err(_) => problems.push(format!("{}: not a module manifest", object.key)),
+                },
+                Some(ObjectKind::ProviderVersion { provider, version }) => match ProviderVersion::parse(&read.bytes) {
+                    Ok(document) => {
+                        let prefix = layout::provider_prefix(&provider);
+                        out.archives.extend(document.archives.iter().map(|(platform, archive)| Serving {
+                            key: format!("{prefix}{}", archive.url),
+                            sha256: archive.zh().to_string(),
+                            version_id: archive.version_id().map(str::to_string),
+                            what: format!("provider {provider} {version} {platform}"),
+                            owed: owed.clone(),
+                        }));
                     }
-                }
-                Some(ObjectKind::ProviderVersion { provider, version }) => {
-                    let Ok(document) = ProviderVersion::parse(&read.bytes) else {
-                        found.push(format!("{}: not a provider version document", object.key));
-                        continue;
-                    };
-                    let prefix = layout::provider_prefix(&provider);
-                    for (platform, archive) in &document.archives {
-                        let key = format!("{prefix}{}", archive.url);
-                        let sha256 = archive.zh();
-                        if !explained(&key, sha256, archive.version_id()) {
-                            found.push(format!(
-                                "provider {provider} {version} {platform} serves {key} (sha256 {sha256}), which no \
-                                 publish entry explains"
-                            ));
-                        }
-                    }
-                }
+                    Err(_) => problems.push(format!("{}: not a provider version document", object.key)),
+                },
                 _ => {}
+            }
+            if out.archives.len() == before
+                && let Some(owed) = owed
+            {
+                out.owed.push(owed);
             }
         }
     }
-    Ok(found)
+    out.archives.extend(upstream_pins(storage).await?);
+    // A document that is not one serves nothing the log could explain: named as unexplained.
+    out.archives.extend(problems.into_iter().map(|p| Serving {
+        key: String::new(),
+        sha256: String::new(),
+        version_id: None,
+        what: p,
+        owed: None,
+    }));
+    Ok(out)
+}
+
+/// What a pin (`upstream::module_records::ModulePin`, a module of this layer, so not named
+/// here) says of the archive it serves: its bytes and its extension. Every fault test of a pin
+/// audits one, so a pin this cannot read fails them.
+#[derive(serde::Deserialize)]
+struct Pin {
+    sha256: String,
+    archive: String,
+}
+
+/// The archive each upstream module's pin serves (the only bytes served for its version).
+async fn upstream_pins<S: Storage>(storage: &S) -> Result<Vec<Serving>, Error> {
+    let mut out = Vec::new();
+    for object in storage.list(layout::UPSTREAM_MODULES_PREFIX).await? {
+        let Some(layout::UpstreamModuleRecord::Pin(module, version)) = layout::upstream_module_record(&object.key)
+        else {
+            continue;
+        };
+        let Some(read) = storage.get(&object.key).await? else { continue };
+        let what = format!("upstream module {module} {version}");
+        out.push(match serde_json::from_slice::<Pin>(&read.bytes) {
+            Ok(pin) => Serving {
+                key: layout::upstream_module_archive(&module, &version, &pin.sha256, &pin.archive),
+                sha256: pin.sha256,
+                version_id: None,
+                what,
+                owed: None,
+            },
+            Err(_) => Serving {
+                key: String::new(),
+                sha256: String::new(),
+                version_id: None,
+                what: format!("{what}: its pin {} is not a pin", object.key),
+                owed: None,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// What an unfinished write of the document says of `key`, if it holds an intent naming it.
+fn owed_note(owed: Option<&Intent>, key: &str) -> String {
+    match owed.and_then(|i| i.changes.iter().find(|c| c.key == key)) {
+        Some(change) => format!(
+            "; its {:?} entry is still owed by an unfinished write of its document (the indexer's retry of that \
+             event, or `make reindex`, appends it)",
+            change.action
+        )
+        .to_lowercase(),
+        None => String::new(),
+    }
+}
+
+/// Every served archive with no `publish` entry for its bytes.
+fn unexplained(served: &Served, published: &BTreeMap<String, Published>) -> Vec<String> {
+    let explained = |s: &Serving| {
+        published.get(&s.key).is_some_and(|p| {
+            p.sha256.as_deref() == Some(s.sha256.as_str())
+                && (s.version_id.is_none() || p.version_id.as_deref() == s.version_id.as_deref())
+        })
+    };
+    let mut found = Vec::new();
+    for s in served.archives.iter().filter(|s| !explained(s)) {
+        if s.key.is_empty() {
+            found.push(s.what.clone());
+            continue;
+        }
+        found.push(format!(
+            "{} serves {} (sha256 {}), which no publish entry explains{}",
+            s.what,
+            s.key,
+            s.sha256,
+            owed_note(s.owed.as_ref(), &s.key)
+        ));
+    }
+    found
+}
+
+/// Every archive of a module or provider that the log says is published and no manifest
+/// serves (an upstream module's copy is not yanked when its pin is deleted: left out).
+fn unserved(served: &Served, published: &BTreeMap<String, Published>) -> Vec<String> {
+    let serving: BTreeMap<&str, &Serving> = served.archives.iter().map(|s| (s.key.as_str(), s)).collect();
+    let mut found = Vec::new();
+    for (key, p) in published {
+        if !matches!(layout::classify(key), Some(ObjectKind::ModuleArchive { .. } | ObjectKind::ProviderArchive { .. }))
+        {
+            continue;
+        }
+        let sha256 = p.sha256.as_deref().unwrap_or_default();
+        if serving.get(key.as_str()).is_some_and(|s| s.sha256 == sha256) {
+            continue;
+        }
+        let owed = served.owed.iter().chain(served.archives.iter().filter_map(|s| s.owed.as_ref()));
+        let note = owed.map(|i| owed_note(Some(i), key)).find(|n| !n.is_empty()).unwrap_or_default();
+        found.push(format!("{key} (sha256 {sha256}) is published by the log, and no manifest serves it{note}"));
+    }
+    found
 }
 
 #[cfg(test)]

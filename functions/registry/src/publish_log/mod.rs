@@ -21,12 +21,22 @@
 //! forward (`If-Match`), and `audit` checks that the entry it names is still there, unchanged,
 //! so deleting the last entries is caught too.
 //!
-//! Entries are appended after the manifest write they describe has succeeded (a pass that
-//! loses a race logs nothing; the pass that wins logs its change once). The price: an
-//! indexer that dies between the two writes leaves a served version no entry explains, and
-//! `audit` reports it as it would a manifest changed by hand. Every entry is also printed to
-//! the indexer's log (CloudWatch in AWS) with its hash: a copy outside the bucket to compare
-//! with.
+//! A change is logged exactly once, and only once it is true, whatever fails in between: the
+//! document whose write makes it true (a manifest, a version's `VERSION.json`, a rejection
+//! record, an upstream module's pins) is written with an [`Intent`] inside it, naming the
+//! changes and where their chain ended; the intent is then settled ([`settle`]: each change
+//! appended once, found rather than appended again when an earlier attempt or another
+//! indexer got there first), and the document written again without it. Any pass that reads
+//! a document still holding an intent settles it before anything else, so a failure or a
+//! crash between the two writes is finished by the retry of the same event, or by the next
+//! pass of the same owner. Why this and not the entry first: an entry written before its
+//! manifest would log a change that a lost race or a failed write then never makes, and no
+//! later reader could tell; the manifest is the one object that says what is served, so it
+//! carries the promise too. `audit` names a served archive whose entry is still owed apart
+//! from one no entry explains. Every entry is also printed to the indexer's log (CloudWatch in
+//! AWS) with its hash: a copy outside the bucket to compare with.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -34,7 +44,7 @@ use sha2::{Digest, Sha256};
 use crate::error::Error;
 use crate::layout;
 use crate::manifest::{CONTENT_TYPE_JSON, to_json};
-use crate::storage::{Precondition, Storage};
+use crate::storage::{Object, Precondition, Storage};
 
 pub mod audit;
 
@@ -74,6 +84,10 @@ pub struct Entry {
     pub prev: String,
     /// When it was appended (`2026-11-23T10:00:00Z`).
     pub time: String,
+    /// The intent it settles (`ID/N`: the intent's N-th change); absent in entries appended
+    /// before intents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
     /// What happened.
     #[serde(flatten)]
     pub change: Change,
@@ -128,49 +142,146 @@ pub fn entry_hash(stored: &[u8]) -> String {
     hex::encode(Sha256::digest(stored))
 }
 
-/// Append `changes` in order, each to its upload's chain; answers the head of the last chain
-/// appended to. Storage trouble is an error (the caller's pass fails, and is retried, as any
-/// other).
-pub async fn append<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<Head, Error> {
-    // A pass's changes are of one owner, so of one chain; grouped all the same, in order.
-    let mut chains: Vec<(String, Vec<Change>)> = Vec::new();
-    for change in changes {
+/// A promise to put `changes` on the log, made before the write that makes them true (the
+/// manifest that serves a version) and stored in that very document (`index::documents`), so
+/// that the change and the promise to log it are one atomic PUT. Whoever reads the document
+/// next settles it first ([`settle`]): each change is appended exactly once, however many
+/// settle it at the same time, or again after a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    /// Names its entries: the N-th change's entry has `intent` `ID/N`.
+    pub id: String,
+    /// Each chain it appends to, as far as its head said when it was made: its entries come
+    /// after this one.
+    pub after: BTreeMap<String, Head>,
+    /// What happened, in order.
+    pub changes: Vec<Change>,
+    /// Each chain's head as read when the intent was made (its ETag, `None`: absent), so that
+    /// settling it at once moves the head without reading it again; not stored.
+    #[serde(skip)]
+    pub heads_read: BTreeMap<String, Option<String>>,
+}
+
+/// The intent a document the indexer stored still holds, if any: `index::documents` keeps it
+/// in the document's `unfinished.log` until it is settled. What `audit` reports as owed.
+pub fn held_intent(bytes: &[u8]) -> Option<Intent> {
+    #[derive(Deserialize)]
+    struct Held {
+        #[serde(default)]
+        unfinished: Option<Unfinished>,
+    }
+    #[derive(Deserialize)]
+    struct Unfinished {
+        #[serde(default)]
+        log: Option<Intent>,
+    }
+    serde_json::from_slice::<Held>(bytes).ok()?.unfinished?.log
+}
+
+/// An intent to log `changes` (none: `None`), after each of their chains' heads as they are
+/// now (one read per chain).
+pub async fn intend<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<Option<Intent>, Error> {
+    if changes.is_empty() {
+        return Ok(None);
+    }
+    let (mut after, mut heads_read) = (BTreeMap::new(), BTreeMap::new());
+    for change in &changes {
         let chain = layout::publish_log_chain(&change.key);
-        match chains.iter_mut().find(|(c, _)| *c == chain) {
-            Some((_, changes)) => changes.push(change),
-            None => chains.push((chain, vec![change])),
+        if let std::collections::btree_map::Entry::Vacant(place) = after.entry(chain.clone()) {
+            let (stored, head) = read_head(storage, &chain).await?;
+            heads_read.insert(chain, stored.map(|o| o.etag));
+            place.insert(head);
         }
     }
-    let mut head = Head::empty();
-    for (chain, changes) in chains {
-        head = append_to(storage, &chain, changes).await?;
-    }
-    Ok(head)
+    let id = intent_id(&after, &changes)?;
+    Ok(Some(Intent { id, after, changes, heads_read }))
 }
 
-/// Append `changes` in order to `chain`.
-async fn append_to<S: Storage>(storage: &S, chain: &str, changes: Vec<Change>) -> Result<Head, Error> {
-    let head_key = layout::publish_log_head(chain);
-    let stored_head = storage.get(&head_key).await?;
-    let hint = stored_head.as_ref().and_then(|o| serde_json::from_slice::<Head>(&o.bytes).ok());
-    // The hint is believed as it is (one read less per append): were it altered, the entry
-    // chained to it would break the chain right there, which `audit` names.
-    let mut at = hint.unwrap_or_else(Head::empty);
-    while let Some(next) = storage.get(&layout::publish_log_entry(chain, at.seq + 1)).await? {
-        at = Head { seq: at.seq + 1, hash: entry_hash(&next.bytes) };
-    }
-    for change in changes {
-        at = append_one(storage, chain, at, change).await?;
-    }
-    advance_head(storage, &head_key, &at, stored_head.map(|o| o.etag)).await?;
-    Ok(at)
+/// An intent's id: a hash of what it says, the time and a per-process random key, so that two
+/// intents whose entries could meet in one chain never share it.
+fn intent_id(after: &BTreeMap<String, Head>, changes: &[Change]) -> Result<String, Error> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = Sha256::new();
+    hasher.update(serde_json::to_vec(&(after, changes)).map_err(|e| Error::internal_from("serialise intent", e))?);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    hasher.update(nanos.to_be_bytes());
+    hasher.update(std::collections::hash_map::RandomState::new().build_hasher().finish().to_be_bytes());
+    Ok(hex::encode(&hasher.finalize()[..16]))
 }
 
-/// Write one entry after `at`, or after whatever other indexers appended meanwhile.
-async fn append_one<S: Storage>(storage: &S, chain: &str, mut at: Head, mut change: Change) -> Result<Head, Error> {
-    for _ in 0..APPEND_ATTEMPTS {
-        let entry = Entry { seq: at.seq + 1, prev: at.hash.clone(), time: crate::clock::rfc3339_now(), change };
-        let key = layout::publish_log_entry(chain, entry.seq);
+/// Append `changes` in order, each to its upload's chain, as one intent settled at once:
+/// what a caller with no document to keep the intent in does (tests, tools). A failure before
+/// the last append loses what was not appended yet; the indexer keeps its intents in the
+/// documents it writes instead.
+pub async fn append<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<(), Error> {
+    match intend(storage, changes).await? {
+        Some(intent) => settle(storage, &intent).await,
+        None => Ok(()),
+    }
+}
+
+/// Put every change of `intent` on its chain, each exactly once: entries already appended for
+/// it (by an earlier attempt, or by another indexer settling it at the same time) are found,
+/// and only the missing ones are appended, in order. Storage trouble is an error (the caller's
+/// pass fails and is retried, and its retry settles the same intent again).
+///
+/// Why exactly once: an entry is written only into the first free number after the intent's
+/// `after`, once every entry between has been read and found not to be this change's; entries
+/// never change once written (`If-None-Match: *`). Two settlers of one intent read the same
+/// entries and race for the same free number: one wins, the other reads the winner's entry
+/// and finds the change done.
+pub async fn settle<S: Storage>(storage: &S, intent: &Intent) -> Result<(), Error> {
+    for (chain, after) in &intent.after {
+        let mine: Vec<(usize, &Change)> =
+            intent.changes.iter().enumerate().filter(|(_, c)| layout::publish_log_chain(&c.key) == *chain).collect();
+        let head_etag = intent.heads_read.get(chain).cloned();
+        settle_chain(storage, chain, after.clone(), (&intent.id, head_etag), &mine).await?;
+    }
+    Ok(())
+}
+
+/// The mark an intent's `n`-th change's entry carries.
+fn mark(id: &str, n: usize) -> String {
+    format!("{id}/{n}")
+}
+
+/// `settle` on one chain: `mine` are the intent's changes of this chain, with their places;
+/// `head_etag` the chain's head's ETag when the intent was made (`Some(None)`: absent then),
+/// if known, else it is read.
+async fn settle_chain<S: Storage>(
+    storage: &S,
+    chain: &str,
+    mut at: Head,
+    (id, head_etag): (&str, Option<Option<String>>),
+    mine: &[(usize, &Change)],
+) -> Result<(), Error> {
+    let (head_seq, head_etag) = match head_etag {
+        Some(etag) => (at.seq, etag),
+        None => {
+            let (stored, head) = read_head(storage, chain).await?;
+            (head.seq, stored.map(|o| o.etag))
+        }
+    };
+    let mut done = vec![false; mine.len()];
+    let mut lost = 0;
+    while let Some(next) = done.iter().position(|d| !d) {
+        let key = layout::publish_log_entry(chain, at.seq + 1);
+        if let Some(theirs) = storage.get(&key).await? {
+            let marked = serde_json::from_slice::<Entry>(&theirs.bytes).ok().and_then(|e| e.intent);
+            if let Some(k) = mine.iter().position(|(n, _)| marked.as_deref() == Some(mark(id, *n).as_str())) {
+                done[k] = true;
+            }
+            at = Head { seq: at.seq + 1, hash: entry_hash(&theirs.bytes) };
+            continue;
+        }
+        let (n, change) = mine[next];
+        let entry = Entry {
+            seq: at.seq + 1,
+            prev: at.hash.clone(),
+            time: crate::clock::rfc3339_now(),
+            intent: Some(mark(id, n)),
+            change: change.clone(),
+        };
         let bytes = to_json(&entry)?;
         match storage.put(&key, bytes.clone(), CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
             Ok(()) => {
@@ -180,25 +291,42 @@ async fn append_one<S: Storage>(storage: &S, chain: &str, mut at: Head, mut chan
                     seq = entry.seq,
                     hash,
                     prev = entry.prev,
+                    intent = entry.intent,
                     action = ?entry.change.action,
                     key = entry.change.key,
                     sha256 = entry.change.sha256,
                     principal = entry.change.principal,
                     "publish log entry"
                 );
-                return Ok(Head { seq: entry.seq, hash });
+                done[next] = true;
+                at = Head { seq: entry.seq, hash };
             }
+            // Another indexer took this number: the next round reads its entry (which may
+            // be this very change, settled by someone else).
             Err(Error::Conflict(_)) => {
-                // Another indexer took this number: chain to its entry and take the next.
-                if let Some(theirs) = storage.get(&key).await? {
-                    at = Head { seq: entry.seq, hash: entry_hash(&theirs.bytes) };
+                lost += 1;
+                if lost >= APPEND_ATTEMPTS {
+                    return Err(Error::unavailable(format!(
+                        "publish log: no sequence number won in {APPEND_ATTEMPTS} attempts"
+                    )));
                 }
-                change = entry.change;
             }
             Err(e) => return Err(e),
         }
     }
-    Err(Error::unavailable(format!("publish log: no sequence number won in {APPEND_ATTEMPTS} attempts")))
+    if head_seq >= at.seq {
+        return Ok(());
+    }
+    advance_head(storage, &layout::publish_log_head(chain), &at, head_etag).await
+}
+
+/// A chain's head as stored, and what it says (an empty chain's head when it is absent or
+/// unreadable). Believed as it is (one read less per append): were it altered, the entry
+/// chained to it would break the chain right there, which `audit` names.
+async fn read_head<S: Storage>(storage: &S, chain: &str) -> Result<(Option<Object>, Head), Error> {
+    let stored = storage.get(&layout::publish_log_head(chain)).await?;
+    let hint = stored.as_ref().and_then(|o| serde_json::from_slice::<Head>(&o.bytes).ok());
+    Ok((stored, hint.unwrap_or_else(Head::empty)))
 }
 
 /// Move a chain's head hint (`head_key`) forward to `at` (never back).

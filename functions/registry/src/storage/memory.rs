@@ -55,8 +55,8 @@ impl MemoryStorage {
         self.store(&mut objects, key, bytes);
     }
 
-    /// Write under the objects' lock: a new ETag and, if versioned, a new version.
-    fn store(&self, objects: &mut BTreeMap<String, Object>, key: &str, bytes: Bytes) {
+    /// Write under the objects' lock: a new ETag (answered) and, if versioned, a new version.
+    fn store(&self, objects: &mut BTreeMap<String, Object>, key: &str, bytes: Bytes) -> String {
         let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&bytes))[..32]);
         if self.versioning {
             let mut versions = self.versions.lock().unwrap_or_else(|p| p.into_inner());
@@ -64,7 +64,8 @@ impl MemoryStorage {
             versions.0.insert((key.to_string(), id.clone()), bytes.clone());
             versions.1.insert(key.to_string(), id);
         }
-        objects.insert(key.into(), Object { bytes, etag });
+        objects.insert(key.into(), Object { bytes, etag: etag.clone() });
+        etag
     }
 
     /// The current object's version id (versioned only).
@@ -157,7 +158,17 @@ impl Storage for MemoryStorage {
         Ok(self.lock().get(key).map(|o| o.etag.clone()))
     }
 
-    async fn put(&self, key: &str, body: Bytes, _content_type: &str, precondition: Precondition) -> Result<(), Error> {
+    async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
+        self.put_etag(key, body, content_type, precondition).await.map(drop)
+    }
+
+    async fn put_etag(
+        &self,
+        key: &str,
+        body: Bytes,
+        _content_type: &str,
+        precondition: Precondition,
+    ) -> Result<String, Error> {
         self.begin()?;
         // Check and write under one lock: atomic, as S3's conditional writes are.
         let mut objects = self.lock();
@@ -170,8 +181,7 @@ impl Storage for MemoryStorage {
         if !holds {
             return Err(Error::Conflict(format!("{key}: {precondition:?} does not hold")));
         }
-        self.store(&mut objects, key, body);
-        Ok(())
+        Ok(self.store(&mut objects, key, body))
     }
 
     async fn put_file(

@@ -103,6 +103,17 @@ pub trait Storage: Send + Sync {
         precondition: Precondition,
     ) -> impl Future<Output = Result<(), Error>> + Send;
 
+    /// `put`, answering the ETag the written object got (S3's PutObject answer names it; empty
+    /// when a server names none), so that a later write can be made over exactly this one
+    /// (`If-Match`) without reading it back.
+    fn put_etag(
+        &self,
+        key: &str,
+        body: Bytes,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+
     /// Write a whole object from a local file (a copied archive of hundreds of MB, never
     /// held in memory), as `put` does.
     fn put_file(
@@ -151,6 +162,9 @@ impl Storage for NoStorage {
         Err(Error::internal("this function has no storage"))
     }
     async fn put(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<(), Error> {
+        Err(Error::internal("this function has no storage"))
+    }
+    async fn put_etag(&self, _: &str, _: Bytes, _: &str, _: Precondition) -> Result<String, Error> {
         Err(Error::internal("this function has no storage"))
     }
     async fn put_file(&self, _: &str, _: &std::path::Path, _: &str, _: Precondition) -> Result<(), Error> {

@@ -24,8 +24,8 @@ pub struct S3Storage {
     presigner: Arc<Presigner>,
 }
 
-/// Bounds on every S3 call. With `retries`, a read fails within about 6 s (two attempts of at
-/// most 2.5 s, connect within 2 s, 6 s in all); a body that fails on the way is read once more
+/// Bounds on every S3 call. With `retries`, a read fails within about 6 s (attempts of at most
+/// 2.5 s, connect within 2 s, 6 s in all); a body that fails on the way is read once more
 /// (`BODY_RETRY_AFTER`), so a request gives up after about 12 s: inside the read functions'
 /// 15 s timeout and API Gateway's 29 s, and early enough for the terraform CLI to retry.
 pub fn timeouts() -> aws_sdk_s3::config::timeout::TimeoutConfig {
@@ -36,13 +36,34 @@ pub fn timeouts() -> aws_sdk_s3::config::timeout::TimeoutConfig {
         .build()
 }
 
-/// The SDK's own retries: one more attempt after a throttled (503 SlowDown), failed (5xx),
-/// timed-out or reset request, 50 ms to 500 ms later.
+/// The SDK's own retries: up to two more attempts after a throttled (503 SlowDown), failed
+/// (5xx), timed-out or reset request, or one sent on a connection the server had closed
+/// (hyper's "connection closed before message completed", which the SDK counts as
+/// transient), 50 ms to 500 ms later, all within the operation timeout above. Three, not two:
+/// connections that went idle together are closed together, so a second attempt can meet a
+/// second dead one.
 pub fn retries() -> aws_sdk_s3::config::retry::RetryConfig {
     aws_sdk_s3::config::retry::RetryConfig::standard()
-        .with_max_attempts(2)
+        .with_max_attempts(3)
         .with_initial_backoff(Duration::from_millis(50))
         .with_max_backoff(Duration::from_millis(500))
+}
+
+/// How long a connection may sit idle in the client's pool before it is dropped: below the
+/// time S3 closes an idle connection after (about 20 s; not documented, widely observed) and
+/// the embedded S3's 30 s, so that a request is not sent on a connection the server is closing
+/// (the SDK's default is hyper's 90 s).
+pub const POOL_IDLE: Duration = Duration::from_secs(15);
+
+/// The HTTP client of every S3 client the registry builds: the SDK's default (hyper, rustls
+/// with aws-lc), with its pool's idle time `POOL_IDLE`. No proxy: a Lambda reaches S3 directly
+/// (a person's own commands use `from_env`, which keeps the SDK's client and its proxy settings).
+pub fn http_client() -> aws_sdk_s3::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    aws_smithy_http_client::Builder::new()
+        .pool_idle_timeout(POOL_IDLE)
+        .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+        .build_https()
 }
 
 /// How long to wait before reading a body again that failed on the way (cut short, or not
@@ -90,6 +111,7 @@ impl S3Storage {
             .credentials_provider(credentials.clone())
             .timeout_config(timeouts())
             .retry_config(retries())
+            .http_client(http_client())
             .force_path_style(force_path_style);
         // The endpoint settings aws-config read from the environment, read the same way.
         let on = |name: &str| var(name).is_some_and(|v| v.eq_ignore_ascii_case("true"));
@@ -212,14 +234,15 @@ fn unavailable<E: std::error::Error + Send + Sync + 'static>(op: &str, key: &str
 }
 
 impl S3Storage {
-    /// One PutObject with its condition; 412 and 409 are `Error::Conflict`.
+    /// One PutObject with its condition, answering the ETag S3 gave the object; 412 and 409
+    /// are `Error::Conflict`.
     async fn put_stream(
         &self,
         key: &str,
         body: ByteStream,
         content_type: &str,
         precondition: Precondition,
-    ) -> Result<(), Error> {
+    ) -> Result<String, Error> {
         let mut request = self.client.put_object().bucket(&self.bucket).key(key).content_type(content_type).body(body);
         request = match &precondition {
             Precondition::None => request,
@@ -227,7 +250,7 @@ impl S3Storage {
             Precondition::IfAbsent => request.if_none_match("*"),
         };
         match request.send().await {
-            Ok(_) => Ok(()),
+            Ok(out) => Ok(out.e_tag.unwrap_or_default()),
             // 412: the condition failed; 409: a concurrent conditional write is in flight.
             Err(SdkError::ServiceError(se))
                 if matches!(se.raw().status().as_u16(), 409 | 412)
@@ -279,6 +302,16 @@ impl Storage for S3Storage {
     }
 
     async fn put(&self, key: &str, body: Bytes, content_type: &str, precondition: Precondition) -> Result<(), Error> {
+        self.put_etag(key, body, content_type, precondition).await.map(drop)
+    }
+
+    async fn put_etag(
+        &self,
+        key: &str,
+        body: Bytes,
+        content_type: &str,
+        precondition: Precondition,
+    ) -> Result<String, Error> {
         self.put_stream(key, ByteStream::from(body), content_type, precondition).await
     }
 
@@ -292,7 +325,7 @@ impl Storage for S3Storage {
         let body = ByteStream::from_path(path)
             .await
             .map_err(|e| Error::internal_from(format!("read {}", path.display()), e))?;
-        self.put_stream(key, body, content_type, precondition).await
+        self.put_stream(key, body, content_type, precondition).await.map(drop)
     }
 
     async fn delete(&self, key: &str) -> Result<(), Error> {

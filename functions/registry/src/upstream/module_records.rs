@@ -97,6 +97,10 @@ impl ModulePin {
 pub struct ModulePins {
     /// The pins.
     pub pins: Vec<ModulePin>,
+    /// The keys of the refusal records put on the publish log (`layout::upstream_module_refusal`),
+    /// so that an event delivered again logs none of them twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<String>,
 }
 
 impl ModulePins {

@@ -111,7 +111,7 @@ async fn a_yank_racing_a_publish_of_the_same_bytes_keeps_the_blob() {
     // (which read `one` too) added 1.1.0 to the pointer first.
     let yanked = ModuleManifest::new(Vec::new());
     store_module(s, &module, Some(&one), &both).await.unwrap();
-    forget_module(s, &module, Some(&one), &yanked).await.unwrap();
+    apply(s, &forget_module(&module, Some(&one), &yanked)).await.unwrap();
     let pointer = layout::oci_module_blob(&module, &digest);
     let zip = resolve(s, &pointer).expect("1.1.0 still serves the blob");
     assert_eq!(super::tests::digest(&zip), digest);

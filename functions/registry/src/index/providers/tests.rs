@@ -123,10 +123,11 @@ async fn one_zip_costs_the_same_at_any_number_of_versions() {
     }
     eprintln!("requests (publish, delete) at 3 and at 60 versions: {costs:?}");
     assert_eq!(costs[0], costs[1], "requests for one publish and one delete at 3 and at 60 versions");
-    // At most 8 for the documents, 4 for the publish log (its head, a probe for a newer
-    // entry, the entry, the head again), 3 for the catalog (it, the index, the write), and
-    // 3 for the OCI artifacts (the platform's manifest, the index, the blob pointer).
-    assert!(costs[0].0 <= 18, "{costs:?}");
+    // At most 8 for the documents, 5 for the publish log (its head, a probe for a newer
+    // entry, the entry, the head again, and the document written again once the entry is
+    // there: `index::documents`), 3 for the catalog (it, the index, the write), and 3 for
+    // the OCI artifacts (the platform's manifest, the index, the blob pointer).
+    assert!(costs[0].0 <= 19, "{costs:?}");
 }
 
 /// A version pass over an `index.json` that does not parse repairs the whole provider.
