@@ -1,9 +1,9 @@
 //! The faults test's second half: no single failure in an indexer pass leaves its change half
 //! made. For each kind of pass (a module published, a module yanked, a provider's zip, a signed
 //! provider release, an upstream module's pin, a rejected upload), every request the pass makes
-//! fails in turn, in each of three ways: refused (not made: S3 answered 500, or the connection
-//! broke before it was sent), lost (a write made and its answer lost: a timeout, a connection
-//! closed before the answer) and a crash (the request made, and nothing after it answers: the
+//! fails in turn: refused (not made: S3 answered 500, or the connection broke before it was
+//! sent), lost (for a write: made, and its answer lost to a timeout or a connection closed
+//! before the answer) and a crash (a write made, a read not, and nothing after it answers: the
 //! function died). The event is then retried as Lambda retries an S3 notification, and once
 //! more, as S3 may deliver an event twice. Every run must end with the bucket the same pass
 //! leaves when nothing fails (timestamps, and the hashes and ids that hold them, aside), and an

@@ -61,7 +61,7 @@ mod upstream_modules;
 pub use indexer::{Indexer, Limits, Outcome};
 pub use judgment::{Policy as SemverRule, SemverPolicy};
 pub use rejections::Rejection;
-use rejections::reject_once;
+use rejections::{delete_record, reject_once};
 
 /// How a pass that loses a race is retried before giving up (the caller then reports an
 /// error; in Lambda the event is retried). Under n passes racing on one manifest the last
@@ -155,7 +155,7 @@ impl<S: Storage> Indexer<'_, S> {
                 let principal = self.principals().get(key).cloned();
                 reject_once(self.storage, object, expected, principal).await
             }
-            _ => self.storage.delete(&layout::rejection(key)).await,
+            _ => delete_record(self.storage, &layout::rejection(key)).await,
         }
     }
 

@@ -206,8 +206,9 @@ async fn judge_new<S: Storage>(
 }
 
 /// Write the manifest if it says something new, only over what was read (`read`: rule 2),
-/// with the OCI packages it lists stored before it; its changes go on the publish log, and
-/// the packages it no longer lists are removed, both kept in it until done (`documents`).
+/// with the OCI packages it lists stored before it; its changes go on the publish log, its new
+/// versions are tagged and the packages it no longer lists removed, all kept in it until done
+/// (`documents`).
 async fn write_manifest<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &ModuleAddress,
@@ -222,12 +223,13 @@ async fn write_manifest<S: Storage>(
     if unchanged {
         return Ok(Outcome::Unchanged);
     }
-    oci::store_module(indexer.storage, module, existing, manifest).await?;
+    let tags = oci::store_module(indexer.storage, module, existing, manifest).await?;
     let precondition = Precondition::replacing(read.map(|o| o.etag.as_str()));
     let logged = documents::named(indexer, changes(module, existing, manifest));
-    let forget = oci::forget_module(module, existing, manifest);
+    let mut steps = oci::forget_module(module, existing, manifest);
+    steps.extend(tags);
     let key = layout::module_manifest(module);
-    documents::write(indexer.storage, &key, manifest, precondition, logged, forget).await?;
+    documents::write(indexer.storage, &key, manifest, precondition, logged, steps).await?;
     Ok(Outcome::Written { versions: manifest.versions.len() })
 }
 

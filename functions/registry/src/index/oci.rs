@@ -90,20 +90,23 @@ pub(super) fn forget(
     provider: &ProviderAddress,
     before: Option<&ProviderVersion>,
     after: &ProviderVersion,
-) -> Vec<Forget> {
+) -> Vec<Step> {
     let Some(before) = before.filter(|_| Repository::of_provider(provider).is_some()) else { return Vec::new() };
     let served: BTreeSet<(String, String)> = provider_blobs(provider, after).map(|(d, blob)| (d, blob.key)).collect();
     provider_blobs(provider, before)
         .filter(|(digest, blob)| !served.contains(&(digest.clone(), blob.key.clone())))
-        .map(|(digest, blob)| Forget::Remove { pointer: layout::oci_blob(provider, &digest), member: blob.key })
+        .map(|(digest, blob)| Step::Remove { pointer: layout::oci_blob(provider, &digest), member: blob.key })
         .collect()
 }
 
-/// One step of taking out what a document no longer serves: stored in the document until it is
-/// done, so each is idempotent (done twice, it changes nothing the second time).
+/// One OCI step a document's write owes, taken once it is written: a module version's tags,
+/// and taking out what the document no longer serves. Stored in the document until done, so
+/// each is idempotent (done twice, it changes nothing the second time).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "do", rename_all = "lowercase")]
-pub(super) enum Forget {
+pub(super) enum Step {
+    /// A tag written: a version's package manifest (JSON) under its tag, or under `latest`.
+    Tag { key: String, manifest: String },
     /// A tag deleted (a yanked version's; `latest` when no release is left).
     Delete { key: String },
     /// A member taken out of a blob pointer.
@@ -113,12 +116,16 @@ pub(super) enum Forget {
 }
 
 /// Do each step of `steps`, in order.
-pub(super) async fn apply<S: Storage>(storage: &S, steps: &[Forget]) -> Result<(), Error> {
+pub(super) async fn apply<S: Storage>(storage: &S, steps: &[Step]) -> Result<(), Error> {
     for step in steps {
         match step {
-            Forget::Delete { key } => storage.delete(key).await?,
-            Forget::Remove { pointer, member } => update_pointer(storage, pointer, Change::Remove(member)).await?,
-            Forget::Add { pointer, member, blob } => {
+            Step::Tag { key, manifest } => {
+                let bytes = bytes::Bytes::from(manifest.clone().into_bytes());
+                storage.put(key, bytes, MEDIA_TYPE_MANIFEST, Precondition::None).await?;
+            }
+            Step::Delete { key } => storage.delete(key).await?,
+            Step::Remove { pointer, member } => update_pointer(storage, pointer, Change::Remove(member)).await?,
+            Step::Add { pointer, member, blob } => {
                 update_pointer(storage, pointer, Change::Add { member, blob }).await?;
             }
         }
@@ -262,56 +269,67 @@ pub(super) async fn store_module_zip<S: Storage>(
 }
 
 /// Before a module manifest is written: each version that is new or changed gets its package
-/// manifest (by digest and under its tag) and its blob pointer.
+/// manifest by digest and its blob pointer (content-addressed: reachable only through a tag);
+/// answers its tags (and `latest`, where it moved) as steps to take once the manifest that
+/// lists the version is written, so that no tag names a version before a manifest serves it.
 pub(super) async fn store_module<S: Storage>(
     storage: &S,
     module: &ModuleAddress,
     before: Option<&ModuleManifest>,
     after: &ModuleManifest,
-) -> Result<(), Error> {
+) -> Result<Vec<Step>, Error> {
     if Repository::of_module(module).is_none() {
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let mut tags = Vec::new();
     for version in &after.versions {
         let parsed = crate::address::parse_version(&version.version)?;
         let unchanged = before.and_then(|b| b.find(&parsed)) == Some(version);
         let Some(layer) = version.oci.as_ref().filter(|l| !l.sha256.is_empty() && !unchanged) else { continue };
-        let file_name = format!("{}.zip", version.version);
-        let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
-        let manifest = module_artifact(&package).map_err(|e| Error::internal_from("serialise OCI manifest", e))?;
-        let tag = crate::oci::name::tag(&parsed);
-        for key in [layout::oci_module_manifest(module, &manifest.digest), layout::oci_module_tag(module, &tag)] {
-            storage.put(&key, manifest.bytes.clone().into(), MEDIA_TYPE_MANIFEST, Precondition::None).await?;
-        }
+        let manifest = package_manifest(&version.version, layer)?;
+        let key = layout::oci_module_manifest(module, &manifest.digest);
+        storage.put(&key, manifest.bytes.clone().into(), MEDIA_TYPE_MANIFEST, Precondition::None).await?;
         if let Some((digest, blob)) = module_blob(module, version) {
             let change = Change::Add { member: &version.archive, blob: &blob };
             update_pointer(storage, &layout::oci_module_blob(module, &digest), change).await?;
         }
+        let key = layout::oci_module_tag(module, &crate::oci::name::tag(&parsed));
+        tags.push(Step::Tag { key, manifest: text(manifest.bytes)? });
     }
-    tag_latest(storage, module, before, after).await
+    tags.extend(tag_latest(module, before, after)?);
+    Ok(tags)
+}
+
+/// A module version's package manifest (its one layer, the zip of `layer`).
+fn package_manifest(version: &str, layer: &OciLayer) -> Result<crate::oci::artifacts::Stored, Error> {
+    let file_name = format!("{version}.zip");
+    let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
+    module_artifact(&package).map_err(|e| Error::internal_from("serialise OCI manifest", e))
+}
+
+/// A package manifest as a step keeps it: JSON text.
+fn text(bytes: Vec<u8>) -> Result<String, Error> {
+    String::from_utf8(bytes).map_err(|e| Error::internal_from("OCI manifest", e))
 }
 
 /// The `latest` tag, where the manifest's `oci_latest` moved (or was never recorded): the
 /// package manifest of that version, the same bytes as its own tag's.
-async fn tag_latest<S: Storage>(
-    storage: &S,
+fn tag_latest(
     module: &ModuleAddress,
     before: Option<&ModuleManifest>,
     after: &ModuleManifest,
-) -> Result<(), Error> {
-    let Some(latest) = after.oci_latest.as_deref() else { return Ok(()) };
+) -> Result<Option<Step>, Error> {
+    let Some(latest) = after.oci_latest.as_deref() else { return Ok(None) };
     let version = crate::address::parse_version(latest)?;
     let layer_of = |m: &ModuleManifest| m.find(&version).and_then(|v| v.oci.clone());
     // Unchanged: the same version, with the same package (an overwrite changes it).
     if before.is_some_and(|b| b.oci_latest.as_deref() == Some(latest) && layer_of(b) == layer_of(after)) {
-        return Ok(());
+        return Ok(None);
     }
-    let Some(layer) = layer_of(after).filter(|l| !l.sha256.is_empty()) else { return Ok(()) };
-    let file_name = format!("{latest}.zip");
-    let package = Package { os: "", arch: "", sha256: &layer.sha256, size: layer.size, file_name: &file_name };
-    let manifest = module_artifact(&package).map_err(|e| Error::internal_from("serialise OCI manifest", e))?;
+    let Some(layer) = layer_of(after).filter(|l| !l.sha256.is_empty()) else { return Ok(None) };
+    let manifest = package_manifest(latest, &layer)?;
     let key = layout::oci_module_tag(module, crate::oci::name::LATEST);
-    storage.put(&key, manifest.bytes.into(), MEDIA_TYPE_MANIFEST, Precondition::None).await
+    Ok(Some(Step::Tag { key, manifest: text(manifest.bytes)? }))
 }
 
 /// What to do once a module manifest is written: delete the tags of versions it no longer
@@ -323,32 +341,32 @@ pub(super) fn forget_module(
     module: &ModuleAddress,
     before: Option<&ModuleManifest>,
     after: &ModuleManifest,
-) -> Vec<Forget> {
+) -> Vec<Step> {
     let Some(before) = before.filter(|_| Repository::of_module(module).is_some()) else { return Vec::new() };
     let mut steps = Vec::new();
     if before.oci_latest.is_some() && after.oci_latest.is_none() {
-        steps.push(Forget::Delete { key: layout::oci_module_tag(module, crate::oci::name::LATEST) });
+        steps.push(Step::Delete { key: layout::oci_module_tag(module, crate::oci::name::LATEST) });
     }
     for gone in &before.versions {
         // Stored versions are canonical SemVer; one that is not was never tagged.
         let Ok(version) = crate::address::parse_version(&gone.version) else { continue };
         let now = after.find(&version);
         if now.is_none() {
-            steps.push(Forget::Delete { key: layout::oci_module_tag(module, &crate::oci::name::tag(&version)) });
+            steps.push(Step::Delete { key: layout::oci_module_tag(module, &crate::oci::name::tag(&version)) });
         }
         let Some((digest, blob)) = module_blob(module, gone) else { continue };
         if now.and_then(|v| module_blob(module, v)) == Some((digest.clone(), blob.clone())) {
             continue;
         }
         let pointer = layout::oci_module_blob(module, &digest);
-        steps.push(Forget::Remove { pointer: pointer.clone(), member: gone.archive.clone() });
+        steps.push(Step::Remove { pointer: pointer.clone(), member: gone.archive.clone() });
         // A pointer from before members were kept knows only what it names (its one member):
         // taken out too, and every version this manifest serves with the bytes put back.
-        steps.push(Forget::Remove { pointer: pointer.clone(), member: blob.key.clone() });
+        steps.push(Step::Remove { pointer: pointer.clone(), member: blob.key.clone() });
         for (member, other) in after.versions.iter().filter_map(|v| Some((v, module_blob(module, v)?))) {
             if other.0 == digest {
                 let (pointer, member) = (pointer.clone(), member.archive.clone());
-                steps.push(Forget::Add { pointer, member, blob: other.1 });
+                steps.push(Step::Add { pointer, member, blob: other.1 });
             }
         }
     }

@@ -9,6 +9,7 @@ use super::documents::{self, read_finished};
 use crate::error::Error;
 use crate::layout;
 use crate::publish_log::{Action, Change};
+use crate::retry::{self, Backoff};
 use crate::storage::{ObjectInfo, Precondition, Storage};
 
 /// A rejection record: why the upload at `key` (with `etag`) was not indexed.
@@ -29,6 +30,9 @@ pub struct Rejection {
 pub(super) struct Rejections {
     /// Record key → the ETag of the upload it rejected.
     records: BTreeMap<String, String>,
+    /// Record key → the record's own ETag as read (or written by this pass): a record is
+    /// replaced only over what was read, so two passes never both log one rejection.
+    stored: BTreeMap<String, String>,
     /// Uploads present in this pass's listing; records of any other upload are stale.
     present: BTreeSet<String>,
     /// Who uploaded what, as the events of this indexer said (for the publish log).
@@ -41,20 +45,19 @@ impl Rejections {
         prefix: &str,
         principals: BTreeMap<String, String>,
     ) -> Result<Self, Error> {
-        let mut records = BTreeMap::new();
+        let (mut records, mut stored) = (BTreeMap::new(), BTreeMap::new());
         for object in storage.list(&layout::rejections_under(prefix)).await? {
             if layout::rejected_key(&object.key).is_none() {
                 continue;
             }
             // A record that cannot be read says nothing: the upload is checked again. One
             // whose write was not finished is logged now.
-            let etag = match read_finished::<_, Rejection>(storage, &object.key).await? {
-                Some(o) => serde_json::from_slice::<Rejection>(&o.bytes).map(|r| r.etag).unwrap_or_default(),
-                None => continue,
-            };
+            let Some(read) = read_finished::<_, Rejection>(storage, &object.key).await? else { continue };
+            let etag = serde_json::from_slice::<Rejection>(&read.bytes).map(|r| r.etag).unwrap_or_default();
+            stored.insert(object.key.clone(), read.etag);
             records.insert(object.key, etag);
         }
-        Ok(Rejections { records, present: BTreeSet::new(), principals })
+        Ok(Rejections { records, stored, present: BTreeSet::new(), principals })
     }
 
     /// The upload at `key` is present in this pass: its record (if any) is not stale.
@@ -81,8 +84,12 @@ impl Rejections {
         reason: String,
     ) -> Result<(), Error> {
         self.keep(&object.key);
-        write_rejection(storage, object, reason, self.principals.get(&object.key).cloned()).await?;
-        self.records.insert(layout::rejection(&object.key), object.etag.clone());
+        let record_key = layout::rejection(&object.key);
+        let over = Precondition::replacing(self.stored.get(&record_key).map(String::as_str));
+        let principal = self.principals.get(&object.key).cloned();
+        let etag = write_rejection(storage, object, reason, principal, over).await?;
+        self.stored.insert(record_key.clone(), etag);
+        self.records.insert(record_key, object.etag.clone());
         Ok(())
     }
 
@@ -109,7 +116,8 @@ impl Rejections {
         self.keep(key);
         let record_key = layout::rejection(key);
         if self.records.remove(&record_key).is_some() {
-            storage.delete(&record_key).await?;
+            self.stored.remove(&record_key);
+            delete_record(storage, &record_key).await?;
         }
         Ok(())
     }
@@ -123,21 +131,31 @@ impl Rejections {
             .cloned()
             .collect();
         for record_key in stale {
-            storage.delete(&record_key).await?;
+            delete_record(storage, &record_key).await?;
             self.records.remove(&record_key);
+            self.stored.remove(&record_key);
         }
         Ok(())
     }
 }
 
-/// Write the record for `object`, replacing any older one, and put it on the publish log
-/// (kept in the record until it is: `documents`).
-pub(super) async fn write_rejection<S: Storage>(
+/// Delete a rejection record, finishing first what its write may still owe (its entry).
+pub(super) async fn delete_record<S: Storage>(storage: &S, record_key: &str) -> Result<(), Error> {
+    if read_finished::<_, Rejection>(storage, record_key).await?.is_some() {
+        storage.delete(record_key).await?;
+    }
+    Ok(())
+}
+
+/// Write the record for `object` if `over` holds (the record as read, or none), and put it on
+/// the publish log (kept in the record until it is: `documents`); answers the record's ETag.
+async fn write_rejection<S: Storage>(
     storage: &S,
     object: &ObjectInfo,
     reason: String,
     principal: Option<String>,
-) -> Result<(), Error> {
+    over: Precondition,
+) -> Result<String, Error> {
     tracing::warn!(key = object.key, etag = object.etag, reason, "upload rejected: not indexed");
     let record = Rejection {
         key: object.key.clone(),
@@ -156,7 +174,7 @@ pub(super) async fn write_rejection<S: Storage>(
         reason: Some(reason),
     };
     let key = layout::rejection(&object.key);
-    documents::write(storage, &key, &record, Precondition::None, vec![change], Vec::new()).await
+    documents::write(storage, &key, &record, over, vec![change], Vec::new()).await
 }
 
 /// The record for `object` (a key that belongs to no owner), unless its record already names
@@ -171,13 +189,22 @@ pub(super) async fn reject_once<S: Storage>(
         // Some S3-compatible servers list no ETags (s3s-fs): one HEAD tells the bytes apart.
         object.etag = storage.etag(&object.key).await?.unwrap_or_default();
     }
-    let recorded = read_finished::<_, Rejection>(storage, &layout::rejection(&object.key)).await?;
-    let same = recorded.and_then(|o| serde_json::from_slice::<Rejection>(&o.bytes).ok());
-    if same.is_some_and(|r| !r.etag.is_empty() && r.etag == object.etag && r.reason == reason) {
-        return Ok(());
-    }
-    write_rejection(storage, &object, reason, principal).await
+    let record_key = layout::rejection(&object.key);
+    retry::on_conflict(RECORD_RETRY, &record_key, |_| async {
+        let recorded = read_finished::<_, Rejection>(storage, &record_key).await?;
+        let over = Precondition::replacing(recorded.as_ref().map(|o| o.etag.as_str()));
+        let same = recorded.and_then(|o| serde_json::from_slice::<Rejection>(&o.bytes).ok());
+        if same.is_some_and(|r| !r.etag.is_empty() && r.etag == object.etag && r.reason == reason) {
+            return Ok(());
+        }
+        write_rejection(storage, &object, reason.clone(), principal.clone(), over).await.map(drop)
+    })
+    .await
 }
+
+/// Writers of one misplaced key's record: the deliveries of its events, few at once.
+const RECORD_RETRY: Backoff =
+    Backoff { attempts: 8, first: std::time::Duration::from_millis(10), max: std::time::Duration::from_millis(200) };
 
 /// Why an upload of other bytes to a published version is not served. Said in the rejection
 /// record, where the publisher looks.

@@ -111,7 +111,7 @@ async fn keep<S: Storage>(
             return Ok(());
         }
         let precondition = Precondition::replacing(read.as_ref().map(|o| o.etag.as_str()));
-        documents::write(indexer.storage, &key, &pins, precondition, logged.clone(), Vec::new()).await
+        documents::write(indexer.storage, &key, &pins, precondition, logged.clone(), Vec::new()).await.map(drop)
     })
     .await
 }

@@ -10,6 +10,7 @@
 //! it leaves unexplained or unserved.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 
@@ -250,8 +251,9 @@ struct Serving {
     /// `module acme/vpc/aws 1.0.0`, `provider example.com/acme/null 1.0.0 linux_amd64`,
     /// `upstream module registry.terraform.io/terraform-aws-modules/vpc/aws 5.0.0`.
     what: String,
-    /// The intent its document still holds, if its write is unfinished.
-    owed: Option<Intent>,
+    /// The intent its document still holds, if its write is unfinished (one per document,
+    /// shared by its archives).
+    owed: Option<Arc<Intent>>,
 }
 
 /// What is served: every archive of every module manifest and provider version document, and
@@ -259,7 +261,7 @@ struct Serving {
 struct Served {
     archives: Vec<Serving>,
     /// Intents held by documents that serve nothing now (a yank's, still to be logged).
-    owed: Vec<Intent>,
+    owed: Vec<Arc<Intent>>,
 }
 
 /// Read every manifest, version document and upstream pin.
@@ -276,7 +278,13 @@ async fn served<S: Storage>(storage: &S) -> Result<Served, Error> {
                 continue;
             }
             let Some(read) = storage.get(&object.key).await? else { continue };
-            let owed = super::held_intent(&read.bytes);
+            let owed = match super::held_intent(&read.bytes) {
+                Ok(owed) => owed.map(Arc::new),
+                Err(why) => {
+                    problems.push(format!("{}: an unfinished write the audit cannot read: {why}", object.key));
+                    None
+                }
+            };
             let before = out.archives.len();
             match kind {
                 Some(ObjectKind::ModuleManifest(module)) => match ModuleManifest::parse(&read.bytes) {
@@ -362,13 +370,26 @@ async fn upstream_pins<S: Storage>(storage: &S) -> Result<Vec<Serving>, Error> {
     Ok(out)
 }
 
-/// What an unfinished write of the document says of `key`, if it holds an intent naming it.
-fn owed_note(owed: Option<&Intent>, key: &str) -> String {
-    match owed.and_then(|i| i.changes.iter().find(|c| c.key == key)) {
-        Some(change) => format!(
-            "; its {:?} entry is still owed by an unfinished write of its document (the indexer's retry of that \
-             event, or `make reindex`, appends it)",
-            change.action
+/// Each key an unfinished write still owes an entry for, and which: from every intent the
+/// documents hold, each read once (a document's archives share its intent).
+fn owed_keys(served: &Served) -> BTreeMap<&str, Action> {
+    let mut seen = std::collections::HashSet::new();
+    let intents = served.owed.iter().chain(served.archives.iter().filter_map(|s| s.owed.as_ref()));
+    let mut owed = BTreeMap::new();
+    for intent in intents.filter(|i| seen.insert(Arc::as_ptr(i))) {
+        for change in &intent.changes {
+            owed.insert(change.key.as_str(), change.action);
+        }
+    }
+    owed
+}
+
+/// What an unfinished write says of `key`, if it owes an entry for it.
+fn owed_note(owed: &BTreeMap<&str, Action>, key: &str) -> String {
+    match owed.get(key) {
+        Some(action) => format!(
+            "; its {action:?} entry is still owed by an unfinished write of its document (the indexer's next pass \
+             of it, such as the event's retry or `make reindex`, appends it or says why it cannot)"
         )
         .to_lowercase(),
         None => String::new(),
@@ -383,6 +404,7 @@ fn unexplained(served: &Served, published: &BTreeMap<String, Published>) -> Vec<
                 && (s.version_id.is_none() || p.version_id.as_deref() == s.version_id.as_deref())
         })
     };
+    let owed = owed_keys(served);
     let mut found = Vec::new();
     for s in served.archives.iter().filter(|s| !explained(s)) {
         if s.key.is_empty() {
@@ -394,7 +416,7 @@ fn unexplained(served: &Served, published: &BTreeMap<String, Published>) -> Vec<
             s.what,
             s.key,
             s.sha256,
-            owed_note(s.owed.as_ref(), &s.key)
+            owed_note(&owed, &s.key)
         ));
     }
     found
@@ -404,6 +426,7 @@ fn unexplained(served: &Served, published: &BTreeMap<String, Published>) -> Vec<
 /// serves (an upstream module's copy is not yanked when its pin is deleted: left out).
 fn unserved(served: &Served, published: &BTreeMap<String, Published>) -> Vec<String> {
     let serving: BTreeMap<&str, &Serving> = served.archives.iter().map(|s| (s.key.as_str(), s)).collect();
+    let owed = owed_keys(served);
     let mut found = Vec::new();
     for (key, p) in published {
         if !matches!(layout::classify(key), Some(ObjectKind::ModuleArchive { .. } | ObjectKind::ProviderArchive { .. }))
@@ -414,8 +437,7 @@ fn unserved(served: &Served, published: &BTreeMap<String, Published>) -> Vec<Str
         if serving.get(key.as_str()).is_some_and(|s| s.sha256 == sha256) {
             continue;
         }
-        let owed = served.owed.iter().chain(served.archives.iter().filter_map(|s| s.owed.as_ref()));
-        let note = owed.map(|i| owed_note(Some(i), key)).find(|n| !n.is_empty()).unwrap_or_default();
+        let note = owed_note(&owed, key);
         found.push(format!("{key} (sha256 {sha256}) is published by the log, and no manifest serves it{note}"));
     }
     found

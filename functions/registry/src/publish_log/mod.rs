@@ -3,7 +3,8 @@
 //! (`layout::publish_log_chain`: `modules/acme`, `providers/HOST/acme`, …). Entry `n` of a
 //! chain records the SHA-256 of entry `n - 1`'s stored bytes, so changing, removing or
 //! reordering any entry breaks its chain at that entry, and `audit` names it; `audit` also
-//! names every served archive that no entry explains.
+//! names every served archive that no entry explains, every module archive or provider zip an
+//! entry publishes that nothing serves, and an intent's change logged twice.
 //!
 //! Why a chain per namespace, not one: a chain takes its entries one at a time, so N
 //! publishes appending at once succeed one after the other, the k-th after losing about k
@@ -21,20 +22,23 @@
 //! forward (`If-Match`), and `audit` checks that the entry it names is still there, unchanged,
 //! so deleting the last entries is caught too.
 //!
-//! A change is logged exactly once, and only once it is true, whatever fails in between: the
-//! document whose write makes it true (a manifest, a version's `VERSION.json`, a rejection
-//! record, an upstream module's pins) is written with an [`Intent`] inside it, naming the
-//! changes and where their chain ended; the intent is then settled ([`settle`]: each change
-//! appended once, found rather than appended again when an earlier attempt or another
-//! indexer got there first), and the document written again without it. Any pass that reads
-//! a document still holding an intent settles it before anything else, so a failure or a
-//! crash between the two writes is finished by the retry of the same event, or by the next
-//! pass of the same owner. Why this and not the entry first: an entry written before its
-//! manifest would log a change that a lost race or a failed write then never makes, and no
-//! later reader could tell; the manifest is the one object that says what is served, so it
-//! carries the promise too. `audit` names a served archive whose entry is still owed apart
-//! from one no entry explains. Every entry is also printed to the indexer's log (CloudWatch in
-//! AWS) with its hash: a copy outside the bucket to compare with.
+//! A change is logged only once it is true, and each change of an intent exactly once, whatever
+//! fails in between: the document whose write makes it true (a manifest, a version's
+//! `VERSION.json`, a rejection record, an upstream module's pins) is written with an [`Intent`]
+//! inside it, naming the changes and where their chain ended; the intent is then settled
+//! ([`settle`]: each change appended once, found rather than appended again when an earlier
+//! attempt or another indexer got there first), and the document written again without it.
+//! Every indexer pass that reads a document still holding an intent settles it before building
+//! on it, so a failure or a crash between the two writes is finished by the retry of the same
+//! event, or by the next pass of the same owner. Why this and not the entry first: an entry
+//! written before its manifest would log a change that a lost race or a failed write then never
+//! makes, and no later reader could tell; the manifest is the one object that says what is
+//! served, so it carries the promise too. `audit` still lists an archive whose entry is owed as
+//! unexplained (or unserved), noting that an unfinished write owes it. Every entry is also
+//! printed to the indexer's log (CloudWatch in AWS) with its hash and its intent's mark, and
+//! every intent with its id when it is made: a copy outside the bucket to compare with (an
+//! intent planted in a document by whoever can write `indexed/` is settled like any other, and
+//! its entries carry an id the log never printed as made).
 
 use std::collections::BTreeMap;
 
@@ -142,14 +146,22 @@ pub fn entry_hash(stored: &[u8]) -> String {
     hex::encode(Sha256::digest(stored))
 }
 
+/// The `format` of intents this code makes and settles; another is refused, loudly.
+pub const INTENT_FORMAT: u32 = 1;
+
 /// A promise to put `changes` on the log, made before the write that makes them true (the
 /// manifest that serves a version) and stored in that very document (`index::documents`), so
-/// that the change and the promise to log it are one atomic PUT. Whoever reads the document
-/// next settles it first ([`settle`]): each change is appended exactly once, however many
-/// settle it at the same time, or again after a failure.
+/// that the change and the promise to log it are one atomic PUT. The next indexer pass that
+/// reads the document settles it first ([`settle`]): each change is appended exactly once,
+/// however many settle it at the same time, or again after a failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Intent {
-    /// Names its entries: the N-th change's entry has `intent` `ID/N`.
+    /// `INTENT_FORMAT`.
+    pub format: u32,
+    /// Names its entries: the N-th change's entry has `intent` `ID/N`. Printed to the
+    /// indexer's log when the intent is made ("publish log intent"), so that an entry whose
+    /// intent the indexer never made (one planted in a document by whoever can write
+    /// `indexed/`) is told apart there.
     pub id: String,
     /// Each chain it appends to, as far as its head said when it was made: its entries come
     /// after this one.
@@ -162,24 +174,27 @@ pub struct Intent {
     pub heads_read: BTreeMap<String, Option<String>>,
 }
 
-/// The intent a document the indexer stored still holds, if any: `index::documents` keeps it
-/// in the document's `unfinished.log` until it is settled. What `audit` reports as owed.
-pub fn held_intent(bytes: &[u8]) -> Option<Intent> {
+/// The intent a document the indexer stored still holds: `index::documents` keeps it in the
+/// document's `unfinished.log` until it is settled. What `audit` reports as owed; an
+/// `unfinished` field this code cannot read (another release's) is an error naming why.
+pub fn held_intent(bytes: &[u8]) -> Result<Option<Intent>, String> {
     #[derive(Deserialize)]
     struct Held {
         #[serde(default)]
-        unfinished: Option<Unfinished>,
+        unfinished: Option<serde_json::Value>,
     }
-    #[derive(Deserialize)]
-    struct Unfinished {
-        #[serde(default)]
-        log: Option<Intent>,
+    let Ok(held) = serde_json::from_slice::<Held>(bytes) else { return Ok(None) };
+    let Some(mut unfinished) = held.unfinished else { return Ok(None) };
+    let Some(log) = unfinished.get_mut("log").map(serde_json::Value::take) else { return Ok(None) };
+    let intent = serde_json::from_value::<Intent>(log).map_err(|e| format!("an unreadable intent ({e})"))?;
+    if intent.format != INTENT_FORMAT {
+        return Err(format!("an intent of format {}, not {INTENT_FORMAT}", intent.format));
     }
-    serde_json::from_slice::<Held>(bytes).ok()?.unfinished?.log
+    Ok(Some(intent))
 }
 
 /// An intent to log `changes` (none: `None`), after each of their chains' heads as they are
-/// now (one read per chain).
+/// now (one read per chain); printed to the log as made.
 pub async fn intend<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<Option<Intent>, Error> {
     if changes.is_empty() {
         return Ok(None);
@@ -194,11 +209,16 @@ pub async fn intend<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<Opt
         }
     }
     let id = intent_id(&after, &changes)?;
-    Ok(Some(Intent { id, after, changes, heads_read }))
+    let what: Vec<String> = changes
+        .iter()
+        .map(|c| format!("{:?} {} {}", c.action, c.key, c.sha256.as_deref().unwrap_or("-")).to_lowercase())
+        .collect();
+    tracing::info!(id, chains = ?after.keys().collect::<Vec<_>>(), changes = ?what, "publish log intent");
+    Ok(Some(Intent { format: INTENT_FORMAT, id, after, changes, heads_read }))
 }
 
-/// An intent's id: a hash of what it says, the time and a per-process random key, so that two
-/// intents whose entries could meet in one chain never share it.
+/// An intent's id: a hash of what it says, the time and a random key (std's `RandomState`, new
+/// for each call), so that two intents whose entries could meet in one chain never share it.
 fn intent_id(after: &BTreeMap<String, Head>, changes: &[Change]) -> Result<String, Error> {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = Sha256::new();
@@ -231,6 +251,9 @@ pub async fn append<S: Storage>(storage: &S, changes: Vec<Change>) -> Result<(),
 /// entries and race for the same free number: one wins, the other reads the winner's entry
 /// and finds the change done.
 pub async fn settle<S: Storage>(storage: &S, intent: &Intent) -> Result<(), Error> {
+    if intent.format != INTENT_FORMAT {
+        return Err(Error::internal(format!("an intent of format {}, not {INTENT_FORMAT}", intent.format)));
+    }
     for (chain, after) in &intent.after {
         let mine: Vec<(usize, &Change)> =
             intent.changes.iter().enumerate().filter(|(_, c)| layout::publish_log_chain(&c.key) == *chain).collect();
@@ -244,6 +267,11 @@ pub async fn settle<S: Storage>(storage: &S, intent: &Intent) -> Result<(), Erro
 fn mark(id: &str, n: usize) -> String {
     format!("{id}/{n}")
 }
+
+/// Entries read at once while looking for an intent's own past a long stretch of others' (the
+/// window doubles from 1 while every entry read is there, so a chain whose end is near costs
+/// one read).
+const READ_AHEAD: usize = 16;
 
 /// `settle` on one chain: `mine` are the intent's changes of this chain, with their places;
 /// `head_etag` the chain's head's ETag when the intent was made (`Some(None)`: absent then),
@@ -262,62 +290,146 @@ async fn settle_chain<S: Storage>(
             (head.seq, stored.map(|o| o.etag))
         }
     };
+    let marks: std::collections::HashMap<String, usize> =
+        mine.iter().enumerate().map(|(k, (n, _))| (mark(id, *n), k)).collect();
     let mut done = vec![false; mine.len()];
-    let mut lost = 0;
-    while let Some(next) = done.iter().position(|d| !d) {
-        let key = layout::publish_log_entry(chain, at.seq + 1);
-        if let Some(theirs) = storage.get(&key).await? {
-            let marked = serde_json::from_slice::<Entry>(&theirs.bytes).ok().and_then(|e| e.intent);
-            if let Some(k) = mine.iter().position(|(n, _)| marked.as_deref() == Some(mark(id, *n).as_str())) {
-                done[k] = true;
-            }
-            at = Head { seq: at.seq + 1, hash: entry_hash(&theirs.bytes) };
-            continue;
+    let (mut next, mut lost) = (0, 0);
+    let mut ahead = ReadAhead::default();
+    loop {
+        while next < done.len() && done[next] {
+            next += 1;
         }
-        let (n, change) = mine[next];
-        let entry = Entry {
-            seq: at.seq + 1,
-            prev: at.hash.clone(),
-            time: crate::clock::rfc3339_now(),
-            intent: Some(mark(id, n)),
-            change: change.clone(),
-        };
-        let bytes = to_json(&entry)?;
-        match storage.put(&key, bytes.clone(), CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
-            Ok(()) => {
-                let hash = entry_hash(&bytes);
-                tracing::info!(
-                    chain,
-                    seq = entry.seq,
-                    hash,
-                    prev = entry.prev,
-                    intent = entry.intent,
-                    action = ?entry.change.action,
-                    key = entry.change.key,
-                    sha256 = entry.change.sha256,
-                    principal = entry.change.principal,
-                    "publish log entry"
-                );
-                done[next] = true;
-                at = Head { seq: entry.seq, hash };
-            }
-            // Another indexer took this number: the next round reads its entry (which may
-            // be this very change, settled by someone else).
-            Err(Error::Conflict(_)) => {
-                lost += 1;
-                if lost >= APPEND_ATTEMPTS {
-                    return Err(Error::unavailable(format!(
-                        "publish log: no sequence number won in {APPEND_ATTEMPTS} attempts"
-                    )));
+        if next == done.len() {
+            break;
+        }
+        let seq = at.seq.checked_add(1).ok_or_else(|| Error::internal(format!("chain {chain} has no next number")))?;
+        match ahead.entry(storage, chain, seq).await? {
+            Slot::Taken(theirs) => {
+                let marked = serde_json::from_slice::<Entry>(&theirs).ok().and_then(|e| e.intent);
+                if let Some(&k) = marked.and_then(|m| marks.get(&m)) {
+                    done[k] = true;
                 }
+                at = Head { seq, hash: entry_hash(&theirs) };
             }
-            Err(e) => return Err(e),
+            // Not ours, whatever it was; nothing can chain to it, which the audit names.
+            Slot::Unreadable => at = Head { seq, hash: String::new() },
+            Slot::Free if at.hash.is_empty() => {
+                return Err(Error::internal(format!(
+                    "chain {chain}: entry {} fails its integrity check; nothing can be appended after it",
+                    at.seq
+                )));
+            }
+            Slot::Free => match append_at(storage, chain, &at, (mark(id, mine[next].0), mine[next].1)).await? {
+                Some(head) => {
+                    (done[next], lost, at) = (true, 0, head);
+                }
+                // Another indexer took this number: it is read next (it may be this very
+                // change, settled by someone else).
+                None => {
+                    ahead.forget(seq);
+                    lost += 1;
+                    if lost >= APPEND_ATTEMPTS {
+                        return Err(Error::unavailable(format!(
+                            "publish log: no sequence number won in {APPEND_ATTEMPTS} attempts"
+                        )));
+                    }
+                }
+            },
         }
     }
     if head_seq >= at.seq {
         return Ok(());
     }
     advance_head(storage, &layout::publish_log_head(chain), &at, head_etag).await
+}
+
+/// Write `change` (with its intent's `mark`) as the entry after `at`; `None` if another
+/// indexer took that number first.
+async fn append_at<S: Storage>(
+    storage: &S,
+    chain: &str,
+    at: &Head,
+    (mark, change): (String, &Change),
+) -> Result<Option<Head>, Error> {
+    let entry = Entry {
+        seq: at.seq + 1,
+        prev: at.hash.clone(),
+        time: crate::clock::rfc3339_now(),
+        intent: Some(mark),
+        change: change.clone(),
+    };
+    let key = layout::publish_log_entry(chain, entry.seq);
+    let bytes = to_json(&entry)?;
+    match storage.put(&key, bytes.clone(), CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
+        Ok(()) => {
+            let hash = entry_hash(&bytes);
+            tracing::info!(
+                chain,
+                seq = entry.seq,
+                hash,
+                prev = entry.prev,
+                intent = entry.intent,
+                action = ?entry.change.action,
+                key = entry.change.key,
+                sha256 = entry.change.sha256,
+                principal = entry.change.principal,
+                "publish log entry"
+            );
+            Ok(Some(Head { seq: entry.seq, hash }))
+        }
+        Err(Error::Conflict(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// An entry number as read: an entry (its stored bytes), one that fails S3's integrity check,
+/// or none yet.
+enum Slot {
+    Taken(bytes::Bytes),
+    Unreadable,
+    Free,
+}
+
+/// Entries read ahead of the one needed, a growing window at a time: entries never change once
+/// written, so one read stays true (a number read free is read again once someone takes it).
+#[derive(Default)]
+struct ReadAhead {
+    read: BTreeMap<u64, Slot>,
+    window: usize,
+}
+
+impl ReadAhead {
+    async fn entry<S: Storage>(&mut self, storage: &S, chain: &str, seq: u64) -> Result<Slot, Error> {
+        if let Some(slot) = self.read.remove(&seq) {
+            return Ok(slot);
+        }
+        self.read.clear();
+        self.window = (self.window * 2).clamp(1, READ_AHEAD);
+        let reads = (0..self.window as u64).filter_map(|i| seq.checked_add(i)).map(|n| async move {
+            let slot = match storage.get(&layout::publish_log_entry(chain, n)).await {
+                Ok(Some(object)) => Slot::Taken(object.bytes),
+                Ok(None) => Slot::Free,
+                Err(Error::Corrupt(_)) => Slot::Unreadable,
+                Err(e) => return Err(e),
+            };
+            Ok((n, slot))
+        });
+        let slots: Vec<Result<(u64, Slot), Error>> = futures_util::future::join_all(reads).await;
+        for slot in slots {
+            let (n, slot) = slot?;
+            if matches!(slot, Slot::Free) {
+                // The window shrinks back once the end is reached.
+                self.window = 0;
+            }
+            self.read.insert(n, slot);
+        }
+        Ok(self.read.remove(&seq).unwrap_or(Slot::Free))
+    }
+
+    /// A number read free was taken since: read it again.
+    fn forget(&mut self, seq: u64) {
+        self.read.remove(&seq);
+    }
 }
 
 /// A chain's head as stored, and what it says (an empty chain's head when it is absent or

@@ -110,7 +110,8 @@ async fn a_yank_racing_a_publish_of_the_same_bytes_keeps_the_blob() {
     // The yanking pass read `one` and writes a manifest without 1.0.0; the publishing pass
     // (which read `one` too) added 1.1.0 to the pointer first.
     let yanked = ModuleManifest::new(Vec::new());
-    store_module(s, &module, Some(&one), &both).await.unwrap();
+    let tags = store_module(s, &module, Some(&one), &both).await.unwrap();
+    apply(s, &tags).await.unwrap();
     apply(s, &forget_module(&module, Some(&one), &yanked)).await.unwrap();
     let pointer = layout::oci_module_blob(&module, &digest);
     let zip = resolve(s, &pointer).expect("1.1.0 still serves the blob");
