@@ -27,7 +27,7 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help proof browser-deps bench-micro fuzz not-local bundle usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
+.PHONY: help proof browser-deps bench-micro fuzz not-local bundle bundle-import usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -178,6 +178,15 @@ bundle: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- bundle \
 	  $(if $(MODULES_JSON),--modules-json '$(MODULES_JSON)') $(if $(LIST),--list '$(LIST)') \
 	  $(if $(OUT),--out '$(OUT)',$(TOKEN_TARGET))
+
+## Import an air-gap bundle (DIR=dir, made by make bundle OUT=dir) into the local registry's
+## DATA_DIR, or a deployed bucket (BUCKET=name or DEPLOYED=DIR; an operator's AWS credentials),
+## only once every file in it matches SHA256SUMS (and SHA256SUMS the SUMS=hex make bundle
+## printed), every pin its archive, and every archive the published-archive checks: one
+## mismatch refuses the whole bundle, before anything is written.
+bundle-import: $(TOKEN_CHECK)
+	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- bundle-import \
+	  --from '$(DIR)' $(if $(SUMS),--sums-sha256 '$(SUMS)') $(TOKEN_TARGET)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
 ## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale,

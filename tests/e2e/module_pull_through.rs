@@ -123,12 +123,23 @@ async fn terraform_installs_public_registry_modules_through_the_registry_and_wit
     let report = bundle(&items, &target, lookup).await.unwrap();
     assert!(report.failed.is_empty() && report.skipped.is_empty() && report.copied.len() == 3, "{report:?}");
     let sums = std::fs::read_to_string(bundle_dir.path().join("SHA256SUMS")).unwrap();
-    assert_eq!(sums.lines().count(), 3, "{sums}");
+    // Every file: three archives, their pins, and the modules' version lists.
+    assert_eq!(sums.lines().count(), 9, "{sums}");
 
-    // Synced into an empty registry that fetches from nowhere: the same configuration installs,
-    // with the `host` and `credentials` blocks a user adds (the docs' text).
+    // Imported into an empty registry that fetches from nowhere (`make bundle-import`, with
+    // the SHA-256 `make bundle` printed): the same configuration installs, with the `host` and
+    // `credentials` blocks a user adds (the docs' text).
     let gapped = Harness::start_with(&[("REGISTRY_UPSTREAM_MODULES", "")]).await;
-    sync_as_operator(&gapped, bundle_dir.path()).await;
+    let bounds = registry::config::ArchiveBounds::UNLIMITED;
+    let imported = registry_local::bundle_import::import_into(
+        bundle_dir.path(),
+        report.sums_sha256.as_deref(),
+        &gapped.running.storage,
+        bounds,
+    )
+    .await
+    .unwrap();
+    assert_eq!(imported.pinned.len(), 3, "{imported:?}");
     let third = workdir("pull-through-modules-air-gap");
     let rc = third.path().join("terraform.rc");
     let blocks = registry::cli_config::upstream_modules(
@@ -158,25 +169,6 @@ async fn terraform_installs_public_registry_modules_through_the_registry_and_wit
     assert_eq!(std::fs::read(bundle_dir.path().join(pin)).unwrap(), pinned, "the pin is kept");
     let refusals = std::fs::read_dir(bundle_dir.path().join(pin.trim_end_matches(".pin.json"))).unwrap();
     assert!(refusals.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".refused.json")), "recorded");
-}
-
-/// `aws s3 sync DIR/upstream-modules s3://BUCKET/upstream-modules` with an operator's
-/// credentials: the registry's own (publishers and key admins may not write there).
-async fn sync_as_operator(h: &Harness, dir: &Path) {
-    use registry::storage::{Precondition, Storage};
-    let mut pending = vec![dir.join("upstream-modules")];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let key = path.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
-            let bytes = std::fs::read(&path).unwrap();
-            h.running.storage.put(&key, bytes.into(), "application/octet-stream", Precondition::None).await.unwrap();
-        }
-    }
 }
 
 // A module larger than the registry copies while the CLI waits: the download answers 503 with

@@ -10,6 +10,7 @@ mod embedded_s3;
 mod faults;
 mod hints;
 mod infra_consistency;
+mod large_writes;
 mod mcp_clients;
 mod module_pull_through;
 mod oci_clients;

@@ -2,10 +2,12 @@
 //! mirror`. On a connected machine it copies the upstream module versions a configuration uses
 //! (its `modules.json`, or a list) into a directory laid out exactly as the bucket keeps
 //! copies (`upstream-modules/…`), with the same code as the registry's pull-through
-//! (`upstream::module_copy`): the same fetch, checks, top-level directory removed, pins.
-//! `aws s3 sync DIR/upstream-modules s3://BUCKET/upstream-modules` then makes the registry serve
-//! them with no upstream at all. Run again over the same directory, it verifies every pinned
-//! version against the upstream and refuses (and records) bytes that differ.
+//! (`upstream::module_copy`): the same fetch, checks, top-level directory removed, pins, and
+//! `SHA256SUMS` of every file it holds (whose own SHA-256 it prints, to carry apart).
+//! `registry-local bundle-import` (`bundle_import.rs`) then checks all of it inside the air gap
+//! and makes the registry serve them with no upstream at all. Run again over the same
+//! directory, it verifies every pinned version against the upstream, refuses (and records)
+//! bytes that differ, and writes only the files that changed.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +20,8 @@ use registry::upstream::modules::ModuleUpstream;
 
 use crate::{LocalError, TokenTarget};
 
-/// The file beside `upstream-modules/` listing every archive's SHA-256 (`sha256sum -c` reads it).
+/// The file beside `upstream-modules/` listing the SHA-256 of every file under it: pins, version
+/// lists, refusal records, archives (`sha256sum -c` reads it).
 pub const SUMS_FILE: &str = "SHA256SUMS";
 
 /// What one bundle run did.
@@ -31,6 +34,11 @@ pub struct BundleReport {
     pub skipped: Vec<(BundleItem, String)>,
     /// Versions that failed, a moved tag among them, with why.
     pub failed: Vec<(BundleItem, String)>,
+    /// Into a directory: the SHA-256 of the `SHA256SUMS` written, to carry apart from the bundle
+    /// and give `bundle-import` (`--sums-sha256`).
+    pub sums_sha256: Option<String>,
+    /// Into a directory: the files written (those that changed).
+    pub written: usize,
 }
 
 /// Where a bundle goes.
@@ -63,12 +71,15 @@ pub async fn bundle(
     match target {
         BundleTarget::Dir(out) => {
             let storage = MemoryStorage::new();
+            let mut held = std::collections::BTreeMap::new();
             for (key, path) in files_under(out, layout::UPSTREAM_MODULES_PREFIX)? {
                 let bytes = std::fs::read(&path).map_err(|e| LocalError(format!("read {}: {e}", path.display())))?;
+                held.insert(key.clone(), sha256_hex(&bytes));
                 storage.insert(&key, bytes);
             }
-            let report = copy_all(items, &storage, &upstream, bounds).await;
-            write_out(&storage, out).await?;
+            let mut report = copy_all(items, &storage, &upstream, bounds).await;
+            let (sums, written) = write_out(&storage, out, &held).await?;
+            (report.sums_sha256, report.written) = (Some(sums), written);
             Ok(report)
         }
         BundleTarget::Store(TokenTarget::Bucket(bucket)) => {
@@ -108,26 +119,42 @@ async fn copy_all<S: Storage>(
     report
 }
 
-/// Write every object of `storage` into `out` by its key, and `SHA256SUMS` of every archive.
-async fn write_out(storage: &MemoryStorage, out: &Path) -> Result<(), LocalError> {
-    let mut sums = String::new();
+/// Write the objects of `storage` into `out` by their keys, but those `held` already with the
+/// same SHA-256, and `SHA256SUMS` of every one; answers the SHA-256 of `SHA256SUMS` and how many
+/// files were written.
+async fn write_out(
+    storage: &MemoryStorage,
+    out: &Path,
+    held: &std::collections::BTreeMap<String, String>,
+) -> Result<(String, usize), LocalError> {
+    let (mut sums, mut written) = (String::new(), 0);
     for key in storage.keys() {
         let Some(object) = storage.get(&key).await.map_err(|e| LocalError(registry::error::chain(&e).to_string()))?
         else {
             continue;
         };
+        let sha256 = sha256_hex(&object.bytes);
+        sums.push_str(&format!("{sha256}  {key}\n"));
+        if held.get(&key) == Some(&sha256) {
+            continue;
+        }
         let path = out.join(&key);
         no_links_below(out, &path)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| LocalError(format!("create {}: {e}", dir.display())))?;
         }
         std::fs::write(&path, &object.bytes).map_err(|e| LocalError(format!("write {}: {e}", path.display())))?;
-        if let Some((_, _, sha256)) = layout::upstream_module_archive_parts(&key) {
-            sums.push_str(&format!("{sha256}  {key}\n"));
-        }
+        written += 1;
     }
     let path = out.join(SUMS_FILE);
-    std::fs::write(&path, sums).map_err(|e| LocalError(format!("write {}: {e}", path.display())))
+    no_links_below(out, &path)?;
+    std::fs::write(&path, &sums).map_err(|e| LocalError(format!("write {}: {e}", path.display())))?;
+    Ok((sha256_hex(sums.as_bytes()), written))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// Refuse to write `path` through a link inside `out`: a bundle directory is plain files, and
@@ -147,7 +174,7 @@ fn no_links_below(out: &Path, path: &Path) -> Result<(), LocalError> {
 }
 
 /// The files under `out/prefix`, by the key each stands for.
-fn files_under(out: &Path, prefix: &str) -> Result<Vec<(String, PathBuf)>, LocalError> {
+pub(crate) fn files_under(out: &Path, prefix: &str) -> Result<Vec<(String, PathBuf)>, LocalError> {
     let mut found = Vec::new();
     let mut pending = vec![out.join(prefix)];
     while let Some(dir) = pending.pop() {
@@ -204,7 +231,7 @@ mod tests {
         let storage = MemoryStorage::new();
         storage.insert("upstream-modules/registry.terraform.io/ns/name/aws/index.json", b"{\"copied\":[]}".to_vec());
         storage.insert("upstream-modules/registry.opentofu.org/x/y/aws/1.0.0.pin.json", b"{}".to_vec());
-        let written = write_out(&storage, &out).await;
+        let written = write_out(&storage, &out, &Default::default()).await;
         assert!(written.as_ref().is_err_and(|e| e.0.contains("is a link")), "{written:?}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
         assert!(!outside.join("x/y/aws/1.0.0.pin.json").exists(), "nothing planted outside the bundle");

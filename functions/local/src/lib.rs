@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 pub mod bucket_rights;
 pub mod bundle;
+pub mod bundle_import;
 pub mod client_files;
 pub mod embedded_s3;
 pub mod faults;

@@ -61,6 +61,21 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Put an air-gap bundle into a bucket (`make bundle-import`), only once every file in it
+    /// is what `SHA256SUMS` lists, every pin names an archive of its SHA-256 in the bundle,
+    /// every archive passes the published-archive checks, and no pin the bucket holds differs:
+    /// one mismatch refuses the whole bundle, before anything is written.
+    BundleImport {
+        /// The bundle directory (`make bundle OUT=DIR`).
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+        /// The SHA-256 of its `SHA256SUMS`, as `make bundle` printed it (carried apart from
+        /// the bundle: what makes the list itself trustworthy).
+        #[arg(long, value_name = "HEX")]
+        sums_sha256: Option<String>,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[derive(Args)]
@@ -181,6 +196,10 @@ async fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Some(Command::Token(token)) => run_token(token).await,
+        Some(Command::BundleImport { from, sums_sha256, target }) => match target.target() {
+            Ok(target) => run_bundle_import(&from, sums_sha256.as_deref(), target).await,
+            Err(e) => Err(e),
+        },
         Some(Command::Bundle { modules_json, list, out, target }) => match out {
             Some(out) => run_bundle(&modules_json, &list, BundleTarget::Dir(out)).await,
             None => match target.target() {
@@ -196,6 +215,34 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn run_bundle_import(
+    dir: &std::path::Path,
+    sums_sha256: Option<&str>,
+    target: TokenTarget,
+) -> Result<(), String> {
+    let config = registry::config::Config::from_lookup(|k| match k {
+        "REGISTRY_BUCKET" => Some("bundle".into()),
+        k => std::env::var(k).ok(),
+    })
+    .map_err(|e| e.to_string())?;
+    let bounds = registry::upstream::module_copy::bounds(config.archive_bounds());
+    let report =
+        registry_local::bundle_import::import(dir, sums_sha256, &target, bounds).await.map_err(|e| e.to_string())?;
+    for key in &report.pinned {
+        println!("pinned {key}");
+    }
+    println!(
+        "{} versions pinned, {} already pinned with the same bytes, {} other files written",
+        report.pinned.len(),
+        report.present.len(),
+        report.written
+    );
+    if sums_sha256.is_none() {
+        println!("SHA256SUMS itself was not checked: give SUMS=HEX (the number make bundle printed) to check it");
+    }
+    Ok(())
 }
 
 async fn run_bundle(modules_json: &[PathBuf], lists: &[PathBuf], target: BundleTarget) -> Result<(), String> {
@@ -227,11 +274,15 @@ async fn run_bundle(modules_json: &[PathBuf], lists: &[PathBuf], target: BundleT
     }
     match &target {
         BundleTarget::Dir(out) => println!(
-            "{} module versions in {}; sync it into the registry's bucket with an operator's credentials: \
-             aws s3 sync {}/upstream-modules s3://BUCKET/upstream-modules",
+            "{} module versions in {} ({} files written); SHA256SUMS has SHA-256 {}: carry that number apart \
+             from the bundle, and import it inside the air gap with an operator's credentials: \
+             make bundle-import DIR={} SUMS={} BUCKET=BUCKET",
             report.copied.len(),
             out.display(),
-            out.display()
+            report.written,
+            report.sums_sha256.as_deref().unwrap_or_default(),
+            out.display(),
+            report.sums_sha256.as_deref().unwrap_or_default()
         ),
         BundleTarget::Store(target) => println!("{} module versions in {target:?}", report.copied.len()),
     }

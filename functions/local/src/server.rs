@@ -40,6 +40,11 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// with a clearer message than this bound's).
 const FORM_BODY_MAX: usize = 16 * 1024;
 
+/// How long a request's body may take to arrive: API Gateway receives the whole body before it
+/// invokes a function, so no handler ever waits on a slow client there; here a client that
+/// sends its body slowly (or never) is answered 400 instead of holding the connection.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub(crate) async fn serve_s3(listener: TcpListener, s3: IndexingS3, mut shutdown: watch::Receiver<bool>) {
     loop {
         let (stream, _) = tokio::select! {
@@ -146,17 +151,25 @@ where
             // Only the sign-in form has a body to read; none is read for anything else, and
             // never more than a form can be.
             let body = match parts.method == http::Method::POST {
-                true => match Limited::new(body, FORM_BODY_MAX).collect().await {
-                    Ok(collected) => collected.to_bytes(),
-                    Err(_) => {
-                        // `uri.path()` is the path exactly as sent: hyper neither decodes nor
-                        // normalises it.
-                        let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
-                        let request = registry::Request::from_parts(method, uri.path(), uri.query(), headers);
-                        let too_large = registry::Error::BadRequest("request body too large".into());
-                        return Ok(app.refuse(&too_large, &request).into_http().map(Full::new));
+                true => {
+                    match tokio::time::timeout(BODY_READ_TIMEOUT, Limited::new(body, FORM_BODY_MAX).collect()).await {
+                        Ok(Ok(collected)) => collected.to_bytes(),
+                        refused => {
+                            let why = match refused {
+                                Err(_) => {
+                                    format!("the request body did not arrive within {} s", BODY_READ_TIMEOUT.as_secs())
+                                }
+                                _ => "request body too large".to_string(),
+                            };
+                            // `uri.path()` is the path exactly as sent: hyper neither decodes nor
+                            // normalises it.
+                            let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
+                            let request = registry::Request::from_parts(method, uri.path(), uri.query(), headers);
+                            let refused = registry::Error::BadRequest(why);
+                            return Ok(app.refuse(&refused, &request).into_http().map(Full::new));
+                        }
                     }
-                },
+                }
                 false => Bytes::new(),
             };
             let request = http::Request::from_parts(parts, body);

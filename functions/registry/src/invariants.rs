@@ -458,9 +458,113 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
     check_inert_html(&crate::web::upstream::module(text, text, &upstream, &pins, true), &FRAME_TAGS)
 }
 
+/// Any text, repeated into every field of a module larger than any answer can hold (20
+/// submodules and 20 examples, each with 100 inputs and 100 outputs, `text` repeated to 1 KiB in
+/// each field and 64 KiB in each README: about 25 MB of docs): the details API's answer stays within
+/// `browse::DETAILS_MAX` bytes, the MCP `get_module_details` result within
+/// `mcp::answers::ANSWER_MAX` with no field of its structured JSON holding a character a
+/// one-line field may not (README aside, which is fenced), and the page within
+/// `web::PAGE_BYTES_MAX`.
+pub fn check_answers_bounded(text: &str) -> Result<(), String> {
+    let field: String = text.chars().cycle().take(1_024.min(text.chars().count() * 64)).collect();
+    let readme: String = text.chars().cycle().take(65_536.min(text.chars().count() * 1_024)).collect();
+    let input = |i: usize| crate::module_docs::Input {
+        name: format!("{i}{field}"),
+        r#type: Some(field.clone()),
+        description: Some(field.clone()),
+        default: Some(field.clone()),
+        required: i.is_multiple_of(2),
+        sensitive: false,
+        non_nullable: false,
+    };
+    let output = |i: usize| crate::module_docs::Output {
+        name: format!("{i}{field}"),
+        description: Some(field.clone()),
+        sensitive: false,
+    };
+    let dir = |path: String| crate::module_docs::ModuleDir {
+        path,
+        readme: Some(readme.clone()),
+        inputs: (0..100).map(input).collect(),
+        outputs: (0..100).map(output).collect(),
+        ..Default::default()
+    };
+    let docs = crate::module_docs::ModuleDocs {
+        root: dir(String::new()),
+        submodules: (0..20).map(|i| dir(format!("modules/{i}{field}"))).collect(),
+        examples: (0..20).map(|i| dir(format!("examples/{i}{field}"))).collect(),
+        warnings: vec![field.clone(); 50],
+        ..Default::default()
+    };
+    let module = crate::address::ModuleAddress::parse("acme", "vpc", "aws").map_err(|e| e.to_string())?;
+    let entry = crate::manifest::ModuleVersion {
+        deprecation: Some(crate::manifest::Deprecation {
+            reason: field.clone(),
+            replacement: Some(field.clone()),
+            etag: String::new(),
+        }),
+        ..crate::manifest::ModuleVersion::example("1.0.0", "modules/acme/vpc/aws/1.0.0.tar.gz")
+    };
+    let manifest = crate::manifest::ModuleManifest::new(vec![entry.clone()]);
+    let details = crate::browse::details(&module, &entry, &manifest, Some(&docs), None, &Default::default());
+    let size = crate::bounded::json_len(&details);
+    if size > crate::browse::DETAILS_MAX {
+        return Err(format!("details: {size} bytes"));
+    }
+    let result =
+        crate::mcp::answers::module_details("registry.example.com", &module, &entry, &manifest, Some(&docs)).result();
+    let size = crate::bounded::json_len(&result);
+    if size > crate::mcp::answers::ANSWER_MAX || result["isError"] != serde_json::json!(false) {
+        return Err(format!("MCP result: {size} bytes, isError {}", result["isError"]));
+    }
+    one_line_fields(&result["structuredContent"], "structuredContent")?;
+    let place = crate::web::pages::Place {
+        host: "registry.example.com",
+        mirror_path: "/v1/mirror/",
+        modules_path: "/v1/modules/",
+    };
+    let shown = crate::web::pages::Shown {
+        entry: &entry,
+        manifest: &manifest,
+        docs: Some(&docs),
+        changes: None,
+        downloads: None,
+    };
+    let page = crate::web::pages::module(&place, &module, &shown, true);
+    if page.len() > crate::web::PAGE_BYTES_MAX {
+        return Err(format!("page: {} bytes", page.len()));
+    }
+    Ok(())
+}
+
+/// No string under `value` (but a README's) holds a character a one-line field may not.
+fn one_line_fields(value: &serde_json::Value, path: &str) -> Result<(), String> {
+    match value {
+        serde_json::Value::String(s)
+            if s.chars().any(|c| c.is_whitespace() && c != ' ' || crate::printed::refused(c).is_some()) =>
+        {
+            Err(format!("{path} holds {s:.60?}"))
+        }
+        serde_json::Value::Object(map) => {
+            map.iter().filter(|(k, _)| *k != "readme").try_for_each(|(k, v)| one_line_fields(v, &format!("{path}.{k}")))
+        }
+        serde_json::Value::Array(items) => items.iter().try_for_each(|v| one_line_fields(v, &format!("{path}[]"))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::length_prefixed;
+
+    /// The text that cost most before every answer had one budget: controls (six bytes each
+    /// in JSON), quotes, four-byte letters, blanks a one-line field drops.
+    #[test]
+    fn the_costliest_text_in_every_field_keeps_every_answer_bounded() {
+        for text in ["\u{1}", "\"\\", "\u{1f980}", " \n\t\u{202e}", "x", "```\n## Heading\n"] {
+            super::check_answers_bounded(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        }
+    }
 
     #[test]
     fn fuzz_inputs_split_into_length_prefixed_parts() {

@@ -8,7 +8,8 @@
 pub mod address;
 pub mod app;
 pub mod auth;
-mod browse;
+pub mod bounded;
+pub mod browse;
 // The fuzz targets reach the archive checks directly; nothing else outside the crate does.
 #[cfg(feature = "test-support")]
 pub mod archive;

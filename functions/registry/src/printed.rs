@@ -79,6 +79,52 @@ pub const SPACES: [(char, char); 7] = [
     ('\u{3000}', '\u{3000}'),
 ];
 
+/// Publisher text as one line of at most `max` characters: every run of whitespace and of
+/// characters shown text may not hold (`refused`) one space, the ends trimmed, and past `max`
+/// cut with `…`. What every answer a reader (a person, an assistant) is handed shows of a
+/// description, a type, a default or a name, in each of its channels alike.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4 + 4));
+    let (mut chars, mut gap) = (0, false);
+    for c in text.chars() {
+        if c.is_whitespace() || refused(c).is_some() {
+            gap = !out.is_empty();
+            continue;
+        }
+        if chars == max {
+            out.push('…');
+            return out;
+        }
+        if gap {
+            out.push(' ');
+            chars += 1;
+            gap = false;
+            if chars == max {
+                out.push('…');
+                return out;
+            }
+        }
+        out.push(c);
+        chars += 1;
+    }
+    out
+}
+
+/// Publisher text that keeps its lines (a README, a multi-line description) cut to `max`
+/// characters (with `…`): what shown text may not hold dropped, but newlines and tabs, so that
+/// no character of it is invisible, and none costs more than two bytes in a JSON string.
+pub fn kept_lines(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4 + 4));
+    for (n, c) in text.chars().filter(|c| matches!(c, '\n' | '\t') || refused(*c).is_none()).enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +139,18 @@ mod tests {
         }
         let fine = "CVE-2026-1234: use 2.0.0 — «vite» استخدم שימוש 日本語 ⚠ ✓ é e\u{301} 한글";
         assert_eq!(fine.chars().find(|c| refused(*c).is_some()), None);
+    }
+
+    /// A field of controls and blanks is nothing; words keep one space between them; the cut
+    /// counts characters, spaces included, and says so.
+    #[test]
+    fn one_line_leaves_no_gap_and_no_invisible_character() {
+        assert_eq!(one_line(&"\u{1}".repeat(500), 10), "");
+        assert_eq!(one_line(" a\n\n\u{202e}b \t c\u{200b}", 100), "a b c");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("ab cd", 3), "ab …");
+        assert_eq!(one_line("ab", 2), "ab");
+        assert_eq!(kept_lines("a\n\u{1}b\tc", 100), "a\nb\tc");
+        assert_eq!(kept_lines("abc", 2), "ab…");
     }
 }

@@ -6,7 +6,7 @@
 //! filtered by what the caller may read, so a token never learns of a module outside its
 //! scopes. Details are the module's manifest and
 //! the version's docs, shown only when the docs were read from the archive the manifest
-//! serves. Fields the registry does not keep are present with empty values (`owner`,
+//! serves, within `DETAILS_MAX` bytes (`details.rs`). Fields the registry does not keep are present with empty values (`owner`,
 //! `source`, `verified`: docs/API.md says why), so decoders of the public registry's answers
 //! still find them; `downloads` is every version's total as the usage function counted it (in a
 //! list or search from the namespace's summary, `usage::NamespaceUsage`; in details from the
@@ -15,12 +15,11 @@
 use serde_json::{Value, json};
 
 use crate::address::ModuleAddress;
-
 use crate::catalog::{CatalogIndex, ModuleEntry, ModuleShard};
-use crate::manifest::{ModuleManifest, ModuleVersion};
-use crate::module_docs::compare::Comparison;
-use crate::module_docs::{ModuleDir, ModuleDocs};
 use crate::query::Listing;
+
+mod details;
+pub use details::{DETAILS_MAX, details};
 
 /// Search words read from `q`; more are ignored.
 const SEARCH_TERMS_MAX: usize = 8;
@@ -207,114 +206,6 @@ fn module_object(
         "published_at": published_at.unwrap_or_default(),
         "downloads": 0,
         "verified": false,
-    })
-}
-
-/// A version's downloads in its details: `downloads` (every version's, as the public
-/// registry's module object counts them) and `usage` (this version's and the module's over
-/// the windows kept; `callers` only when shown).
-pub fn add_downloads(body: &mut Value, usage: &crate::usage::Shown) {
-    body["downloads"] = json!(usage.module.total);
-    let mut shown = json!({"version": usage.version, "module": usage.module});
-    if let Some(callers) = &usage.callers {
-        shown["callers"] = json!(callers);
-        shown["callers_days"] = json!(usage.caller_days);
-    }
-    body["usage"] = shown;
-}
-
-/// A version's details: the module object, `root`, `submodules`, `examples`, `providers`,
-/// `versions` (newest first) and the docs' `warnings`.
-pub fn details(
-    module: &ModuleAddress,
-    entry: &ModuleVersion,
-    manifest: &ModuleManifest,
-    docs: Option<&ModuleDocs>,
-) -> Value {
-    let description = docs.and_then(|d| d.root.readme.as_deref()).and_then(crate::module_docs::summary);
-    let mut body = module_object(
-        &module.namespace,
-        &module.name,
-        &module.system,
-        &entry.version,
-        description.as_deref(),
-        entry.published_at.as_deref(),
-    );
-    let empty = ModuleDir::default();
-    let root = docs.map_or(&empty, |d| &d.root);
-    let mut providers: Vec<&str> = root.provider_dependencies.iter().map(|p| p.name.as_str()).collect();
-    providers.sort_unstable();
-    providers.dedup();
-    if providers.is_empty() {
-        providers.push(&module.system);
-    }
-    let mut warnings: Vec<String> = docs.map(|d| d.warnings.clone()).unwrap_or_default();
-    if docs.is_none() {
-        warnings
-            .push("the documentation of this version has not been read yet (the next indexing pass reads it)".into());
-    }
-    body["root"] = directory(root, &module.name);
-    body["submodules"] = docs.map_or_else(Vec::new, |d| d.submodules.iter().map(|s| directory(s, "")).collect()).into();
-    body["examples"] = docs.map_or_else(Vec::new, |d| d.examples.iter().map(|s| directory(s, "")).collect()).into();
-    body["providers"] = json!(providers);
-    body["versions"] = json!(manifest.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>());
-    body["warnings"] = json!(warnings);
-    body
-}
-
-/// The registry's additions to a version's details: its deprecation, how it was judged at
-/// publish (`index::judgment`), and the changes since the version before it, as compared at
-/// publish (`changes`: `since` and the list, each change with `breaking` saying why when it
-/// is; past `CHANGES_KEPT`, `more` and `more_breaking` count those not kept).
-pub fn add_changes(body: &mut Value, entry: &ModuleVersion, changes: Option<&Comparison>) {
-    body["deprecation"] = match &entry.deprecation {
-        Some(d) => json!({"reason": d.reason, "replacement": d.replacement}),
-        None => Value::Null,
-    };
-    body["judged"] = json!(entry.judged);
-    body["changes"] = match changes {
-        Some(c) if c.more > 0 => json!({
-            "since": c.from, "changes": c.changes, "more": c.more, "more_breaking": c.more_breaking
-        }),
-        Some(c) => json!({"since": c.from, "changes": c.changes}),
-        None => Value::Null,
-    };
-}
-
-/// One directory (root, submodule, example) in the public registry's shape, with the
-/// registry's additions (`type`, `required`, `sensitive`, `required_version`).
-fn directory(dir: &ModuleDir, root_name: &str) -> Value {
-    let name = if dir.path.is_empty() { root_name } else { dir.path.rsplit('/').next().unwrap_or_default() };
-    let inputs: Vec<Value> = dir
-        .inputs
-        .iter()
-        .map(|i| {
-            json!({
-                "name": i.name,
-                "type": i.r#type.as_deref().unwrap_or_default(),
-                "description": i.description.as_deref().unwrap_or_default(),
-                "default": i.default.as_deref().unwrap_or_default(),
-                "required": i.required,
-                "sensitive": i.sensitive,
-            })
-        })
-        .collect();
-    let outputs: Vec<Value> = dir
-        .outputs
-        .iter()
-        .map(|o| json!({"name": o.name, "description": o.description.as_deref().unwrap_or_default(), "sensitive": o.sensitive}))
-        .collect();
-    json!({
-        "path": dir.path,
-        "name": name,
-        "readme": dir.readme.as_deref().unwrap_or_default(),
-        "empty": dir.inputs.is_empty() && dir.outputs.is_empty() && dir.resources.is_empty(),
-        "inputs": inputs,
-        "outputs": outputs,
-        "dependencies": dir.dependencies,
-        "provider_dependencies": dir.provider_dependencies,
-        "resources": dir.resources,
-        "required_version": dir.required_version.as_deref().unwrap_or_default(),
     })
 }
 

@@ -4,6 +4,7 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::index::{Indexer, Limits};
 use crate::layout;
+use crate::module_docs::ModuleDocs;
 use crate::router::Service;
 use crate::storage::MemoryStorage;
 

@@ -124,10 +124,11 @@ fn a_huge_module_gets_a_bounded_answer() {
     let manifest: crate::manifest::ModuleManifest =
         serde_json::from_value(json!({"format": 1, "versions": [entry.clone()]})).unwrap();
     let answer = answers::module_details("registry.example.com", &module, &entry, &manifest, Some(&docs));
-    let body = answer.clone().result().to_string();
-    let bound = answers::TEXT_MAX + 4 * answers::README_CHARS_MAX + 4 * 1024;
-    assert!(answer.text.len() < bound, "text {} bytes", answer.text.len());
-    assert!(body.len() < 2 << 20, "whole answer {} bytes", body.len());
+    let result = answer.clone().result();
+    assert_eq!(result["isError"], json!(false), "within the bound, not refused");
+    let body = result.to_string();
+    assert!(body.len() <= answers::ANSWER_MAX, "whole answer {} bytes", body.len());
+    assert_eq!(answer.structured["truncated"], json!(true), "it did not all fit, and says so");
     assert!(answer.text.starts_with("# acme/huge/aws 1.0.0") && answer.text.contains("publisher's text"));
     // Publisher text never starts a line of its own: only the answer's own headings do.
     let headings: Vec<&str> = answer.text.lines().filter(|l| l.starts_with("## ")).collect();

@@ -147,6 +147,20 @@ mod fetching {
         }
     }
 
+    /// The pin of `version`, if one is written (AccessDenied for a missing key, to a role without
+    /// `s3:ListBucket`, is none).
+    async fn pinned<S: Storage>(
+        ctx: &Context<S>,
+        module: &UpstreamModule,
+        version: &semver::Version,
+    ) -> Result<Option<ModulePin>, Error> {
+        match ctx.storage().get(&crate::layout::upstream_module_pin(module, version)).await {
+            Ok(Some(object)) => ModulePin::parse(&object.bytes).map(Some),
+            Ok(None) | Err(Error::Forbidden(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Copy a version never copied (`module_copy::copy`), if its host and namespace may be
     /// fetched from and the upstream lists it (so no caller can make copies of names the
     /// upstream would answer for anyway, as `1.0.0+anything`). A copy that failed is not tried
@@ -161,6 +175,12 @@ mod fetching {
         deadline: tokio::time::Instant,
     ) -> Result<ModulePin, Error> {
         let upstream = upstream_for(ctx, module).ok_or_else(&absent)?;
+        // First downloads of one version at once: one copies (or hands it to the puller), the
+        // others wait for it, then find its pin (or its pull record) and fetch nothing.
+        let _turn = upstream.one_copy_at_a_time(module, version).await;
+        if let Some(pin) = pinned(ctx, module, version).await? {
+            return Ok(pin);
+        }
         let key = crate::layout::upstream_module_index(module);
         let kept = super::optional(
             ctx.reader.manifest(&key, ModuleIndex::parse, |_| false, super::not_found, deadline).await,

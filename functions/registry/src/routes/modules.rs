@@ -146,11 +146,10 @@ pub(super) async fn details<S: Storage>(
         super::counts::read(ctx, &counted, deadline)
     );
     let view = view?;
-    let mut body = details_body(module, view.entry(), &view.manifest, view.docs.as_deref());
-    crate::browse::add_changes(&mut body, view.entry(), view.comparison());
     let resource = crate::auth::Resource::Module(module);
     let shown = super::counts::shown(ctx, usage.as_deref(), &view.entry().version, viewer, resource);
-    crate::browse::add_downloads(&mut body, &shown);
+    let docs = view.docs.as_deref();
+    let body = details_body(module, view.entry(), &view.manifest, docs, view.comparison(), &shown);
     Ok(Reply::json(StatusCode::OK, &body).header("cache-control", NO_CACHE).etag().stale(view.stale))
 }
 

@@ -66,6 +66,32 @@ pub fn http_client() -> aws_sdk_s3::config::SharedHttpClient {
         .build_https()
 }
 
+/// Past this size a write's attempt and operation timeouts grow with it (`timeouts_for`): the
+/// 2.5 s attempt of `timeouts` carries about 200 MB at S3's 85 MB/s, less on a slow link.
+const LARGE_BODY: u64 = 8 << 20;
+/// The slowest rate a large write is given time for: a fifth of what one connection to S3
+/// carries in the model `make bench` uses (85 MB/s; docs/PERFORMANCE.md).
+const LARGE_BODY_BYTES_PER_SECOND: f64 = (16 << 20) as f64;
+
+/// The timeouts of a write of `bytes`, if they differ from `timeouts`: for a large body, an
+/// attempt of 2.5 s plus its transfer at `LARGE_BODY_BYTES_PER_SECOND` (19 s for the puller's
+/// 256 MiB module archive, 67 s for a 1 GiB provider zip) and an operation of three of them, so
+/// every size the registry accepts can be stored (a fixed 2.5 s failed every archive over
+/// about 200 MiB), and a stalled one still ends.
+pub fn timeouts_for(bytes: u64) -> Option<aws_sdk_s3::config::timeout::TimeoutConfig> {
+    if bytes <= LARGE_BODY {
+        return None;
+    }
+    let attempt = Duration::from_millis(2500) + Duration::from_secs_f64(bytes as f64 / LARGE_BODY_BYTES_PER_SECOND);
+    Some(
+        aws_sdk_s3::config::timeout::TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .operation_attempt_timeout(attempt)
+            .operation_timeout(attempt * 3)
+            .build(),
+    )
+}
+
 /// How long to wait before reading a body again that failed on the way (cut short, or not
 /// matching its checksum): the SDK retries requests, not bodies.
 const BODY_RETRY_AFTER: Duration = Duration::from_millis(50);
@@ -234,12 +260,13 @@ fn unavailable<E: std::error::Error + Send + Sync + 'static>(op: &str, key: &str
 }
 
 impl S3Storage {
-    /// One PutObject with its condition, answering the ETag S3 gave the object; 412 and 409
-    /// are `Error::Conflict`.
+    /// One PutObject of `size` bytes with its condition, answering the ETag S3 gave the object;
+    /// 412 and 409 are `Error::Conflict`. A large body gets the time its size needs
+    /// (`timeouts_for`).
     async fn put_stream(
         &self,
         key: &str,
-        body: ByteStream,
+        (body, size): (ByteStream, u64),
         content_type: &str,
         precondition: Precondition,
     ) -> Result<String, Error> {
@@ -249,7 +276,14 @@ impl S3Storage {
             Precondition::IfMatch(etag) => request.if_match(etag),
             Precondition::IfAbsent => request.if_none_match("*"),
         };
-        match request.send().await {
+        let sent = match timeouts_for(size) {
+            Some(timeouts) => {
+                let longer = aws_sdk_s3::config::Builder::new().timeout_config(timeouts);
+                request.customize().config_override(longer).send().await
+            }
+            None => request.send().await,
+        };
+        match sent {
             Ok(out) => Ok(out.e_tag.unwrap_or_default()),
             // 412: the condition failed; 409: a concurrent conditional write is in flight.
             Err(SdkError::ServiceError(se))
@@ -312,7 +346,8 @@ impl Storage for S3Storage {
         content_type: &str,
         precondition: Precondition,
     ) -> Result<String, Error> {
-        self.put_stream(key, ByteStream::from(body), content_type, precondition).await
+        let size = body.len() as u64;
+        self.put_stream(key, (ByteStream::from(body), size), content_type, precondition).await
     }
 
     async fn put_file(
@@ -325,7 +360,8 @@ impl Storage for S3Storage {
         let body = ByteStream::from_path(path)
             .await
             .map_err(|e| Error::internal_from(format!("read {}", path.display()), e))?;
-        self.put_stream(key, body, content_type, precondition).await.map(drop)
+        let size = body.size_hint().1.unwrap_or(u64::MAX);
+        self.put_stream(key, (body, size), content_type, precondition).await.map(drop)
     }
 
     async fn delete(&self, key: &str) -> Result<(), Error> {

@@ -129,6 +129,11 @@ mod client {
             Upstream { clock, ..self }
         }
 
+        /// The clock its back-offs are read from.
+        pub fn clock(&self) -> &crate::clock::Monotonic {
+            &self.clock
+        }
+
         /// GET through the client, unless `host` failed within `DOWN_BACKOFF`; a failure to
         /// answer (unreachable, time-out, 5xx, 429) starts its back-off, an answer ends it. A
         /// wrong answer to one request (a 4xx, a body over its bound) does not: it says nothing

@@ -16,6 +16,11 @@ use crate::storage::{Precondition, Storage};
 use super::module_records::{ModuleIndex, ModulePin, ModuleRefusal};
 use super::modules::{Fetched, FetchedModule, ModuleUpstream};
 
+/// A copy's store that failed, tried again (the bytes are in hand; fetching them again costs
+/// the upstream's time and bandwidth).
+const STORE_RETRY: Backoff =
+    Backoff { attempts: 4, first: std::time::Duration::from_millis(200), max: std::time::Duration::from_secs(2) };
+
 /// Racing writers of one module's index: few, and a lost race is cheap to redo.
 const INDEX_RETRY: Backoff =
     Backoff { attempts: 8, first: std::time::Duration::from_millis(20), max: std::time::Duration::from_millis(400) };
@@ -74,8 +79,13 @@ pub async fn store<S: Storage>(
 ) -> Result<ModulePin, Error> {
     let archive = layout::upstream_module_archive(module, version, &fetched.sha256, fetched.archive);
     let content_type = if fetched.archive == "zip" { "application/zip" } else { "application/gzip" };
-    // Named by its SHA-256: rewriting it writes the same bytes.
-    storage.put(&archive, fetched.bytes.clone(), content_type, Precondition::None).await?;
+    // Named by its SHA-256: rewriting it writes the same bytes. A store that fails is tried
+    // again a few times with the bytes in hand (`retry::on_conflict` retries an unavailable
+    // storage), not fetched again.
+    retry::on_conflict(STORE_RETRY, &archive, |_| {
+        storage.put(&archive, fetched.bytes.clone(), content_type, Precondition::None)
+    })
+    .await?;
     let pin = ModulePin {
         module: module.to_string(),
         version: version.to_string(),

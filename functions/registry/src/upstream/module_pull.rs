@@ -115,10 +115,12 @@ pub fn pending(
 pub const PULL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The puller's copy of the version the module pull record at `key` names (`upstream` built
-/// with the puller's limit), checked within `module_copy::bounds` of `configured`. An `Err` is
-/// worth Lambda's retry (storage unavailable, access denied); anything the upstream answers,
-/// a copy over `PULL_DEADLINE` and a check that broke are recorded beside the pull record and
-/// reported.
+/// with the puller's limit), checked within `module_copy::bounds` of `configured`. Anything the
+/// upstream answers, a copy over `PULL_DEADLINE`, a check that broke, and a store that still
+/// failed after its retries are recorded beside the pull record and reported, so the back-off
+/// starts (a retry by Lambda would fetch the whole archive again, and one that fails the same way
+/// every time would be handed back every 10 minutes, for good). An `Err` is what cannot be
+/// recorded either (the storage down, access denied), worth Lambda's retry.
 pub async fn pull<S: Storage>(
     storage: &S,
     upstream: &ModuleUpstream,
@@ -152,6 +154,14 @@ pub async fn pull<S: Storage>(
                 tracing::error!(%module, %version, error = %chain(&e), "module pull broke");
                 format!(
                     "upstream registry {}: {module} {version}: the copy failed (the puller's log says why)",
+                    module.hostname
+                )
+            }
+            Ok(Err(e @ Error::Unavailable { .. })) => {
+                tracing::error!(%module, %version, error = %chain(&e), "module pull could not store its copy");
+                format!(
+                    "upstream registry {}: {module} {version}: the copy could not be stored (the storage was \
+                     unavailable; the puller's log says why)",
                     module.hostname
                 )
             }

@@ -261,20 +261,53 @@ fn git_ref(s: &str) -> bool {
 }
 
 /// The archive as kept: without its top-level directory where `strip_top`, and accepted by
-/// the same check as a published module archive.
+/// the same check as a published module archive. Ends, refused, once `stop` is set (its
+/// request's budget ran out): every read of the archive looks at it first.
 pub fn prepare(
     bytes: Vec<u8>,
     archive: &str,
     strip_top: bool,
     bounds: &crate::archive::Bounds,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<u8>, String> {
     let bytes = match (strip_top, archive) {
-        (true, "tar.gz") => crate::archive::strip_top_directory(bytes.as_slice(), Vec::new(), bounds)?,
+        (true, "tar.gz") => {
+            crate::archive::strip_top_directory(Stoppable(std::io::Cursor::new(&bytes), stop), Vec::new(), bounds)?
+        }
         (true, _) => return Err("only a .tar.gz archive's top-level directory can be removed".into()),
         (false, _) => bytes,
     };
-    crate::archive::read_module_archive(std::io::Cursor::new(&bytes), archive, bounds, &|_| false)?;
+    crate::archive::read_module_archive(Stoppable(std::io::Cursor::new(&bytes), stop), archive, bounds, &|_| false)?;
     Ok(bytes)
+}
+
+/// Whether `reader` holds an archive of type `archive` (`tar.gz`, `zip`) the registry serves:
+/// the check a published module archive passes, within `bounds` (the air-gap bundle's import
+/// runs it on every archive before writing any).
+pub fn check_archive<R: std::io::Read + std::io::Seek>(
+    reader: R,
+    archive: &str,
+    bounds: &crate::archive::Bounds,
+) -> Result<(), String> {
+    crate::archive::read_module_archive(reader, archive, bounds, &|_| false).map(drop)
+}
+
+/// A reader that fails once its flag is set.
+struct Stoppable<'a, R>(R, &'a std::sync::atomic::AtomicBool);
+
+impl<R: std::io::Read> std::io::Read for Stoppable<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.1.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(std::io::Error::other("stopped: the request's time ran out"));
+        }
+        self.0.read(buf)
+    }
+}
+
+impl<R: std::io::Seek> std::io::Seek for Stoppable<'_, R> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.0.seek(to)
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! pull-through") tells the whole flow.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -29,10 +31,34 @@ pub struct ModuleUpstream {
     settings: ModuleUpstreamSettings,
     /// `MODULE VERSION` → when its copy failed, and the answer it got.
     refused: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Error)>>,
+    /// `MODULE` → when its upstream last said it has no such module (`ABSENT_FOR`).
+    absent: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// `MODULE VERSION` → the copy of it this container is making: one at a time.
+    copying: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-/// How many failed copies are remembered (those older than `REFUSED_FOR` are dropped beyond).
+/// How many failed copies are remembered (those older than `REFUSED_FOR` are dropped beyond),
+/// and how many absent modules.
 const REFUSED_KEPT: usize = 4096;
+
+/// A container's turn to copy one version (`ModuleUpstream::one_copy_at_a_time`); its entry goes
+/// once nobody else waits for it.
+pub struct CopyTurn<'a> {
+    upstream: &'a ModuleUpstream,
+    key: String,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Drop for CopyTurn<'_> {
+    fn drop(&mut self) {
+        let mut copying = self.upstream.copying.lock().unwrap_or_else(|p| p.into_inner());
+        // Held here, by the map, and by this guard's lock: nobody else is waiting.
+        if Arc::strong_count(&self.lock) <= 3 {
+            copying.remove(&self.key);
+        }
+    }
+}
 
 /// An archive fetched for a version, as the bucket keeps it.
 #[derive(Debug, Clone)]
@@ -87,7 +113,45 @@ impl ModuleUpstream {
             registries,
             settings: settings.clone(),
             refused: Default::default(),
+            absent: Default::default(),
+            copying: Default::default(),
         }))
+    }
+
+    /// How long a module the upstream said it does not have is answered absent without asking
+    /// again: short, as one may be published upstream at any moment, but long enough that
+    /// requests for a mistyped or private name do not each ask the upstream.
+    pub const ABSENT_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+    /// Whether the upstream said within `ABSENT_FOR` that it has no `module`.
+    fn recently_absent(&self, module: &UpstreamModule) -> bool {
+        let clock = self.registries.clock();
+        let absent = self.absent.lock().unwrap_or_else(|p| p.into_inner());
+        absent.get(&module.to_string()).is_some_and(|at| clock.since(*at) < Self::ABSENT_FOR)
+    }
+
+    fn remember_absent(&self, module: &UpstreamModule) {
+        let clock = self.registries.clock();
+        let mut absent = self.absent.lock().unwrap_or_else(|p| p.into_inner());
+        if absent.len() >= REFUSED_KEPT {
+            absent.retain(|_, at| clock.since(*at) < Self::ABSENT_FOR);
+        }
+        if absent.len() < REFUSED_KEPT {
+            absent.insert(module.to_string(), clock.now());
+        }
+    }
+
+    /// The right to copy `module` `version` in this container: first downloads of one version at
+    /// once copy it once, the others waiting for the first and then finding its pin. Released
+    /// when the guard drops.
+    pub async fn one_copy_at_a_time(&self, module: &UpstreamModule, version: &semver::Version) -> CopyTurn<'_> {
+        let key = format!("{module} {version}");
+        let lock = {
+            let mut copying = self.copying.lock().unwrap_or_else(|p| p.into_inner());
+            copying.entry(key.clone()).or_default().clone()
+        };
+        let guard = lock.clone().lock_owned().await;
+        CopyTurn { upstream: self, key, lock, _guard: guard }
     }
 
     /// The same upstreams, with the back-off read from `clock`.
@@ -144,11 +208,16 @@ impl ModuleUpstream {
 
     /// The versions the upstream lists (canonical SemVer; a leading `v` dropped, others left
     /// out); `None` if it has no such module.
+    /// An absent module is answered so without asking for `ABSENT_FOR`.
     pub async fn versions(&self, module: &UpstreamModule) -> Result<Option<BTreeSet<String>>, Error> {
+        if self.recently_absent(module) {
+            return Ok(None);
+        }
         let host = module.hostname.as_str();
         let base = self.registries.service_base(host, "modules.v1").await?;
         let url = self.module_url(host, &base, module, "versions")?;
         let Some((_, body)) = self.registries.api::<VersionsBody>(host, url, VERSIONS_MAX_BYTES).await? else {
+            self.remember_absent(module);
             return Ok(None);
         };
         let listed: usize = body.modules.iter().map(|m| m.versions.len()).sum();
@@ -247,13 +316,26 @@ impl ModuleUpstream {
             }
         }
         let archive = source.archive_type();
-        let checked = tokio::task::spawn_blocking(move || prepare(bytes, archive, strip_top, &bounds))
+        // Stopped when this fetch is: the request's budget ran out, its caller went away. A
+        // blocking task is not cancelled by dropping its handle, and would read on.
+        let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+        let flag = stop.0.clone();
+        let checked = tokio::task::spawn_blocking(move || prepare(bytes, archive, strip_top, &bounds, &flag))
             .await
             .map_err(|e| Error::internal_from("the archive check", e))?;
         let bytes =
             checked.map_err(|why| Upstream::failed(host, format!("{module}: the archive is refused: {why}")))?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
         Ok(Fetched::Archive(FetchedModule { bytes: bytes.into(), sha256, archive, source: source.shown() }))
+    }
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 

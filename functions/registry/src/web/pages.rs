@@ -22,6 +22,8 @@ const VERSION_LINKS_MAX: usize = 60;
 const CELL_CHARS_MAX: usize = 600;
 /// Room kept for the frame and what follows the budgeted sections.
 const FRAME_BYTES: usize = 4_000;
+/// Characters of a submodule's or example's path shown.
+const PATH_CHARS_MAX: usize = 128;
 
 /// Where this registry is, as the snippets name it, and its mirror's base path.
 pub struct Place<'a> {
@@ -252,16 +254,21 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
                 continue;
             }
             let _ = writeln!(directories, "<section id=\"{id}\">\n<h2>{title}</h2>");
-            for dir in list {
-                directories.push_str(&directory(
-                    place,
-                    &address,
-                    &entry.version,
-                    dir,
-                    &mut budget,
-                    &api,
-                    id == "submodules",
-                ));
+            for (shown, dir) in list.iter().enumerate() {
+                // Past the budget, one line for all the rest, not one each.
+                if budget < 2000 {
+                    let _ = writeln!(
+                        directories,
+                        "<p class=\"note\">{} more not shown on this page: see the API's answer.</p>",
+                        list.len() - shown
+                    );
+                    break;
+                }
+                let before = budget;
+                let piece = directory(place, &address, &entry.version, dir, &mut budget, &api, id == "submodules");
+                // Charged whole: its sections charge their rows, not what frames them.
+                budget = before.saturating_sub(piece.len());
+                directories.push_str(&piece);
             }
             directories.push_str("</section>\n");
         }
@@ -415,8 +422,10 @@ fn directory(
     submodule: bool,
 ) -> String {
     let name = dir.path.rsplit('/').next().unwrap_or_default();
+    // A path is the publisher's: cut, as every other field the page shows.
+    let path = clip(&dir.path, PATH_CHARS_MAX);
     let mut out =
-        format!("<details class=\"directory\" id=\"{}\">\n<summary>{}</summary>\n", escape(&dir.path), code(&dir.path));
+        format!("<details class=\"directory\" id=\"{}\">\n<summary>{}</summary>\n", escape(&path), code(&path));
     if *budget < 2000 {
         out.push_str("<p class=\"note\">Not shown on this page: see the API's answer.</p>\n</details>\n");
         *budget = budget.saturating_sub(out.len());
@@ -425,7 +434,7 @@ fn directory(
     if submodule {
         let source = format!("{}/{address}//{}", place.host, dir.path);
         let usage = hcl_snippet::module_block(name, &source, version, dir);
-        out.push_str(&snippet(&format!("usage-{}", dir.path.replace('/', "-")), &usage));
+        out.push_str(&snippet(&format!("usage-{}", path.replace('/', "-")), &usage));
     }
     if let Some(readme) = &dir.readme {
         let room = (*budget / 4).min(8_000);
@@ -436,8 +445,8 @@ fn directory(
         }
     }
     *budget = budget.saturating_sub(out.len());
-    out.push_str(&inputs_section(&format!("inputs-{}", dir.path.replace('/', "-")), dir, budget, api));
-    out.push_str(&outputs_section(&format!("outputs-{}", dir.path.replace('/', "-")), dir, budget, api));
+    out.push_str(&inputs_section(&format!("inputs-{}", path.replace('/', "-")), dir, budget, api));
+    out.push_str(&outputs_section(&format!("outputs-{}", path.replace('/', "-")), dir, budget, api));
     out.push_str("</details>\n");
     out
 }

@@ -2,6 +2,7 @@
 //! handlers fed real API Gateway and S3 event JSON, the module graph, and the request-path
 //! properties. No sockets, no files but the crate's own: `make test`'s "unit" stage.
 
+mod bounds;
 mod infra_bounds;
 mod lambda_events;
 mod mcp;

@@ -170,12 +170,14 @@ pub fn unverified_issuer(token: &str) -> Option<String> {
     claims.get("iss")?.as_str().map(str::to_owned)
 }
 
-/// A subject as a caller's name: its first 64 printable characters, and beyond 64 a short hash
-/// of the whole, so that two long subjects with a common start (`repo:acme/infra:environment:
-/// production` and `…:production-sandbox`) never read as one caller (download counts).
+/// A subject as a caller's name: as it is when it is at most 64 characters of printable ASCII;
+/// else its first 64 printable characters and a short hash of the whole, so that two subjects
+/// that read alike (a common start: `repo:acme/infra:environment:production` and
+/// `…:production-sandbox`; characters `printable` shows alike, as two non-ASCII ones) never
+/// count as one caller (download counts).
 fn subject_name(subject: &str) -> String {
     let shown = crate::address::printable(subject);
-    if subject.chars().count() <= 64 {
+    if subject.len() <= 64 && subject.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
         return shown;
     }
     let hash = crate::auth::tokens::hash(subject);
@@ -250,6 +252,11 @@ mod tests {
             name("repo:acme/infra:ref:refs/heads/main"),
             "oidc https://a.test repo:acme/infra:ref:refs/heads/main"
         );
+        // Short, but not printable ASCII: what `printable` shows alike is told apart by the hash.
+        let (one, two) = (name("user:é"), name("user:è"));
+        assert_ne!(one, two);
+        assert!(one.contains('~') && two.contains('~'), "{one} {two}");
+        assert_ne!(name("a\u{1}b"), name("a\u{2}b"));
     }
 
     #[test]
