@@ -63,7 +63,8 @@ proof:
 
 ## Coverage-guided fuzzing (cargo fuzz, nightly toolchain) of request paths, bucket keys,
 ## uploaded archives, module docs, comparisons of two versions, signed releases, upstream
-## answers, web pages, OIDC claims and download records: every target built once, then $(FUZZ_SECONDS) s each; a
+## answers and the air-gap bundle's SHA256SUMS, web pages and the bounds of every answer, OIDC
+## claims, download records and MCP messages: every target built once, then $(FUZZ_SECONDS) s each; a
 ## crash, or an input running over 10 s (FUZZ_INPUT_SECONDS), leaves its input under
 ## fuzz/artifacts/ and fails. (make test runs the same for 10 s each, two at a time.)
 FUZZ_SECONDS ?= 600
@@ -181,9 +182,10 @@ bundle: $(TOKEN_CHECK)
 
 ## Import an air-gap bundle (DIR=dir, made by make bundle OUT=dir) into the local registry's
 ## DATA_DIR, or a deployed bucket (BUCKET=name or DEPLOYED=DIR; an operator's AWS credentials),
-## only once every file in it matches SHA256SUMS (and SHA256SUMS the SUMS=hex make bundle
-## printed), every pin its archive, and every archive the published-archive checks: one
-## mismatch refuses the whole bundle, before anything is written.
+## only once every file under DIR/upstream-modules/ matches SHA256SUMS (and SHA256SUMS itself
+## the SUMS=HEX make bundle printed; unchecked without SUMS), every pin its archive, every
+## archive the published-archive checks, and no pin the target holds differs: one mismatch
+## refuses the whole bundle, before anything is written.
 bundle-import: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- bundle-import \
 	  --from '$(DIR)' $(if $(SUMS),--sums-sha256 '$(SUMS)') $(TOKEN_TARGET)

@@ -1,10 +1,12 @@
 //! Any bytes as what an upstream module registry answers and what the modules pull-through
 //! keeps: a download answer's location, a pin, index or pull record read back from the bucket, a git host's
-//! archive, and an air-gap bundle's input (a `modules.json` or a list). Nothing may panic; a
+//! archive, and an air-gap bundle's input (a `modules.json` or a list) and its `SHA256SUMS`.
+//! Nothing may panic; a
 //! location read must fetch only from its git host's origin (`/OWNER/REPO/archive/REF.tar.gz`,
 //! no query) or an HTTPS URL without credentials or go-getter's parameters; every key a bundle
-//! item names stays under its module's prefix; an archive whose top directory is removed reads
-//! back through the same checks.
+//! item names stays under its module's prefix, and every file a `SHA256SUMS` accepts under
+//! `upstream-modules/`; an archive whose top directory is removed reads back through the same
+//! checks.
 //!
 //! Input: three parts each led by its length (u16, little-endian), then a bundle input.
 #![no_main]
@@ -14,7 +16,7 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use registry::archive::{Bounds, strip_top_directory};
 use registry::layout;
-use registry::upstream::bundle::{from_list, from_modules_json};
+use registry::upstream::bundle::{from_list, from_modules_json, parse_sums};
 use registry::upstream::module_records::{ModuleIndex, ModulePin, ModulePull, ModulePullFailure, PullState};
 use registry::upstream::module_source::{ModuleSource, parse_location};
 
@@ -67,6 +69,15 @@ fuzz_target!(|data: &[u8]| {
             layout::upstream_module_archive(&item.module, &item.version, &"0".repeat(64), "tar.gz"),
         ] {
             assert!(key.starts_with(&prefix) && !key.contains("/../") && !key.contains("//"), "{key}");
+        }
+    }
+    // A bundle's SHA256SUMS: every file it accepts stays under upstream-modules/, no segment
+    // climbing out, each with a SHA-256.
+    if let Ok(listed) = parse_sums(input) {
+        for (key, sha256) in listed {
+            let rest = key.strip_prefix(layout::UPSTREAM_MODULES_PREFIX).unwrap();
+            assert!(rest.split('/').all(|s| !s.is_empty() && s != ".." && s != "."), "{key}");
+            assert!(sha256.len() == 64, "{sha256}");
         }
     }
 });

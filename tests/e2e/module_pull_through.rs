@@ -123,8 +123,11 @@ async fn terraform_installs_public_registry_modules_through_the_registry_and_wit
     let report = bundle(&items, &target, lookup).await.unwrap();
     assert!(report.failed.is_empty() && report.skipped.is_empty() && report.copied.len() == 3, "{report:?}");
     let sums = std::fs::read_to_string(bundle_dir.path().join("SHA256SUMS")).unwrap();
-    // Every file: three archives, their pins, and the modules' version lists.
-    assert_eq!(sums.lines().count(), 9, "{sums}");
+    // Every file: three archives, their pins, and each module's version list.
+    let count = |suffix: &str| sums.lines().filter(|l| l.ends_with(suffix)).count();
+    assert_eq!((count(".tar.gz"), count(".pin.json")), (3, 3), "{sums}");
+    assert_eq!(count("/index.json") + 6, sums.lines().count(), "nothing else: {sums}");
+    assert!(count("/index.json") >= 2, "{sums}");
 
     // Imported into an empty registry that fetches from nowhere (`make bundle-import`, with
     // the SHA-256 `make bundle` printed): the same configuration installs, with the `host` and
@@ -167,6 +170,9 @@ async fn terraform_installs_public_registry_modules_through_the_registry_and_wit
     assert_eq!(again.failed.len(), 1, "{again:?}");
     assert!(again.failed[0].1.contains("pinned at its first copy"), "{again:?}");
     assert_eq!(std::fs::read(bundle_dir.path().join(pin)).unwrap(), pinned, "the pin is kept");
+    // Only what is new is written: the refusal record and the refused bytes (named by their own
+    // SHA-256: never served); the pins, archives and version lists already there are not.
+    assert_eq!(again.written, 2, "{again:?}");
     let refusals = std::fs::read_dir(bundle_dir.path().join(pin.trim_end_matches(".pin.json"))).unwrap();
     assert!(refusals.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".refused.json")), "recorded");
 }

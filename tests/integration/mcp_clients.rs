@@ -200,3 +200,28 @@ async fn the_inspector_cli_lists_and_calls_every_tool_within_the_tokens_scopes()
         check_answers("inspector", &seen, scoped);
     }
 }
+
+/// A client that sends a POST's headers and never its body is answered 400 once the body
+/// deadline passes (API Gateway reads a whole body before it invokes a function; locally,
+/// nothing may hold a handler waiting on a slow client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_never_arrives_is_answered_400() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = support::Harness::start().await;
+    let addr = h.running.registry_addr;
+    let tls = support::load::tls_client(&h.running.data_dir.join("ca.pem"));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let mut stream = tokio_rustls::TlsConnector::from(tls).connect(name, tcp).await.unwrap();
+    let head =
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = vec![0u8; 512];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(60), stream.read(&mut answer)).await;
+    let n = read.expect("an answer, not a connection held open").unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    eprintln!("answered 400 after {:.1} s", started.elapsed().as_secs_f64());
+    h.running.stop().await;
+}

@@ -425,3 +425,40 @@ async fn a_pull_that_cannot_be_stored_is_recorded_and_backed_off() {
     assert_eq!(down.get_json(&download).await.0, 502);
     assert!(up.take_requests().iter().all(|p| !p.contains("/archive/")));
 }
+
+// A module the upstream does not have is answered absent for a while without asking it again:
+// ten requests for a mistyped name are one upstream request, not ten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absent_module_is_asked_for_once_in_a_while() {
+    let up = PublicRegistry::start().await;
+    let down = downstream(&up, &[]).await;
+    let versions = format!("{}/versions", base("terraform-aws-modules/nosuch/aws"));
+    for _ in 0..10 {
+        assert_eq!(down.get_json(&versions).await.0, 404);
+    }
+    let asked = up.take_requests().iter().filter(|p| p.ends_with("/nosuch/aws/versions")).count();
+    assert_eq!(asked, 1, "the upstream is asked once");
+}
+
+// First downloads of one version at once, small enough to copy while the CLI waits: one copies
+// it, the others wait for it and serve its pin; the upstream's archive is fetched once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_downloads_at_once_copy_a_version_once() {
+    let up = PublicRegistry::start().await;
+    up.publish(VPC, "5.2.0", &[("main.tf", MAIN_TF)], Answer::Header);
+    let down = downstream(&up, &[]).await;
+    let token = format!("Bearer {}", down.running.dev_token);
+    let download = format!("{}/5.2.0/download", base(VPC));
+    up.take_requests();
+    let mut racing = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (app, path, token) = (down.running.app.clone(), download.clone(), token.clone());
+        racing.spawn(async move {
+            app.handle(&registry::app::Request::get(&path).authorization(Some(&token))).await.status.as_u16()
+        });
+    }
+    let statuses = racing.join_all().await;
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+    let fetched = up.take_requests().iter().filter(|p| p.contains("/archive/")).count();
+    assert_eq!(fetched, 1, "one copy for eight downloads");
+}

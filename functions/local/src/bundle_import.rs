@@ -104,7 +104,7 @@ fn verify(dir: &Path, sums_sha256: Option<&str>, bounds: Bounds) -> Result<Verif
     if let Some(expected) = sums_sha256.filter(|e| !e.eq_ignore_ascii_case(&actual)) {
         problems.push(format!("{SUMS_FILE} has SHA-256 {actual}, not {expected}"));
     }
-    let listed = match parse_sums(&sums) {
+    let listed = match registry::upstream::bundle::parse_sums(&sums) {
         Ok(listed) => listed,
         Err(why) => return Err(Refused(vec![format!("{SUMS_FILE}: {why}")])),
     };
@@ -174,25 +174,6 @@ fn check_pins(files: &BTreeMap<String, (PathBuf, String)>, problems: &mut Vec<St
         }
     }
     pins
-}
-
-/// `SHA256SUMS` as `sha256sum` writes it: `HEX  KEY` lines, each key once.
-fn parse_sums(bytes: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
-    let mut listed = BTreeMap::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
-        let Some((sha256, key)) = line.split_once("  ") else {
-            return Err(format!("line {}: not `SHA256  FILE`", n + 1));
-        };
-        let hex = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !hex || !key.starts_with(layout::UPSTREAM_MODULES_PREFIX) {
-            return Err(format!("line {}: not a SHA-256 and a file under {}", n + 1, layout::UPSTREAM_MODULES_PREFIX));
-        }
-        if listed.insert(key.to_string(), sha256.to_string()).is_some() {
-            return Err(format!("line {}: {key} is listed twice", n + 1));
-        }
-    }
-    Ok(listed)
 }
 
 fn hash_file(path: &Path) -> Result<String, String> {

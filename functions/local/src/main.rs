@@ -61,8 +61,8 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Put an air-gap bundle into a bucket (`make bundle-import`), only once every file in it
-    /// is what `SHA256SUMS` lists, every pin names an archive of its SHA-256 in the bundle,
+    /// Put an air-gap bundle into a bucket (`make bundle-import`), only once every file under
+    /// its `upstream-modules/` is what `SHA256SUMS` lists, every pin names an archive of its SHA-256 in the bundle,
     /// every archive passes the published-archive checks, and no pin the bucket holds differs:
     /// one mismatch refuses the whole bundle, before anything is written.
     BundleImport {
@@ -227,7 +227,8 @@ async fn run_bundle_import(
         k => std::env::var(k).ok(),
     })
     .map_err(|e| e.to_string())?;
-    let bounds = registry::upstream::module_copy::bounds(config.archive_bounds());
+    // The bounds `make bundle` copied within (not the pull-through's 256 MiB unpacked).
+    let bounds = config.archive_bounds();
     let report =
         registry_local::bundle_import::import(dir, sums_sha256, &target, bounds).await.map_err(|e| e.to_string())?;
     for key in &report.pinned {

@@ -459,8 +459,9 @@ pub fn check_page_text(text: &str) -> Result<(), String> {
 }
 
 /// Any text, repeated into every field of a module larger than any answer can hold (20
-/// submodules and 20 examples, each with 100 inputs and 100 outputs, `text` repeated to 1 KiB in
-/// each field and 64 KiB in each README: about 25 MB of docs): the details API's answer stays within
+/// submodules and 20 examples, each with 100 inputs and 100 outputs, `text` repeated to 1,024
+/// characters in each field and 65,536 in each README, at most 64 and 1,024 times: about 25 MB
+/// of docs for a text of 16 characters or more): the details API's answer stays within
 /// `browse::DETAILS_MAX` bytes, the MCP `get_module_details` result within
 /// `mcp::answers::ANSWER_MAX` with no field of its structured JSON holding a character a
 /// one-line field may not (README aside, which is fenced), and the page within

@@ -81,8 +81,8 @@ pub const SPACES: [(char, char); 7] = [
 
 /// Publisher text as one line of at most `max` characters: every run of whitespace and of
 /// characters shown text may not hold (`refused`) one space, the ends trimmed, and past `max`
-/// cut with `…`. What every answer a reader (a person, an assistant) is handed shows of a
-/// description, a type, a default or a name, in each of its channels alike.
+/// cut with `…`. What the MCP answers show of a description, a type, a default or a name, and
+/// the details API of a name, a type, a default or a source, in each of their channels alike.
 pub fn one_line(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max * 4 + 4));
     let (mut chars, mut gap) = (0, false);
@@ -112,7 +112,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 
 /// Publisher text that keeps its lines (a README, a multi-line description) cut to `max`
 /// characters (with `…`): what shown text may not hold dropped, but newlines and tabs, so that
-/// no character of it is invisible, and none costs more than two bytes in a JSON string.
+/// no character of it is invisible, and none is written as a six-byte `\uXXXX` escape in JSON.
 pub fn kept_lines(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max * 4 + 4));
     for (n, c) in text.chars().filter(|c| matches!(c, '\n' | '\t') || refused(*c).is_none()).enumerate() {

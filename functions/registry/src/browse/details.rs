@@ -18,7 +18,7 @@ use crate::printed::{kept_lines, one_line};
 
 /// Bytes of a details answer, as serialised.
 pub const DETAILS_MAX: usize = 1 << 20;
-/// Characters of a README shown; the page has it whole (within its own budget).
+/// Characters of a README shown (the page shows what its own 100 KB leaves).
 pub const README_CHARS: usize = 64 * 1024;
 /// Characters of a description.
 pub const DESCRIPTION_CHARS: usize = 2_000;
@@ -72,12 +72,40 @@ pub fn details(
         body[field] = dirs.into();
     }
     body["truncated"] = json!(budget.full());
+    within_bound(body)
+}
+
+/// `body`, or, should what has bounds of its own outgrow `DETAILS_MAX` together (thousands of
+/// long versions, every warning at its longest, a README of four-byte letters), the same with
+/// fewer versions and warnings, then without them: the bound holds for every answer.
+fn within_bound(mut body: Value) -> Value {
+    for (versions, warnings) in [(500, 20), (0, 0)] {
+        if bounded::json_len(&body) <= DETAILS_MAX {
+            return body;
+        }
+        body["truncated"] = json!(true);
+        if let Some(listed) = body["versions"].as_array_mut() {
+            listed.truncate(versions);
+        }
+        if let Some(listed) = body["warnings"].as_array_mut() {
+            listed.truncate(warnings);
+        }
+    }
+    if bounded::json_len(&body) > DETAILS_MAX {
+        for field in ["submodules", "examples", "changes"] {
+            body[field] = Value::Null;
+        }
+        body["root"] = json!({"path": "", "readme": ""});
+    }
     body
 }
 
 /// What has bounds of its own: the module object, providers, versions, standing, warnings.
 fn head(module: &ModuleAddress, entry: &ModuleVersion, manifest: &ModuleManifest, docs: Option<&ModuleDocs>) -> Value {
-    let description = docs.and_then(|d| d.root.readme.as_deref()).and_then(crate::module_docs::summary);
+    let description = docs
+        .and_then(|d| d.root.readme.as_deref())
+        .and_then(crate::module_docs::summary)
+        .map(|s| one_line(&s, crate::module_docs::SUMMARY_MAX_CHARS));
     let mut body = super::module_object(
         &module.namespace,
         &module.name,
@@ -138,7 +166,7 @@ fn add_downloads(body: &mut Value, usage: &crate::usage::Shown) {
 
 /// The changes since the version before it, as compared at publish (`since` and the list,
 /// each change with `breaking` saying why when it is; past `CHANGES_KEPT`, `more` and
-/// `more_breaking` count those not kept; `shown` how many are listed here).
+/// `more_breaking` count those not kept; `truncated` says whether the budget cut the list).
 fn changes_since(changes: Option<&Comparison>, budget: &mut Budget) -> Value {
     let Some(c) = changes else { return Value::Null };
     let mut listed = Vec::new();

@@ -1,11 +1,12 @@
 //! What each MCP tool returns, as pure functions of what `routes::mcp` read: a text for the
 //! assistant to read (Markdown, the facts it needs to write correct configuration) and the
 //! same facts as `structuredContent` JSON for a client that reads fields. Each is bounded:
-//! every field a publisher wrote is cut (and put on one line where it is one), a README is cut
-//! and fenced, lists stop at a count and say how many more there were, and a module's details
-//! stop adding directories at `TEXT_MAX`, so no answer outgrows an assistant's context (or
-//! Lambda's 6 MB response) however large a module is. A module's details say that its README
-//! and descriptions are the publisher's text, not instructions.
+//! every field a publisher wrote is cut and put on one line, in both channels alike, a README
+//! is cut and fenced, lists stop at a count and say how many more there were, a module's
+//! details draw their text and `structuredContent` from one budget of `ANSWER_MAX` bytes, and
+//! any result over it is refused as the tool's error, so no answer outgrows an assistant's
+//! context (or Lambda's 6 MB response) however large a module is. A module's details say that
+//! its README and descriptions are the publisher's text, not instructions.
 
 use std::fmt::Write;
 
@@ -19,7 +20,8 @@ use crate::module_docs::compare::{COMPARED_BEFORE, Comparison};
 use crate::module_docs::snippet;
 use crate::module_docs::{ModuleDir, ModuleDocs};
 
-/// Characters of a README handed over; the rest is cut (the page and the API have it whole).
+/// Characters of a README handed over; the rest is cut (the API has up to 65,536 characters,
+/// the page what its 100 KB leaves).
 pub const README_CHARS_MAX: usize = 20_000;
 /// Inputs or outputs listed per directory.
 const ITEMS_MAX: usize = 200;
@@ -240,8 +242,8 @@ impl Shown<'_> {
         true
     }
 
-    /// A directory's interface, in the text (inputs required first, outputs, requirements)
-    /// and as JSON, item by item while the budget lasts.
+    /// A directory's interface, in the text (requirements, then inputs, required first, then
+    /// outputs) and as JSON, item by item while the budget lasts.
     fn directory(&mut self, dir: &ModuleDir, heading: &str) -> Value {
         let mut out = json!({
             "path": line(&dir.path, NAME_CHARS_MAX),
@@ -332,7 +334,7 @@ impl Shown<'_> {
 
     fn more(&mut self, count: usize, what: &str) {
         if count > ITEMS_MAX {
-            self.take_text(&format!("- … {} more {what} (the registry's API lists all)\n", count - ITEMS_MAX), 0);
+            self.take_text(&format!("- … {} more {what} (the registry's API lists more)\n", count - ITEMS_MAX), 0);
         }
     }
 }
@@ -413,7 +415,23 @@ pub fn comparison(module: &ModuleAddress, from: &str, to: &ModuleVersion, compar
     if total > shown {
         let _ = writeln!(text, "- … {} more changes", total - shown);
     }
-    let listed: Vec<_> = changes.iter().take(CHANGES_MAX).collect();
+    // Each change's publisher text (a name, a type it quotes) on one line, as in the text.
+    let listed: Vec<Value> = changes
+        .iter()
+        .take(CHANGES_MAX)
+        .map(|c| {
+            let mut item = serde_json::to_value(c).unwrap_or(Value::Null);
+            item["name"] = json!(line(&c.name, NAME_CHARS_MAX));
+            item["detail"] = json!(line(&c.detail, FIELD_CHARS_MAX));
+            if !c.path.is_empty() {
+                item["path"] = json!(line(&c.path, NAME_CHARS_MAX));
+            }
+            if let Some(breaking) = &c.breaking {
+                item["breaking"] = json!(line(breaking, FIELD_CHARS_MAX));
+            }
+            item
+        })
+        .collect();
     Answer {
         text,
         structured: json!({

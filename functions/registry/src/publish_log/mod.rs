@@ -295,6 +295,11 @@ async fn settle_chain<S: Storage>(
     let mut done = vec![false; mine.len()];
     let (mut next, mut lost) = (0, 0);
     let mut ahead = ReadAhead::default();
+    // Right after this settler's own append, the next number is written without reading it
+    // first: it is almost always free, and if it is not, the write fails (`If-None-Match: *`)
+    // and the number is read. No entry can be missed so: entries fill numbers in order, with no
+    // gap, so one of this intent's past the number just written would be in that very number.
+    let mut appended = false;
     loop {
         while next < done.len() && done[next] {
             next += 1;
@@ -303,7 +308,9 @@ async fn settle_chain<S: Storage>(
             break;
         }
         let seq = at.seq.checked_add(1).ok_or_else(|| Error::internal(format!("chain {chain} has no next number")))?;
-        match ahead.entry(storage, chain, seq).await? {
+        let slot = if appended { Slot::Free } else { ahead.entry(storage, chain, seq).await? };
+        appended = false;
+        match slot {
             Slot::Taken(theirs) => {
                 let marked = serde_json::from_slice::<Entry>(&theirs).ok().and_then(|e| e.intent);
                 if let Some(&k) = marked.and_then(|m| marks.get(&m)) {
@@ -321,7 +328,7 @@ async fn settle_chain<S: Storage>(
             }
             Slot::Free => match append_at(storage, chain, &at, (mark(id, mine[next].0), mine[next].1)).await? {
                 Some(head) => {
-                    (done[next], lost, at) = (true, 0, head);
+                    (done[next], lost, at, appended) = (true, 0, head, true);
                 }
                 // Another indexer took this number: it is read next (it may be this very
                 // change, settled by someone else).

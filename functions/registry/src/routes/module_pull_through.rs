@@ -124,7 +124,8 @@ mod fetching {
         match upstream.versions(module).await {
             Ok(listed) => {
                 let copied = kept.as_ref().map(|k| k.value.copied.clone()).unwrap_or_default();
-                // "No such module" is never kept: the next request asks again.
+                // "No such module" is not kept in the bucket; this instance answers it absent for
+                // `ABSENT_FOR` without asking (`ModuleUpstream::versions`).
                 let Some(listed) = listed.filter(|l| !l.is_empty()) else {
                     return Ok((ModuleIndex { fetched_at: 0, versions: Default::default(), copied }, false, false));
                 };

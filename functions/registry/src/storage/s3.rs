@@ -24,7 +24,7 @@ pub struct S3Storage {
     presigner: Arc<Presigner>,
 }
 
-/// Bounds on every S3 call. With `retries`, a read fails within about 6 s (attempts of at most
+/// Bounds on every S3 call but a write over 8 MiB (`timeouts_for`). With `retries`, a read fails within about 6 s (attempts of at most
 /// 2.5 s, connect within 2 s, 6 s in all); a body that fails on the way is read once more
 /// (`BODY_RETRY_AFTER`), so a request gives up after about 12 s: inside the read functions'
 /// 15 s timeout and API Gateway's 29 s, and early enough for the terraform CLI to retry.

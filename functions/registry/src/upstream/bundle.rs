@@ -1,7 +1,8 @@
 //! What an air-gap bundle holds: the upstream module versions a configuration uses, read from
 //! the CLI's module manifest (`.terraform/modules/modules.json`, written by `terraform init`
-//! and `tofu init`) or from a list. Pure; `registry-local bundle` copies each into a directory
-//! laid out as the bucket keeps copies (`upstream::module_copy`).
+//! and `tofu init`) or from a list, and its `SHA256SUMS` (`parse_sums`). Pure; `registry-local
+//! bundle` copies each into a directory laid out as the bucket keeps copies
+//! (`upstream::module_copy`), and `registry-local bundle-import` checks one against its list.
 
 use std::collections::BTreeSet;
 
@@ -90,6 +91,35 @@ fn item(source: &str, version: &str) -> Result<BundleItem, String> {
     let version =
         crate::address::parse_version(version.strip_prefix('v').unwrap_or(version)).map_err(|e| e.to_string())?;
     Ok(BundleItem { module, version })
+}
+
+/// A bundle's `SHA256SUMS`, as `sha256sum` writes it (`HEX  FILE` lines) and `registry-local
+/// bundle` writes it: each file under `upstream-modules/` once, with its lower-case hex SHA-256.
+/// Anything else (a line of another form, a file elsewhere, one listed twice) is refused, naming
+/// the line. Pure: the import checks the files against it.
+pub fn parse_sums(bytes: &[u8]) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    let mut listed = std::collections::BTreeMap::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let Some((sha256, key)) = line.split_once("  ") else {
+            return Err(format!("line {}: not `SHA256  FILE`", n + 1));
+        };
+        let hex = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        let under = key.strip_prefix(crate::layout::UPSTREAM_MODULES_PREFIX).is_some_and(|rest| {
+            !rest.is_empty() && rest.split('/').all(|s| !s.is_empty() && s != "." && s != "..") && !rest.contains('\\')
+        });
+        if !hex || !under {
+            return Err(format!(
+                "line {}: not a SHA-256 and a file under {}",
+                n + 1,
+                crate::layout::UPSTREAM_MODULES_PREFIX
+            ));
+        }
+        if listed.insert(key.to_string(), sha256.to_string()).is_some() {
+            return Err(format!("line {}: {key} is listed twice", n + 1));
+        }
+    }
+    Ok(listed)
 }
 
 #[cfg(test)]

@@ -314,6 +314,17 @@ impl<R: std::io::Seek> std::io::Seek for Stoppable<'_, R> {
 mod tests {
     use super::*;
 
+    /// A check whose request ran out of time stops at its next read, refused.
+    #[test]
+    fn a_stopped_check_ends_refused() {
+        let archive = crate::testing::module_tar_gz(&[("main.tf", "# x\n")]);
+        let (go, stop) = (std::sync::atomic::AtomicBool::new(false), std::sync::atomic::AtomicBool::new(true));
+        let bounds = crate::archive::Bounds::UNLIMITED;
+        assert!(prepare(archive.clone(), "tar.gz", false, &bounds, &go).is_ok());
+        let stopped = prepare(archive, "tar.gz", false, &bounds, &stop).unwrap_err();
+        assert!(stopped.contains("stopped"), "{stopped}");
+    }
+
     fn hosts() -> BTreeMap<String, String> {
         [("github.com".to_string(), "https://github.com".to_string())].into()
     }

@@ -14,7 +14,7 @@ use crate::router::UI_PATH;
 
 use super::html::{self, Frame, PAGE_BYTES_MAX, clip, escape};
 
-/// Changes listed on one page; the API lists all those kept at publish.
+/// Changes listed on one page; the API lists those kept at publish, within its own bound.
 const CHANGES_SHOWN_MAX: usize = 200;
 /// Characters of one change's line.
 const LINE_CHARS_MAX: usize = 400;

@@ -78,7 +78,7 @@ pub fn document(frame: &Frame<'_>, main: &str) -> String {
 /// they all are. No cell is cut: text wraps, and a table wider than a narrow screen scrolls
 /// sideways in its own box (`div.scroll`), not the page.
 pub fn table(class: &str, head: &[&str], rows: &[Vec<String>], budget: &mut usize, all_at: &str) -> String {
-    let all = format!("all are in the API's answer, <a href=\"{all}\">{all}</a>", all = escape(all_at));
+    let all = format!("the API's answer has more, <a href=\"{all}\">{all}</a>", all = escape(all_at));
     table_noting(class, head, rows, budget, &all, rows.len())
 }
 

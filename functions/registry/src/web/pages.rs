@@ -434,6 +434,7 @@ fn directory(
     if submodule {
         let source = format!("{}/{address}//{}", place.host, dir.path);
         let usage = hcl_snippet::module_block(name, &source, version, dir);
+        // (The snippet quotes the path as the `source` the CLI needs: whole, and escaped.)
         out.push_str(&snippet(&format!("usage-{}", path.replace('/', "-")), &usage));
     }
     if let Some(readme) = &dir.readme {

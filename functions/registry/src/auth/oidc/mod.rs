@@ -171,7 +171,8 @@ pub fn unverified_issuer(token: &str) -> Option<String> {
 }
 
 /// A subject as a caller's name: as it is when it is at most 64 characters of printable ASCII;
-/// else its first 64 printable characters and a short hash of the whole, so that two subjects
+/// else its first 64 characters (`printable`: `?` for what it cannot show) and a short hash of
+/// the whole, so that two subjects
 /// that read alike (a common start: `repo:acme/infra:environment:production` and
 /// `…:production-sandbox`; characters `printable` shows alike, as two non-ASCII ones) never
 /// count as one caller (download counts).
