@@ -183,12 +183,12 @@ bundle: $(TOKEN_CHECK)
 ## Import an air-gap bundle (DIR=dir, made by make bundle OUT=dir) into the local registry's
 ## DATA_DIR, or a deployed bucket (BUCKET=name or DEPLOYED=DIR; an operator's AWS credentials),
 ## only once every file under DIR/upstream-modules/ matches SHA256SUMS (and SHA256SUMS itself
-## the SUMS=HEX make bundle printed; unchecked without SUMS), every pin its archive, every
-## archive the published-archive checks, and no pin the target holds differs: one mismatch
-## refuses the whole bundle, before anything is written.
+## the SUMS=HEX make bundle printed; NO_SUMS_CHECK=1 believes it as it is), every pin its
+## archive, every archive the published-archive checks, and no pin the target holds differs:
+## one mismatch refuses the whole bundle, before anything is written.
 bundle-import: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- bundle-import \
-	  --from '$(DIR)' $(if $(SUMS),--sums-sha256 '$(SUMS)') $(TOKEN_TARGET)
+	  --from '$(DIR)' $(if $(SUMS),--sums-sha256 '$(SUMS)',$(if $(NO_SUMS_CHECK),--no-sums-check)) $(TOKEN_TARGET)
 
 ## Side-by-side benchmarks (docs/PERFORMANCE.md): request overhead vs raw S3 GETs, terraform
 ## init vs nginx, the pull-through mirror vs direct and pre-synced installs, load held while publishing, Lambda cold start, scale,

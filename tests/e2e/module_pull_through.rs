@@ -136,7 +136,7 @@ async fn terraform_installs_public_registry_modules_through_the_registry_and_wit
     let bounds = registry::config::ArchiveBounds::UNLIMITED;
     let imported = registry_local::bundle_import::import_into(
         bundle_dir.path(),
-        report.sums_sha256.as_deref(),
+        registry_local::bundle_import::Sums::Sha256(report.sums_sha256.as_deref().unwrap()),
         &gapped.running.storage,
         bounds,
     )

@@ -23,7 +23,7 @@ use registry::config::ArchiveBounds as Bounds;
 use registry::layout::{self, UpstreamModuleRecord};
 use registry::manifest::CONTENT_TYPE_JSON;
 use registry::storage::{Precondition, Storage};
-use registry::upstream::module_records::{ModuleIndex, ModulePin};
+use registry::upstream::module_records::{ModuleIndex, ModulePin, ModuleRefusal};
 use sha2::Digest;
 #[cfg(test)]
 use std::io::Write;
@@ -56,28 +56,47 @@ impl std::fmt::Display for Refused {
     }
 }
 
-/// A bundle's files, verified: by key, where each is and its SHA-256.
+/// A bundle's files, verified: the archives by key (where each is), and every other file's
+/// bytes as they were verified (pins, version lists, refusal records: small, and written as
+/// checked, not read again); the pins and version lists read.
 struct Verified {
-    files: BTreeMap<String, (PathBuf, String)>,
+    archives: BTreeMap<String, PathBuf>,
+    small: BTreeMap<String, bytes::Bytes>,
     pins: Vec<(String, ModulePin)>,
+    indexes: Vec<(String, ModuleIndex)>,
+}
+
+/// Largest file other than an archive a bundle holds (a pin, a version list, a refusal
+/// record): the bundle's own writes are a few KB.
+const SMALL_FILE_MAX: u64 = 4 << 20;
+/// Largest `SHA256SUMS` read.
+const SUMS_MAX: u64 = 64 << 20;
+
+/// Whether `SHA256SUMS` itself is checked: against the SHA-256 `make bundle` printed, or not,
+/// by the operator's explicit choice.
+#[derive(Debug, Clone, Copy)]
+pub enum Sums<'a> {
+    /// `--sums-sha256 HEX`.
+    Sha256(&'a str),
+    /// `--no-sums-check`: the list is believed as it is.
+    Unchecked,
 }
 
 /// Import the bundle at `dir` into `target`, if it is whole (see the module documentation).
-/// `sums_sha256`: the SHA-256 `bundle` printed for `SHA256SUMS`, checked when given.
 pub async fn import(
     dir: &Path,
-    sums_sha256: Option<&str>,
+    sums: Sums<'_>,
     target: &TokenTarget,
     bounds: Bounds,
 ) -> Result<ImportReport, LocalError> {
     match target {
         TokenTarget::Bucket(bucket) => {
             let storage = registry::storage::S3Storage::from_env(bucket, false).await;
-            import_into(dir, sums_sha256, &storage, bounds).await
+            import_into(dir, sums, &storage, bounds).await
         }
         TokenTarget::DataDir(data_dir) => {
             let running = crate::start(crate::LocalOptions::ephemeral(data_dir.clone())).await?;
-            let report = import_into(dir, sums_sha256, &running.storage, bounds).await;
+            let report = import_into(dir, sums, &running.storage, bounds).await;
             running.stop().await;
             report
         }
@@ -87,73 +106,113 @@ pub async fn import(
 /// `import`, into `storage` (a registry running in this process: the tests').
 pub async fn import_into<S: Storage>(
     dir: &Path,
-    sums_sha256: Option<&str>,
+    sums: Sums<'_>,
     storage: &S,
     bounds: Bounds,
 ) -> Result<ImportReport, LocalError> {
-    let verified = verify(dir, sums_sha256, bounds).map_err(|r| LocalError(r.to_string()))?;
+    let verified = verify(dir, sums, bounds).map_err(|r| LocalError(r.to_string()))?;
     write(storage, &verified).await
 }
 
-/// Every check that does not need the target: the list, the pins, the archives.
-fn verify(dir: &Path, sums_sha256: Option<&str>, bounds: Bounds) -> Result<Verified, Refused> {
+/// Every check that does not need the target: the list, each file's kind and bytes, the pins
+/// and version lists, the archives.
+fn verify(dir: &Path, sums: Sums<'_>, bounds: Bounds) -> Result<Verified, Refused> {
     let mut problems = Vec::new();
-    let sums_path = dir.join(SUMS_FILE);
-    let sums = std::fs::read(&sums_path).map_err(|e| Refused(vec![format!("{}: {e}", sums_path.display())]))?;
-    let actual = hex::encode(sha2::Sha256::digest(&sums));
-    if let Some(expected) = sums_sha256.filter(|e| !e.eq_ignore_ascii_case(&actual)) {
-        problems.push(format!("{SUMS_FILE} has SHA-256 {actual}, not {expected}"));
-    }
-    let listed = match registry::upstream::bundle::parse_sums(&sums) {
-        Ok(listed) => listed,
-        Err(why) => return Err(Refused(vec![format!("{SUMS_FILE}: {why}")])),
-    };
+    let listed = read_sums(dir, sums, &mut problems)?;
     let found = files_under(dir, layout::UPSTREAM_MODULES_PREFIX).map_err(|e| Refused(vec![e.0]))?;
-    let mut files = BTreeMap::new();
+    let mut verified =
+        Verified { archives: BTreeMap::new(), small: BTreeMap::new(), pins: Vec::new(), indexes: Vec::new() };
+    let mut hashes = BTreeMap::new();
     for (key, path) in found {
         let Some(expected) = listed.get(&key) else {
             problems.push(format!("{key} is not listed in {SUMS_FILE}"));
             continue;
         };
-        match hash_file(&path) {
-            Ok(sha256) if &sha256 == expected => {
-                files.insert(key, (path, sha256));
+        match read_file(&key, &path, bounds) {
+            Ok((sha256, _)) if &sha256 != expected => {
+                problems.push(format!("{key} has SHA-256 {sha256}, not the {expected} {SUMS_FILE} lists"))
             }
-            Ok(sha256) => problems.push(format!("{key} has SHA-256 {sha256}, not the {expected} {SUMS_FILE} lists")),
-            Err(e) => problems.push(format!("{key}: {e}")),
+            Ok((sha256, Some(bytes))) => {
+                hashes.insert(key.clone(), sha256);
+                verified.small.insert(key, bytes);
+            }
+            Ok((sha256, None)) => {
+                hashes.insert(key.clone(), sha256);
+                verified.archives.insert(key, path);
+            }
+            Err(why) => problems.push(format!("{key}: {why}")),
         }
     }
-    problems.extend(listed.keys().filter(|k| !files.contains_key(*k)).map(|k| format!("{k} is listed but missing")));
-    let pins = check_pins(&files, &mut problems);
-    for (key, (path, _)) in &files {
-        if let Some((_, _, _)) = layout::upstream_module_archive_parts(key) {
-            let extension = if key.ends_with(".zip") { "zip" } else { "tar.gz" };
-            let checked = std::fs::File::open(path)
-                .map_err(|e| e.to_string())
-                .and_then(|f| registry::upstream::module_source::check_archive(f, extension, &bounds));
-            if let Err(why) = checked {
-                problems.push(format!("{key} is not an archive the registry serves: {why}"));
-            }
-        } else if layout::upstream_module_record(key).is_none() && !key.ends_with("/index.json") {
-            problems
-                .push(format!("{key} is no file of a bundle (a pin, a refusal record, a version list, an archive)"));
-        }
+    problems.extend(listed.keys().filter(|k| !hashes.contains_key(*k)).map(|k| format!("{k} is listed but missing")));
+    check_pins(&mut verified, &hashes, &mut problems);
+    check_indexes(&mut verified, &mut problems);
+    if problems.is_empty() { Ok(verified) } else { Err(Refused(problems)) }
+}
+
+/// `SHA256SUMS`, bounded, checked against `sums` and read.
+fn read_sums(dir: &Path, sums: Sums<'_>, problems: &mut Vec<String>) -> Result<BTreeMap<String, String>, Refused> {
+    let path = dir.join(SUMS_FILE);
+    let refused = |why: String| Refused(vec![format!("{}: {why}", path.display())]);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| refused(e.to_string()))?;
+    if !meta.is_file() || meta.len() > SUMS_MAX {
+        return Err(refused(format!("not a plain file of at most {SUMS_MAX} bytes")));
     }
-    if problems.is_empty() { Ok(Verified { files, pins }) } else { Err(Refused(problems)) }
+    let bytes = std::fs::read(&path).map_err(|e| refused(e.to_string()))?;
+    let actual = hex::encode(sha2::Sha256::digest(&bytes));
+    if let Sums::Sha256(expected) = sums
+        && !expected.eq_ignore_ascii_case(&actual)
+    {
+        problems.push(format!("{SUMS_FILE} has SHA-256 {actual}, not {expected}"));
+    }
+    registry::upstream::bundle::parse_sums(&bytes).map_err(|why| Refused(vec![format!("{SUMS_FILE}: {why}")]))
+}
+
+/// One file of the bundle by its kind: an archive is hashed as it is read, must be named by
+/// that very SHA-256, and is checked as a published archive is (`None`: left on disk, written
+/// from there); any other file is one of the bundle's own small records, read whole (`Some`:
+/// written as read).
+fn read_file(key: &str, path: &Path, bounds: Bounds) -> Result<(String, Option<bytes::Bytes>), String> {
+    if let Some((_, _, named)) = layout::upstream_module_archive_parts(key) {
+        let sha256 = hash_file(path)?;
+        if sha256 != named {
+            return Err(format!("an archive named by SHA-256 {named} has SHA-256 {sha256}"));
+        }
+        let extension = if key.ends_with(".zip") { "zip" } else { "tar.gz" };
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        registry::upstream::module_source::check_archive(file, extension, &bounds)
+            .map_err(|why| format!("not an archive the registry serves: {why}"))?;
+        return Ok((sha256, None));
+    }
+    let record = layout::upstream_module_record(key);
+    if record.is_none() && index_module(key).is_none() {
+        return Err("no file of a bundle (a pin, a refusal record, a version list, an archive)".into());
+    }
+    if std::fs::metadata(path).map_err(|e| e.to_string())?.len() > SMALL_FILE_MAX {
+        return Err(format!("larger than {SMALL_FILE_MAX} bytes"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    if let Some(UpstreamModuleRecord::Refusal(..)) = record {
+        serde_json::from_slice::<ModuleRefusal>(&bytes).map_err(|e| format!("not a refusal record ({e})"))?;
+    }
+    Ok((hex::encode(sha2::Sha256::digest(&bytes)), Some(bytes.into())))
+}
+
+/// The module whose version list `key` is (`layout::upstream_module_index`), if it is one.
+fn index_module(key: &str) -> Option<registry::address::UpstreamModule> {
+    let parts: Vec<&str> = key.strip_prefix(layout::UPSTREAM_MODULES_PREFIX)?.split('/').collect();
+    let [host, namespace, name, system, "index.json"] = parts[..] else { return None };
+    let module = registry::address::UpstreamModule::parse(host, namespace, name, system).ok()?;
+    (layout::upstream_module_index(&module) == key).then_some(module)
 }
 
 /// Each pin, checked against its key and the archive it names.
-fn check_pins(files: &BTreeMap<String, (PathBuf, String)>, problems: &mut Vec<String>) -> Vec<(String, ModulePin)> {
-    let mut pins = Vec::new();
-    for (key, (path, _)) in files {
+fn check_pins(verified: &mut Verified, hashes: &BTreeMap<String, String>, problems: &mut Vec<String>) {
+    for (key, bytes) in &verified.small {
         let Some(UpstreamModuleRecord::Pin(module, version)) = layout::upstream_module_record(key) else { continue };
-        let pin = match std::fs::read(path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| ModulePin::parse(&b).map_err(|e| registry::error::chain(&e).to_string()))
-        {
+        let pin = match ModulePin::parse(bytes) {
             Ok(pin) => pin,
-            Err(why) => {
-                problems.push(format!("{key}: {why}"));
+            Err(e) => {
+                problems.push(format!("{key}: {}", registry::error::chain(&e)));
                 continue;
             }
         };
@@ -162,18 +221,43 @@ fn check_pins(files: &BTreeMap<String, (PathBuf, String)>, problems: &mut Vec<St
             continue;
         }
         let archive = layout::upstream_module_archive(&module, &version, &pin.sha256, &pin.archive);
-        match files.get(&archive) {
-            None => problems.push(format!("{key} names {archive}, which the bundle does not hold")),
-            Some((path, sha256)) if *sha256 != pin.sha256 => {
-                problems.push(format!("{key} pins SHA-256 {}; {} has {sha256}", pin.sha256, path.display()))
+        let size = verified.archives.get(&archive).and_then(|path| std::fs::metadata(path).ok()).map(|m| m.len());
+        match (hashes.get(&archive), size) {
+            (None, _) => problems.push(format!("{key} names {archive}, which the bundle does not hold")),
+            (Some(sha256), _) if *sha256 != pin.sha256 => {
+                problems.push(format!("{key} pins SHA-256 {}; {archive} has {sha256}", pin.sha256))
             }
-            Some((path, _)) if std::fs::metadata(path).map(|m| m.len()).ok() != Some(pin.size) => {
-                problems.push(format!("{key} pins {} bytes; {archive} has another size", pin.size))
+            (_, size) if size != Some(pin.size) => {
+                problems.push(format!("{key} pins {} bytes; {archive} has {size:?}", pin.size))
             }
-            Some(_) => pins.push((key.clone(), pin)),
+            _ => verified.pins.push((key.clone(), pin)),
         }
     }
-    pins
+}
+
+/// Each version list: a module's (`layout::upstream_module_index`), every version it lists as
+/// copied a SemVer version the bundle pins (none is served without a pin).
+fn check_indexes(verified: &mut Verified, problems: &mut Vec<String>) {
+    let pinned: BTreeSet<&str> = verified.pins.iter().map(|(k, _)| k.as_str()).collect();
+    let mut indexes = Vec::new();
+    for (key, bytes) in &verified.small {
+        let Some(module) = index_module(key) else { continue };
+        let index = match ModuleIndex::parse(bytes) {
+            Ok(index) => index,
+            Err(e) => {
+                problems.push(format!("{key}: {}", registry::error::chain(&e)));
+                continue;
+            }
+        };
+        for version in &index.copied {
+            let pin = registry::address::parse_version(version).map(|v| layout::upstream_module_pin(&module, &v));
+            if !pin.as_ref().is_ok_and(|p| pinned.contains(p.as_str())) {
+                problems.push(format!("{key} lists {version:?} as copied, which the bundle does not pin"));
+            }
+        }
+        indexes.push((key.clone(), index));
+    }
+    verified.indexes = indexes;
 }
 
 fn hash_file(path: &Path) -> Result<String, String> {
@@ -189,8 +273,12 @@ fn hash_file(path: &Path) -> Result<String, String> {
     }
 }
 
-/// The writes, once the target's own pins agree: archives, version lists (merged with the
-/// target's), refusal records, then pins.
+/// The writes, once the target's own pins agree: archives (`If-None-Match: *`: one named by
+/// its SHA-256 is those bytes, and what the bucket holds under the name is never replaced),
+/// version lists (merged with the target's), refusal records, then pins (`If-None-Match: *`).
+/// An archive is read again from disk to be written: whoever could change the bundle between
+/// the check and the write could only make a pinned download fail its checksum (the pin, read
+/// once, names the SHA-256 checked), never serve other bytes.
 async fn write<S: Storage>(storage: &S, verified: &Verified) -> Result<ImportReport, LocalError> {
     let fail = |e: registry::error::Error| LocalError(registry::error::chain(&e).to_string());
     let mut disagree = Vec::new();
@@ -210,24 +298,28 @@ async fn write<S: Storage>(storage: &S, verified: &Verified) -> Result<ImportRep
         return Err(LocalError(Refused(disagree).to_string()));
     }
     let mut report = ImportReport { present: present.iter().cloned().collect(), ..ImportReport::default() };
-    let is_pin = |k: &str| matches!(layout::upstream_module_record(k), Some(UpstreamModuleRecord::Pin(..)));
-    let (pins, rest): (Vec<_>, Vec<_>) = verified.files.iter().partition(|(k, _)| is_pin(k));
-    let mut ordered = rest;
-    ordered.sort_by_key(|(k, _)| layout::upstream_module_archive_parts(k).is_none());
-    for (key, (path, _)) in ordered {
-        if key.ends_with("/index.json") {
-            merge_index(storage, key, path).await?;
-        } else {
-            let kind = if key.ends_with(".json") { CONTENT_TYPE_JSON } else { "application/octet-stream" };
-            storage.put_file(key, path, kind, Precondition::None).await.map_err(fail)?;
+    for (key, path) in &verified.archives {
+        match storage.put_file(key, path, "application/octet-stream", Precondition::IfAbsent).await {
+            Ok(()) | Err(registry::error::Error::Conflict(_)) => report.written += 1,
+            Err(e) => return Err(fail(e)),
         }
+    }
+    for (key, index) in &verified.indexes {
+        merge_index(storage, key, index).await?;
         report.written += 1;
     }
-    for (key, (path, _)) in pins {
+    for (key, bytes) in &verified.small {
+        if let Some(UpstreamModuleRecord::Refusal(..)) = layout::upstream_module_record(key) {
+            storage.put(key, bytes.clone(), CONTENT_TYPE_JSON, Precondition::None).await.map_err(fail)?;
+            report.written += 1;
+        }
+    }
+    for (key, _) in &verified.pins {
         if present.contains(key) {
             continue;
         }
-        match storage.put_file(key, path, CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
+        let bytes = verified.small[key].clone();
+        match storage.put(key, bytes, CONTENT_TYPE_JSON, Precondition::IfAbsent).await {
             Ok(()) => report.pinned.push(key.clone()),
             // Written meanwhile: the check above read none; the registry's own copy won.
             Err(registry::error::Error::Conflict(_)) => report.present.push(key.clone()),
@@ -238,10 +330,8 @@ async fn write<S: Storage>(storage: &S, verified: &Verified) -> Result<ImportRep
 }
 
 /// The bundle's version list merged into the target's (the copied versions of both).
-async fn merge_index<S: Storage>(storage: &S, key: &str, path: &Path) -> Result<(), LocalError> {
+async fn merge_index<S: Storage>(storage: &S, key: &str, bundled: &ModuleIndex) -> Result<(), LocalError> {
     let fail = |e: registry::error::Error| LocalError(registry::error::chain(&e).to_string());
-    let bundled = std::fs::read(path).map_err(|e| LocalError(format!("read {}: {e}", path.display())))?;
-    let bundled = ModuleIndex::parse(&bundled).map_err(fail)?;
     for _ in 0..8 {
         let held = storage.get(key).await.map_err(fail)?;
         let mut index = held.as_ref().and_then(|o| ModuleIndex::parse(&o.bytes).ok()).unwrap_or_default();
@@ -251,10 +341,8 @@ async fn merge_index<S: Storage>(storage: &S, key: &str, path: &Path) -> Result<
             return Ok(());
         }
         let body = registry::manifest::to_json(&index).map_err(fail)?;
-        match storage
-            .put(key, body, CONTENT_TYPE_JSON, Precondition::replacing(held.as_ref().map(|o| o.etag.as_str())))
-            .await
-        {
+        let over = Precondition::replacing(held.as_ref().map(|o| o.etag.as_str()));
+        match storage.put(key, body, CONTENT_TYPE_JSON, over).await {
             Err(registry::error::Error::Conflict(_)) => continue,
             other => return other.map_err(fail),
         }
@@ -263,146 +351,4 @@ async fn merge_index<S: Storage>(storage: &S, key: &str, path: &Path) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use registry::storage::MemoryStorage;
-
-    const MODULE: &str = "upstream-modules/registry.terraform.io/ns/vpc/aws/";
-
-    /// A bundle directory holding one pinned version, as `bundle` writes it; answers the
-    /// SHA-256 of its `SHA256SUMS`.
-    fn bundle(dir: &Path, archive: &[u8]) -> String {
-        let sha256 = hex::encode(sha2::Sha256::digest(archive));
-        let pin = serde_json::json!({"module": "registry.terraform.io/ns/vpc/aws", "version": "1.0.0",
-            "sha256": sha256, "size": archive.len(), "archive": "tar.gz", "source": "git::https://example.com/x",
-            "copied_at": "2026-12-01T00:00:00Z"});
-        let files = [
-            (format!("{MODULE}1.0.0/{sha256}.tar.gz"), archive.to_vec()),
-            (format!("{MODULE}1.0.0.pin.json"), serde_json::to_vec(&pin).unwrap()),
-            (format!("{MODULE}index.json"), br#"{"copied":["1.0.0"]}"#.to_vec()),
-        ];
-        write_bundle(dir, &files)
-    }
-
-    fn write_bundle(dir: &Path, files: &[(String, Vec<u8>)]) -> String {
-        let mut sums = String::new();
-        for (key, bytes) in files {
-            let path = dir.join(key);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, bytes).unwrap();
-            sums.push_str(&format!("{}  {key}\n", hex::encode(sha2::Sha256::digest(bytes))));
-        }
-        std::fs::write(dir.join(SUMS_FILE), &sums).unwrap();
-        hex::encode(sha2::Sha256::digest(sums.as_bytes()))
-    }
-
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("bundle-import-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    fn archive(marker: &str) -> Vec<u8> {
-        registry::testing::module_tar_gz(&[("main.tf", marker)])
-    }
-
-    /// A whole bundle is imported, pin last; a second import changes nothing.
-    #[tokio::test]
-    async fn a_whole_bundle_is_imported() {
-        let dir = temp("whole");
-        let sums = bundle(&dir, &archive("# real\n"));
-        let storage = MemoryStorage::new();
-        let report = import_into(&dir, Some(&sums), &storage, Bounds::UNLIMITED).await.unwrap();
-        assert_eq!((report.pinned.len(), report.written), (1, 2), "{report:?}");
-        assert!(storage.peek(&format!("{MODULE}1.0.0.pin.json")).is_some());
-        let again = import_into(&dir, Some(&sums), &storage, Bounds::UNLIMITED).await.unwrap();
-        assert_eq!((again.pinned.len(), again.present.len()), (0, 1), "{again:?}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// The issue's bundle: an archive planted beside the real one, named by its own SHA-256,
-    /// the pin pointed at it. With the old list (archives only) `sha256sum -c` passed; the
-    /// import refuses it by the list, and with the list made to agree, by `SUMS`; a planted pin
-    /// whose archive differs in size, an unlisted file, a listed file missing, and an archive
-    /// the registry would not serve each refuse it too. Nothing is written.
-    #[tokio::test]
-    async fn a_bundle_with_a_repointed_pin_is_refused_whole() {
-        let real = archive("# real\n");
-        let planted = archive("# planted\n");
-        let dir = temp("repointed");
-        let sums = bundle(&dir, &real);
-        let planted_sha = hex::encode(sha2::Sha256::digest(&planted));
-        std::fs::write(dir.join(format!("{MODULE}1.0.0/{planted_sha}.tar.gz")), &planted).unwrap();
-        let pin_path = dir.join(format!("{MODULE}1.0.0.pin.json"));
-        let pin = std::fs::read_to_string(&pin_path).unwrap();
-        let real_sha = hex::encode(sha2::Sha256::digest(&real));
-        std::fs::write(
-            &pin_path,
-            pin.replace(&real_sha, &planted_sha).replace(&real.len().to_string(), &planted.len().to_string()),
-        )
-        .unwrap();
-        let storage = MemoryStorage::new();
-        let refused = import_into(&dir, Some(&sums), &storage, Bounds::UNLIMITED).await.unwrap_err();
-        assert!(
-            refused.0.contains("is not listed") && refused.0.contains("1.0.0.pin.json has SHA-256"),
-            "{}",
-            refused.0
-        );
-        assert!(storage.keys().is_empty(), "nothing written");
-        // The list rewritten to agree with the planted files: only SUMS tells.
-        let files: Vec<(String, Vec<u8>)> = files_under(&dir, layout::UPSTREAM_MODULES_PREFIX)
-            .unwrap()
-            .into_iter()
-            .map(|(k, p)| (k, std::fs::read(p).unwrap()))
-            .collect();
-        let forged = write_bundle(&dir, &files);
-        let refused = import_into(&dir, Some(&sums), &storage, Bounds::UNLIMITED).await.unwrap_err();
-        assert!(refused.0.contains("SHA256SUMS has SHA-256"), "{}", refused.0);
-        assert!(import_into(&dir, Some(&forged), &storage, Bounds::UNLIMITED).await.is_ok(), "a consistent bundle");
-        // A listed file missing, and an archive the registry would not serve.
-        let dir = temp("broken");
-        let sha = hex::encode(sha2::Sha256::digest(b"not an archive"));
-        let pin = serde_json::json!({"module": "registry.terraform.io/ns/vpc/aws", "version": "1.0.0", "sha256": sha,
-            "size": 14, "archive": "tar.gz", "source": "x", "copied_at": "2026-12-01T00:00:00Z"});
-        let sums = write_bundle(
-            &dir,
-            &[
-                (format!("{MODULE}1.0.0/{sha}.tar.gz"), b"not an archive".to_vec()),
-                (format!("{MODULE}1.0.0.pin.json"), serde_json::to_vec(&pin).unwrap()),
-            ],
-        );
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(dir.join(SUMS_FILE))
-            .unwrap()
-            .write_all(format!("{}  {MODULE}2.0.0.pin.json\n", "0".repeat(64)).as_bytes())
-            .unwrap();
-        let storage = MemoryStorage::new();
-        let refused = import_into(&dir, None, &storage, Bounds::UNLIMITED).await.unwrap_err();
-        assert!(
-            refused.0.contains("is listed but missing") && refused.0.contains("not an archive the registry serves"),
-            "{}",
-            refused.0
-        );
-        assert!(storage.keys().is_empty());
-        let _ = sums;
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// A pin the target holds with other bytes refuses the bundle before anything is written.
-    #[tokio::test]
-    async fn a_pin_the_target_holds_otherwise_refuses_the_bundle() {
-        let dir = temp("held");
-        let sums = bundle(&dir, &archive("# real\n"));
-        let storage = MemoryStorage::new();
-        let held = serde_json::json!({"module": "registry.terraform.io/ns/vpc/aws", "version": "1.0.0",
-            "sha256": "a".repeat(64), "size": 1, "archive": "tar.gz", "source": "x", "copied_at": "2026-11-01T00:00:00Z"});
-        storage.insert(&format!("{MODULE}1.0.0.pin.json"), serde_json::to_vec(&held).unwrap());
-        let refused = import_into(&dir, Some(&sums), &storage, Bounds::UNLIMITED).await.unwrap_err();
-        assert!(refused.0.contains("the target pins SHA-256"), "{}", refused.0);
-        assert_eq!(storage.keys().len(), 1, "nothing written");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

@@ -70,9 +70,14 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         from: PathBuf,
         /// The SHA-256 of its `SHA256SUMS`, as `make bundle` printed it (carried apart from
-        /// the bundle: what makes the list itself trustworthy).
-        #[arg(long, value_name = "HEX")]
+        /// the bundle: what makes the list itself trustworthy). Required, unless
+        /// `--no-sums-check` says the list is to be believed as it is.
+        #[arg(long, value_name = "HEX", required_unless_present = "no_sums_check")]
         sums_sha256: Option<String>,
+        /// Believe `SHA256SUMS` without its SHA-256 (a bundle whose list travelled with it proves
+        /// nothing against whoever could change both).
+        #[arg(long, conflicts_with = "sums_sha256")]
+        no_sums_check: bool,
         #[command(flatten)]
         target: Target,
     },
@@ -196,7 +201,7 @@ async fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Some(Command::Token(token)) => run_token(token).await,
-        Some(Command::BundleImport { from, sums_sha256, target }) => match target.target() {
+        Some(Command::BundleImport { from, sums_sha256, no_sums_check: _, target }) => match target.target() {
             Ok(target) => run_bundle_import(&from, sums_sha256.as_deref(), target).await,
             Err(e) => Err(e),
         },
@@ -229,8 +234,9 @@ async fn run_bundle_import(
     .map_err(|e| e.to_string())?;
     // The bounds `make bundle` copied within (not the pull-through's 256 MiB unpacked).
     let bounds = config.archive_bounds();
-    let report =
-        registry_local::bundle_import::import(dir, sums_sha256, &target, bounds).await.map_err(|e| e.to_string())?;
+    use registry_local::bundle_import::{Sums, import};
+    let sums = sums_sha256.map_or(Sums::Unchecked, Sums::Sha256);
+    let report = import(dir, sums, &target, bounds).await.map_err(|e| e.to_string())?;
     for key in &report.pinned {
         println!("pinned {key}");
     }
@@ -241,7 +247,7 @@ async fn run_bundle_import(
         report.written
     );
     if sums_sha256.is_none() {
-        println!("SHA256SUMS itself was not checked: give SUMS=HEX (the number make bundle printed) to check it");
+        println!("SHA256SUMS itself was not checked (--no-sums-check)");
     }
     Ok(())
 }

@@ -33,7 +33,8 @@ pub struct Answered {
 /// Where answers are recorded.
 pub type AnswerLog = Arc<std::sync::Mutex<Vec<Answered>>>;
 
-/// How long an S3 client may take to send a request's headers.
+/// How long a client may take to send a request's headers (and a kept-alive connection may be
+/// silent), to the embedded S3 and to the registry alike.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Most body bytes read from a request (the sign-in form's; the handler refuses longer forms
@@ -181,7 +182,11 @@ where
             Ok::<_, Infallible>(response.map(Full::new))
         }
     });
-    if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await {
+    // A client that never finishes its headers (or holds a kept-alive connection silent) is cut
+    // off, as API Gateway does; without a timer hyper would wait for ever.
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
         tracing::debug!(error = %e, "connection");
     }
 }

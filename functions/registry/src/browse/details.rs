@@ -30,6 +30,8 @@ pub const NAME_CHARS: usize = 256;
 pub const VERSIONS_MAX: usize = 5_000;
 /// Warnings listed.
 const WARNINGS_MAX: usize = 100;
+/// Providers the root requires listed (`providers_count` says how many).
+const PROVIDERS_MAX: usize = 200;
 /// Room kept for the fixed keys no part is charged for (`root`, `changes`, `truncated`, …).
 const SLACK: usize = 512;
 
@@ -77,9 +79,9 @@ pub fn details(
 
 /// `body`, or, should what has bounds of its own outgrow `DETAILS_MAX` together (thousands of
 /// long versions, every warning at its longest, a README of four-byte letters), the same with
-/// fewer versions and warnings, then without them: the bound holds for every answer.
+/// fewer versions, warnings and providers, then without them: the bound holds for every answer.
 fn within_bound(mut body: Value) -> Value {
-    for (versions, warnings) in [(500, 20), (0, 0)] {
+    for (versions, warnings, providers) in [(500, 20, 20), (0, 0, 0)] {
         if bounded::json_len(&body) <= DETAILS_MAX {
             return body;
         }
@@ -89,6 +91,9 @@ fn within_bound(mut body: Value) -> Value {
         }
         if let Some(listed) = body["warnings"].as_array_mut() {
             listed.truncate(warnings);
+        }
+        if let Some(listed) = body["providers"].as_array_mut() {
+            listed.truncate(providers);
         }
     }
     if bounded::json_len(&body) > DETAILS_MAX {
@@ -122,6 +127,8 @@ fn head(module: &ModuleAddress, entry: &ModuleVersion, manifest: &ModuleManifest
     if providers.is_empty() {
         providers.push(module.system.clone());
     }
+    let providers_count = providers.len();
+    providers.truncate(PROVIDERS_MAX);
     // Newest first, as the manifest keeps them.
     let versions: Vec<&str> = manifest.versions.iter().map(|v| v.version.as_str()).collect();
     let mut warnings: Vec<String> = docs
@@ -132,6 +139,7 @@ fn head(module: &ModuleAddress, entry: &ModuleVersion, manifest: &ModuleManifest
             .push("the documentation of this version has not been read yet (the next indexing pass reads it)".into());
     }
     body["providers"] = json!(providers);
+    body["providers_count"] = json!(providers_count);
     body["versions_count"] = json!(versions.len());
     body["versions"] = json!(versions.into_iter().take(VERSIONS_MAX).collect::<Vec<_>>());
     body["warnings"] = json!(warnings);

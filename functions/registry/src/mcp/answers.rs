@@ -49,11 +49,20 @@ pub struct Answer {
 }
 
 impl Answer {
+    fn value(self) -> Value {
+        json!({"content": [{"type": "text", "text": self.text}], "structuredContent": self.structured, "isError": false})
+    }
+
+    /// Bytes of its `tools/call` result as serialised.
+    pub fn size(&self) -> usize {
+        bounded::json_len(&self.clone().value())
+    }
+
     /// The `tools/call` result; one that would be over `ANSWER_MAX` bytes (no tool builds one:
-    /// each is bounded by its own limits, and the tests hold them to this) is refused as the
+    /// each fits its parts to the bound, and the tests hold them to it) is refused as the
     /// tool's error, so no answer, whatever went wrong, outgrows the bound.
     pub fn result(self) -> Value {
-        let result = json!({"content": [{"type": "text", "text": self.text}], "structuredContent": self.structured, "isError": false});
+        let result = self.value();
         let size = bounded::json_len(&result);
         if size > ANSWER_MAX {
             tracing::error!(size, "an MCP answer over its bound: refused");
@@ -126,6 +135,35 @@ pub fn module_details(
     manifest: &ModuleManifest,
     docs: Option<&ModuleDocs>,
 ) -> Answer {
+    fitted(|room| details_within(host, module, entry, manifest, docs, room))
+}
+
+/// An answer built by `build` within `room` bytes of parts, made again with less room while
+/// its whole result (what each builder does not charge: keys, brackets, the frame) comes out
+/// over `ANSWER_MAX`: a few builds at most, each linear in what it shows.
+fn fitted(build: impl Fn(usize) -> Answer) -> Answer {
+    let mut room = ANSWER_MAX - ENVELOPE_BYTES;
+    let mut answer = build(room);
+    for _ in 0..4 {
+        let size = answer.size();
+        if size <= ANSWER_MAX {
+            break;
+        }
+        room = room.saturating_sub(size - ANSWER_MAX + 8 * 1024);
+        answer = build(room);
+    }
+    answer
+}
+
+/// `module_details` within `room` bytes of parts.
+fn details_within(
+    host: &str,
+    module: &ModuleAddress,
+    entry: &ModuleVersion,
+    manifest: &ModuleManifest,
+    docs: Option<&ModuleDocs>,
+    room: usize,
+) -> Answer {
     let latest = crate::catalog::latest(manifest.versions.iter().map(|v| v.version.as_str())).unwrap_or_default();
     let mut text = format!("# {module} {}\n\nsource = \"{host}/{module}\"", entry.version);
     if latest != entry.version {
@@ -145,7 +183,7 @@ pub fn module_details(
         text.push_str("\nThe documentation of this version has not been read yet.\n");
         return Answer { text, structured };
     };
-    let mut budget = Budget::new(ANSWER_MAX - ENVELOPE_BYTES);
+    let mut budget = Budget::new(room);
     // The header, the README and the warnings are bounded by their own limits: always shown.
     let readme = docs.root.readme.as_deref().map(|r| fenced(&crate::printed::kept_lines(r, README_CHARS_MAX)));
     let warnings: Vec<String> = docs.warnings.iter().take(20).map(|w| line(w, FIELD_CHARS_MAX)).collect();
@@ -341,12 +379,19 @@ impl Shown<'_> {
 
 /// `list_module_versions`: newest first, each with its standing.
 pub fn module_versions(module: &ModuleAddress, manifest: &ModuleManifest) -> Answer {
+    fitted(|room| versions_within(module, manifest, room))
+}
+
+fn versions_within(module: &ModuleAddress, manifest: &ModuleManifest, room: usize) -> Answer {
+    let mut budget = Budget::new(room);
     let mut versions: Vec<&ModuleVersion> = manifest.versions.iter().collect();
     versions.sort_by(|a, b| newest_first(&a.version, &b.version));
     let latest = crate::catalog::latest(versions.iter().map(|v| v.version.as_str())).unwrap_or_default();
-    let mut text = format!("{module}: {} versions, latest {latest}.\n\n", versions.len());
+    let mut summary = format!("{module}: {} versions, latest {latest}.\n\n", versions.len());
     let mut listed = Vec::new();
     for v in versions.iter().take(VERSIONS_MAX) {
+        let mut text_line = String::new();
+        let text = &mut text_line;
         let _ = write!(text, "- {}", v.version);
         if let Some(at) = &v.published_at {
             let _ = write!(text, ", published {}", at.get(..10).unwrap_or(at));
@@ -362,14 +407,23 @@ pub fn module_versions(module: &ModuleAddress, manifest: &ModuleManifest) -> Ans
             }
         }
         text.push('\n');
-        listed.push(json!({
+        let item = json!({
             "version": v.version, "published_at": v.published_at,
             "breaking_changes": breaking, "judged_against": v.judged.as_ref().and_then(|j| j.against.clone()),
-            "deprecation": v.deprecation.as_ref().map(|d| json!({"reason": d.reason, "replacement": d.replacement})),
-        }));
+            "deprecation": v.deprecation.as_ref().map(|d| json!({
+                "reason": line(&d.reason, FIELD_CHARS_MAX),
+                "replacement": d.replacement.as_deref().map(|r| line(r, FIELD_CHARS_MAX)),
+            })),
+        });
+        if !budget.take(bounded::string_len(&text_line) + bounded::json_len(&item)) {
+            break;
+        }
+        listed.push(item);
+        summary.push_str(&text_line);
     }
-    if versions.len() > VERSIONS_MAX {
-        let _ = writeln!(text, "- … {} older versions", versions.len() - VERSIONS_MAX);
+    let mut text = summary;
+    if versions.len() > listed.len() {
+        let _ = writeln!(text, "- … {} older versions", versions.len() - listed.len());
     }
     Answer {
         text,
@@ -380,6 +434,17 @@ pub fn module_versions(module: &ModuleAddress, manifest: &ModuleManifest) -> Ans
 /// `compare_module_versions`: the changes from `from` to `to` as compared at `to`'s publish,
 /// breaking ones first; or why there is no comparison.
 pub fn comparison(module: &ModuleAddress, from: &str, to: &ModuleVersion, compared: Option<&Comparison>) -> Answer {
+    fitted(|room| comparison_within(module, from, to, compared, room))
+}
+
+fn comparison_within(
+    module: &ModuleAddress,
+    from: &str,
+    to: &ModuleVersion,
+    compared: Option<&Comparison>,
+    room: usize,
+) -> Answer {
+    let mut budget = Budget::new(room);
     let mut text = format!("# {module}: upgrading from {from} to {}\n", to.version);
     standing(&mut text, to);
     let Some(c) = compared else {
@@ -407,31 +472,32 @@ pub fn comparison(module: &ModuleAddress, from: &str, to: &ModuleVersion, compar
         "\n{total} changes, {breaking} breaking{}.\n",
         if breaking > 0 { ": a caller written for the old version must change before it upgrades" } else { "" }
     );
-    for change in changes.iter().take(CHANGES_MAX) {
-        let breaking = if change.breaking.is_some() { "BREAKING: " } else { "" };
-        let _ = writeln!(text, "- {breaking}{}", line(&change.line(), 2 * FIELD_CHARS_MAX));
+    budget.take(bounded::string_len(&text));
+    // Each change in both channels while the budget lasts; its publisher text (a name, a type
+    // it quotes) on one line in both.
+    let mut listed: Vec<Value> = Vec::new();
+    for c in changes.iter().take(CHANGES_MAX) {
+        let marker = if c.breaking.is_some() { "BREAKING: " } else { "" };
+        let text_line = format!("- {marker}{}\n", line(&c.line(), 2 * FIELD_CHARS_MAX));
+        let mut item = serde_json::to_value(c).unwrap_or(Value::Null);
+        item["name"] = json!(line(&c.name, NAME_CHARS_MAX));
+        item["detail"] = json!(line(&c.detail, FIELD_CHARS_MAX));
+        if !c.path.is_empty() {
+            item["path"] = json!(line(&c.path, NAME_CHARS_MAX));
+        }
+        if let Some(breaking) = &c.breaking {
+            item["breaking"] = json!(line(breaking, FIELD_CHARS_MAX));
+        }
+        if !budget.take(bounded::string_len(&text_line) + bounded::json_len(&item)) {
+            break;
+        }
+        text.push_str(&text_line);
+        listed.push(item);
     }
-    let shown = changes.len().min(CHANGES_MAX) as u64;
+    let shown = listed.len() as u64;
     if total > shown {
         let _ = writeln!(text, "- … {} more changes", total - shown);
     }
-    // Each change's publisher text (a name, a type it quotes) on one line, as in the text.
-    let listed: Vec<Value> = changes
-        .iter()
-        .take(CHANGES_MAX)
-        .map(|c| {
-            let mut item = serde_json::to_value(c).unwrap_or(Value::Null);
-            item["name"] = json!(line(&c.name, NAME_CHARS_MAX));
-            item["detail"] = json!(line(&c.detail, FIELD_CHARS_MAX));
-            if !c.path.is_empty() {
-                item["path"] = json!(line(&c.path, NAME_CHARS_MAX));
-            }
-            if let Some(breaking) = &c.breaking {
-                item["breaking"] = json!(line(breaking, FIELD_CHARS_MAX));
-            }
-            item
-        })
-        .collect();
     Answer {
         text,
         structured: json!({
@@ -480,9 +546,27 @@ pub fn provider_details(
     versions: &[&str],
     document: &ProviderVersion,
 ) -> Answer {
+    fitted(|room| provider_within(provider, version, versions, document, room))
+}
+
+/// Platforms listed in a provider's details (each at most 65 characters: `os_arch`).
+const PLATFORMS_MAX: usize = 200;
+
+fn provider_within(
+    provider: &ProviderAddress,
+    version: &str,
+    versions: &[&str],
+    document: &ProviderVersion,
+    room: usize,
+) -> Answer {
     let block = snippet::provider_block(&provider.r#type, &provider.to_string(), version);
-    let platforms: Vec<&str> = document.archives.keys().map(String::as_str).collect();
-    let mut text = format!("# {provider} {version}\n\nPlatforms: {}\n", platforms.join(", "));
+    let all: Vec<&str> = document.archives.keys().map(String::as_str).collect();
+    // Each at most 65 bytes: the list stops where the room for both channels does.
+    let fit = (room / 2 / 70).min(PLATFORMS_MAX);
+    let platforms: Vec<&str> = all.iter().take(fit).copied().collect();
+    let more =
+        if all.len() > platforms.len() { format!(", … {} more", all.len() - platforms.len()) } else { String::new() };
+    let mut text = format!("# {provider} {version}\n\nPlatforms: {}{more}\n", platforms.join(", "));
     if let Some(release) = &document.release {
         let _ =
             writeln!(text, "Signed by key {}; protocols {}.", release.signing_key.key_id, release.protocols.join(", "));
@@ -500,9 +584,13 @@ pub fn provider_details(
     Answer {
         text,
         structured: json!({
-            "provider": provider.to_string(), "version": version, "platforms": platforms, "snippet": block,
+            "provider": provider.to_string(), "version": version, "platforms": platforms,
+            "platforms_count": all.len(), "snippet": block,
             "signing_key": document.release.as_ref().map(|r| r.signing_key.key_id.clone()),
-            "deprecation": document.deprecation.as_ref().map(|d| json!({"reason": d.reason, "replacement": d.replacement})),
+            "deprecation": document.deprecation.as_ref().map(|d| json!({
+                "reason": line(&d.reason, FIELD_CHARS_MAX),
+                "replacement": d.replacement.as_deref().map(|r| line(r, FIELD_CHARS_MAX)),
+            })),
             "versions": shown,
         }),
     }

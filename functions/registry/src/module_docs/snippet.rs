@@ -17,13 +17,34 @@ const COMMENT_CHARS_MAX: usize = 120;
 /// Publisher text as one line of a comment: every run of whitespace or control characters one
 /// space, cut at `COMMENT_CHARS_MAX`.
 fn one_line(text: &str) -> String {
-    let words: Vec<&str> =
-        text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()).collect();
-    let line = words.join(" ");
-    match line.char_indices().nth(COMMENT_CHARS_MAX) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
+    // No control, format or invisible character either: this is configuration people copy
+    // (Trojan Source would read one way and parse another).
+    crate::printed::one_line(text, COMMENT_CHARS_MAX)
+}
+
+/// A module block's label from a directory's name: an HCL identifier (letters, digits, `_`; a
+/// letter or `_` first), whatever the publisher named the directory, so the block parses as one.
+fn label(name: &str) -> String {
+    let mut label: String =
+        name.chars().take(64).map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if !label.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        label.insert(0, '_');
     }
+    label
+}
+
+/// `text` inside an HCL string literal: quotes, backslashes and template openings escaped,
+/// what shown text may not hold dropped.
+fn hcl_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars().filter(|c| crate::printed::refused(*c).is_none()) {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.replace("${", "$${").replace("%{", "%%{")
 }
 
 /// The `version` constraint a snippet suggests: `~> MAJOR.MINOR` (this minor and later
@@ -38,7 +59,7 @@ pub fn constraint(version: &str) -> String {
 /// A `module` block calling `source` at `version`, labelled after the module's name, with the
 /// required inputs of `dir` (its root) named in comments with their types.
 pub fn module_block(name: &str, source: &str, version: &str, dir: &ModuleDir) -> String {
-    let label = name.replace('-', "_");
+    let (label, source) = (label(name), hcl_string(source));
     let mut text =
         format!("module \"{label}\" {{\n  source  = \"{source}\"\n  version = \"{}\"\n", constraint(version));
     let required: Vec<_> = dir.inputs.iter().filter(|i| i.required).collect();

@@ -360,7 +360,8 @@ impl Storage for S3Storage {
         let body = ByteStream::from_path(path)
             .await
             .map_err(|e| Error::internal_from(format!("read {}", path.display()), e))?;
-        let size = body.size_hint().1.unwrap_or(u64::MAX);
+        // Its size as the file has it (what `from_path` sends); unknown, the largest accepted.
+        let size = body.size_hint().1.unwrap_or(1 << 30);
         self.put_stream(key, (body, size), content_type, precondition).await.map(drop)
     }
 

@@ -148,6 +148,9 @@ impl ModuleUpstream {
         let key = format!("{module} {version}");
         let lock = {
             let mut copying = self.copying.lock().unwrap_or_else(|p| p.into_inner());
+            // Entries only the map holds: their waiters went away (a request's deadline, a
+            // client gone) after the holder released, so no drop removed them.
+            copying.retain(|_, lock| Arc::strong_count(lock) > 1);
             copying.entry(key.clone()).or_default().clone()
         };
         let guard = lock.clone().lock_owned().await;
@@ -342,6 +345,47 @@ impl Drop for StopOnDrop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn upstream() -> ModuleUpstream {
+        let settings = ModuleUpstreamSettings {
+            allowed: vec![("registry.example".into(), "*".into())],
+            ..ModuleUpstreamSettings::off()
+        };
+        ModuleUpstream::new(&settings, &UpstreamSettings::off()).unwrap().unwrap()
+    }
+
+    /// A waiter cancelled after the holder released (its request dropped: a client that hung
+    /// up, a timeout around the handler) leaves no entry behind for good (the holder's `Drop`
+    /// keeps it while someone waits; the next turn sweeps what nobody holds).
+    #[tokio::test]
+    async fn a_cancelled_waiter_leaves_no_entry_behind() {
+        let upstream = upstream();
+        let module = UpstreamModule::parse("registry.example", "a", "b", "c").unwrap();
+        for i in 0..50u64 {
+            let version = semver::Version::new(1, 0, i);
+            let turn = upstream.one_copy_at_a_time(&module, &version).await;
+            // A second download of the same version waits for the turn...
+            let waiting = upstream.one_copy_at_a_time(&module, &version);
+            let mut waiting = Box::pin(waiting);
+            assert!(futures_poll_once(&mut waiting).await.is_none(), "waits");
+            // ...the first finishes, then the second's request is dropped before it runs again.
+            drop(turn);
+            drop(waiting);
+        }
+        // The next turn sweeps them: at most its own entry is left once it ends.
+        drop(upstream.one_copy_at_a_time(&module, &semver::Version::new(2, 0, 0)).await);
+        let left = upstream.copying.lock().unwrap().len();
+        assert!(left <= 1, "{left} entries left after 51 copies finished");
+    }
+
+    /// Poll a future once.
+    async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+        std::future::poll_fn(|cx| match std::pin::Pin::new(&mut *f).poll(cx) {
+            std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+            std::task::Poll::Pending => std::task::Poll::Ready(None),
+        })
+        .await
+    }
 
     #[tokio::test]
     async fn a_public_upstream_cannot_point_the_function_at_internal_addresses() {

@@ -45,6 +45,22 @@ pub struct Frame<'a> {
 
 /// A whole page: the frame around `main` (already HTML).
 pub fn document(frame: &Frame<'_>, main: &str) -> String {
+    let page = render(frame, main);
+    if page.len() <= PAGE_BYTES_MAX {
+        return page;
+    }
+    // Every page's bound, whatever its sections' budgets missed: one over it says so instead.
+    let over = format!(
+        "<p class=\"note\">This page would be over {PAGE_BYTES_MAX} bytes: the registry's API has what it holds.</p>"
+    );
+    let title = clip(frame.title, 200);
+    render(
+        &Frame { title: &title, search: frame.search.map(|s| &s[..s.floor_char_boundary(128.min(s.len()))]), ..*frame },
+        &over,
+    )
+}
+
+fn render(frame: &Frame<'_>, main: &str) -> String {
     let mut out = String::with_capacity(main.len() + 1500);
     let account = if frame.signed_in {
         format!(

@@ -200,7 +200,7 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
         meta.push(format!("published {}", escape(date(at))));
     }
     if let Some(required) = &root.required_version {
-        meta.push(format!("Terraform {}", escape(required)));
+        meta.push(format!("Terraform {}", escape(&clip(required, CELL_CHARS_MAX))));
     }
     meta.push(format!("<a href=\"{a}\">API</a>", a = escape(&api)));
     let _ = writeln!(head, "<p class=\"meta\">{}</p>", meta.join(" · "));
@@ -266,8 +266,18 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
                 }
                 let before = budget;
                 let piece = directory(place, &address, &entry.version, dir, &mut budget, &api, id == "submodules");
-                // Charged whole: its sections charge their rows, not what frames them.
-                budget = before.saturating_sub(piece.len());
+                // Charged whole: its sections charge their rows, not what frames them; one larger
+                // than what was left is not shown, and ends the list.
+                if piece.len() > before {
+                    let _ = writeln!(
+                        directories,
+                        "<p class=\"note\">{} more not shown on this page: see the API's answer.</p>",
+                        list.len() - shown
+                    );
+                    budget = 0;
+                    break;
+                }
+                budget = before - piece.len();
                 directories.push_str(&piece);
             }
             directories.push_str("</section>\n");

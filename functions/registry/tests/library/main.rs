@@ -3,6 +3,7 @@
 //! properties. No sockets, no files but the crate's own: `make test`'s "unit" stage.
 
 mod bounds;
+mod hostile_modules;
 mod infra_bounds;
 mod lambda_events;
 mod mcp;

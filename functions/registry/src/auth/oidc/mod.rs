@@ -178,7 +178,8 @@ pub fn unverified_issuer(token: &str) -> Option<String> {
 /// count as one caller (download counts).
 fn subject_name(subject: &str) -> String {
     let shown = crate::address::printable(subject);
-    if subject.len() <= 64 && subject.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+    // A `~` could spell another subject's hashed name: hashed too.
+    if subject.len() <= 64 && subject.bytes().all(|b| (b.is_ascii_graphic() || b == b' ') && b != b'~') {
         return shown;
     }
     let hash = crate::auth::tokens::hash(subject);
@@ -258,6 +259,8 @@ mod tests {
         assert_ne!(one, two);
         assert!(one.contains('~') && two.contains('~'), "{one} {two}");
         assert_ne!(name("a\u{1}b"), name("a\u{2}b"));
+        // A short subject spelling another's hashed name is hashed itself.
+        assert_ne!(name(one.strip_prefix("oidc https://a.test ").unwrap()), one);
     }
 
     #[test]

@@ -157,6 +157,12 @@ impl Comparison {
             more = rest.len() as u64;
             more_breaking = rest.iter().filter(|c| c.breaking.is_some()).count() as u64;
         }
+        // A name or path is quoted as the texts are: a change keeps `SHOWN_CHARS` of it, so the
+        // stored comparisons grow with the number of changes, not with what they name.
+        for change in &mut changes {
+            change.name = clip(&change.name);
+            change.path = clip(&change.path);
+        }
         Comparison { from: from.to_string(), sha256: old.sha256.clone(), changes, more, more_breaking }
     }
 
