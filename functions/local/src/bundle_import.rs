@@ -4,15 +4,17 @@
 //! bundle:
 //! - `SHA256SUMS` lists every file under `upstream-modules/` (pins, version lists, refusal
 //!   records, archives), no file is missing from it or beside it, and each file's SHA-256 is
-//!   the one listed; `SHA256SUMS` itself has the SHA-256 `bundle` printed, when given
-//!   (`--sums-sha256`: that number carried apart from the bundle is what makes it trustworthy);
+//!   the one listed; `SHA256SUMS` itself has the SHA-256 `bundle` printed (`--sums-sha256`,
+//!   required unless `--no-sums-check`: that number carried apart from the bundle is what
+//!   makes it trustworthy);
 //! - each pin names its own module and version, and the archive it names is in the bundle, of
 //!   the pin's size and SHA-256 (so an archive planted beside the real one, with a pin pointed
 //!   at it, fails the list or the pin);
 //! - each archive passes the checks a published archive passes (`archive::read_module_archive`);
 //! - no pin the target holds names other bytes for a version (a pin is written once).
 //!
-//! Then archives first, version lists, refusal records, and pins last (each `If-None-Match: *`):
+//! Then archives first (`If-None-Match: *`), version lists (merged), refusal records, and pins
+//! last (`If-None-Match: *`):
 //! a pin's write is what serves its version and puts it on the publish log, once its bytes are
 //! there.
 

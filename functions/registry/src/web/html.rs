@@ -51,7 +51,7 @@ pub fn document(frame: &Frame<'_>, main: &str) -> String {
     }
     // Every page's bound, whatever its sections' budgets missed: one over it says so instead.
     let over = format!(
-        "<p class=\"note\">This page would be over {PAGE_BYTES_MAX} bytes: the registry's API has what it holds.</p>"
+        "<p class=\"note\">This page would be over {PAGE_BYTES_MAX} bytes: the details API answers what fits its own bound.</p>"
     );
     let title = clip(frame.title, 200);
     render(

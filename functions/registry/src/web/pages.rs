@@ -259,7 +259,7 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
                 if budget < 2000 {
                     let _ = writeln!(
                         directories,
-                        "<p class=\"note\">{} more not shown on this page: see the API's answer.</p>",
+                        "<p class=\"note\">{} more not shown on this page (the details API lists more, within its own bound).</p>",
                         list.len() - shown
                     );
                     break;
@@ -271,7 +271,7 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
                 if piece.len() > before {
                     let _ = writeln!(
                         directories,
-                        "<p class=\"note\">{} more not shown on this page: see the API's answer.</p>",
+                        "<p class=\"note\">{} more not shown on this page (the details API lists more, within its own bound).</p>",
                         list.len() - shown
                     );
                     budget = 0;
@@ -437,7 +437,7 @@ fn directory(
     let mut out =
         format!("<details class=\"directory\" id=\"{}\">\n<summary>{}</summary>\n", escape(&path), code(&path));
     if *budget < 2000 {
-        out.push_str("<p class=\"note\">Not shown on this page: see the API's answer.</p>\n</details>\n");
+        out.push_str("<p class=\"note\">Not shown on this page (the details API shows it, within its own bound).</p>\n</details>\n");
         *budget = budget.saturating_sub(out.len());
         return out;
     }

@@ -138,6 +138,31 @@ fn list_module_versions_fits_its_bound() {
     assert_eq!(result["isError"], json!(false), "list_module_versions refused for a module the indexer accepts");
 }
 
+/// A provider version of 5,000 platforms of 65 characters and 5,000 long versions: the answer
+/// lists at most 200 platforms, says how many there are, and stays within ANSWER_MAX.
+#[test]
+fn provider_details_of_thousands_of_platforms_fits_its_bound() {
+    let mut document = registry::manifest::ProviderVersion::default();
+    for i in 0..5000 {
+        let platform = format!("{i:032}_{}", "a".repeat(32));
+        let archive =
+            registry::manifest::ProviderArchive { url: format!("{platform}.zip"), hashes: vec![], indexed: None };
+        document.archives.insert(platform, archive);
+    }
+    let versions: Vec<String> = (0..5000).map(long_version).collect();
+    let versions: Vec<&str> = versions.iter().map(String::as_str).collect();
+    let provider = registry::address::ProviderAddress::parse("registry.example.com", "acme", "widget").unwrap();
+    let answer = answers::provider_details(&provider, versions[0], &versions, &document);
+    let size = answer.size();
+    let result = answer.result();
+    assert_eq!(result["isError"], json!(false), "get_provider_details refused");
+    assert!(size <= answers::ANSWER_MAX, "{size} bytes");
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["platforms_count"], json!(5000));
+    let listed = structured["platforms"].as_array().unwrap().len();
+    assert!((1..=200).contains(&listed), "{listed} platforms listed");
+}
+
 fn docs_of(files: &[(&str, &str)]) -> ModuleDocs {
     let kept: Vec<KeptFile> =
         files.iter().map(|(p, c)| KeptFile { path: (*p).into(), bytes: Some(c.as_bytes().to_vec()) }).collect();
