@@ -27,7 +27,7 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help proof browser-deps bench-micro fuzz not-local bundle bundle-import usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
+.PHONY: help publish proof browser-deps bench-micro fuzz not-local bundle bundle-import usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -169,6 +169,16 @@ audit: $(TOKEN_CHECK)
 ## the local data directory, or a deployed bucket with BUCKET=name or DEPLOYED=DIR.
 usage: $(TOKEN_CHECK)
 	$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- usage --unused-days $(or $(DAYS),30) $(TOKEN_TARGET)
+
+## Publish a module version from its directory (docs/PUBLISHING.md): make publish DIR=path
+## MODULE=NAMESPACE/NAME/SYSTEM [VERSION=1.2.0] (default: the version the tag at HEAD names). Packs the
+## tag's tree (or, outside git, the directory), checks it as the indexer will, uploads it only where
+## nothing is, waits until it is served or rejected. The local registry (make dev), or a deployed one:
+## DEPLOYED=DIR, or BUCKET=name with REGISTRY_URL=https://HOST; REGISTRY_TOKEN and AWS credentials from the environment.
+PUBLISH_URL = $(or $(REGISTRY_URL),$(if $(DEPLOYED),https://$$(cd $(DEPLOYED) && $(TERRAFORM) output -raw registry_hostname)))
+publish: $(TOKEN_CHECK)
+	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- publish --dir '$(DIR)' --module '$(MODULE)' \
+	  $(if $(VERSION),--version '$(VERSION)') $(if $(PUBLISH_URL),--registry "$(PUBLISH_URL)") $(TOKEN_TARGET)
 
 ## The air-gap bundle (docs/UPSTREAM-MODULES.md): copy the public registry modules a
 ## configuration uses (MODULES_JSON=path/.terraform/modules/modules.json, or LIST=file of

@@ -17,6 +17,7 @@ mod oci_clients;
 mod oci_handshake;
 mod oidc;
 mod pass_faults;
+mod publish;
 mod pull_through;
 mod tokens;
 mod versions;

@@ -87,7 +87,9 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str, copied: &[S
          export KEY_ADMIN_ACCESS_KEY_ID={KEY_ADMIN_ACCESS_KEY}\nexport KEY_ADMIN_SECRET_ACCESS_KEY={key_admin}\n\
          # The MCP server for coding assistants (docs/MCP.md) and the local-dev token to send it\n\
          # (Authorization: Bearer $REGISTRY_TOKEN; trust {ca}):\n\
-         export REGISTRY_MCP_URL={base}{mcp}\nexport REGISTRY_TOKEN={token}\n",
+         export REGISTRY_MCP_URL={base}{mcp}\nexport REGISTRY_TOKEN={token}\n\
+         # The registry itself (`make publish` reads what it serves here, trusting {ca}):\n\
+         export REGISTRY_URL={base}\n",
         endpoint = running.s3_endpoint(),
         base = running.base_url(),
         mcp = registry::router::MCP_PATH,

@@ -25,6 +25,7 @@ mod key_locks;
 pub mod latency;
 mod object_files;
 mod object_listing;
+pub mod publish;
 pub mod server;
 pub mod tls;
 pub mod tokens;

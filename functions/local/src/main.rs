@@ -61,6 +61,30 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Publish a module version from its directory (`make publish`): a git tag's tree (or the
+    /// directory as it is), packed deterministically, checked as the indexer would check it
+    /// against what the registry serves, uploaded only where nothing is, then followed until it
+    /// is served (the `module` block printed) or rejected (the reason printed).
+    Publish {
+        /// The module's directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// NAMESPACE/NAME/SYSTEM.
+        #[arg(long, value_name = "ADDRESS")]
+        module: String,
+        /// The version [default: the one the tag at HEAD names, v1.2.0 or 1.2.0].
+        #[arg(long, value_name = "VERSION")]
+        version: Option<String>,
+        /// A deployed registry's URL (https://registry.example.com), read with REGISTRY_TOKEN;
+        /// with --bucket.
+        #[arg(long, value_name = "URL", requires = "bucket")]
+        registry: Option<String>,
+        /// Seconds to wait for the indexer's answer.
+        #[arg(long, value_name = "N", default_value_t = 120)]
+        wait_seconds: u64,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Put an air-gap bundle into a bucket (`make bundle-import`), only once every file under
     /// its `upstream-modules/` is what `SHA256SUMS` lists, every pin names an archive of its SHA-256 in the bundle,
     /// every archive passes the published-archive checks, and no pin the bucket holds differs:
@@ -205,6 +229,9 @@ async fn main() -> ExitCode {
             Ok(target) => run_bundle_import(&from, sums_sha256.as_deref(), target).await,
             Err(e) => Err(e),
         },
+        Some(Command::Publish { dir, module, version, registry, wait_seconds, target }) => {
+            run_publish(dir, &module, version.as_deref(), registry, wait_seconds, target).await
+        }
         Some(Command::Bundle { modules_json, list, out, target }) => match out {
             Some(out) => run_bundle(&modules_json, &list, BundleTarget::Dir(out)).await,
             None => match target.target() {
@@ -220,6 +247,36 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn run_publish(
+    dir: PathBuf,
+    module: &str,
+    version: Option<&str>,
+    registry: Option<String>,
+    wait_seconds: u64,
+    target: Target,
+) -> Result<(), String> {
+    use registry_local::publish::{ModulePublish, PublishTarget, publish_module};
+    let parts: Vec<&str> = module.split('/').collect();
+    let [namespace, name, system] = parts[..] else {
+        return Err(format!("MODULE={module:?} is not NAMESPACE/NAME/SYSTEM"));
+    };
+    let module = registry::address::ModuleAddress::parse(namespace, name, system).map_err(|e| e.to_string())?;
+    let version = version
+        .map(|v| registry::address::parse_version(v.strip_prefix('v').unwrap_or(v)).map_err(|e| e.to_string()))
+        .transpose()?;
+    let target = match (target.target()?, registry) {
+        (TokenTarget::DataDir(dir), None) => PublishTarget::Local(dir),
+        (TokenTarget::Bucket(bucket), Some(registry)) => PublishTarget::Deployed { bucket, registry },
+        (TokenTarget::Bucket(_), None) => {
+            return Err("--bucket needs --registry URL (REGISTRY_URL=): what the registry serves is read there".into());
+        }
+        (TokenTarget::DataDir(_), Some(_)) => return Err("--registry goes with --bucket".into()),
+    };
+    let wait = std::time::Duration::from_secs(wait_seconds);
+    let options = ModulePublish { dir, module, version, target, wait, settings: Vec::new() };
+    publish_module(&options, &mut std::io::stdout()).await.map(|_| ()).map_err(|e| e.to_string())
 }
 
 async fn run_bundle_import(
@@ -466,7 +523,9 @@ async fn serve(args: Serve) -> Result<(), String> {
          \x20 embedded S3:       {s3}   bucket: {bucket}\n\n\
          Use it from terraform (terraform.rc holds the local-dev token; `make token-create` makes scoped ones):\n\
          \x20 export TF_CLI_CONFIG_FILE={dir}/terraform.rc SSL_CERT_FILE={dir}/ca.pem\n\
-         Publish (archives are indexed as soon as the upload finishes):\n\
+         Publish a module from its git tag, checked before it is uploaded (docs/PUBLISHING.md):\n\
+         \x20 make publish DIR=path/to/module MODULE=acme/vpc/aws DATA_DIR={dir}\n\
+         Or upload archives with any S3 client (indexed as soon as the upload finishes):\n\
          \x20 source {dir}/local.env    # in a shell of its own: make deploy refuses to run where it was sourced\n\
          \x20 aws s3 cp vpc.tar.gz s3://{bucket}/modules/acme/vpc/aws/1.0.0.tar.gz\n\
          \x20 aws s3 sync ./mirror s3://{bucket}/providers/    # a `terraform providers mirror` directory\n\

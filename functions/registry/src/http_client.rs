@@ -88,18 +88,27 @@ impl HttpClient {
         Ok(HttpClient { client, timeout })
     }
 
-    /// GET `url`, following redirects; `api`: every hop must be HTTPS.
-    async fn response(&self, mut url: Url, api: bool) -> Result<Got<hyper::Response<Incoming>>, Failed> {
+    /// GET `url`, following redirects; `api`: every hop must be HTTPS. `authorization` goes
+    /// only to `url`'s own origin, never to where it redirects elsewhere (a registry's
+    /// token is not for its archive host, as the CLI never sends it there).
+    async fn response(
+        &self,
+        mut url: Url,
+        api: bool,
+        authorization: Option<&str>,
+    ) -> Result<Got<hyper::Response<Incoming>>, Failed> {
+        let origin = url.origin();
         for _ in 0..=MAX_REDIRECTS {
             match url.scheme() {
                 "https" => {}
                 "http" if !api => {}
                 _ => return Err(Failed::answer(format!("{} is not an HTTPS URL", shown(&url)))),
             }
-            let request = Request::get(url.as_str())
-                .header(header::USER_AGENT, USER_AGENT)
-                .body(Empty::new())
-                .map_err(|e| Failed::answer(format!("{}: {e}", shown(&url))))?;
+            let mut request = Request::get(url.as_str()).header(header::USER_AGENT, USER_AGENT);
+            if let Some(value) = authorization.filter(|_| url.origin() == origin) {
+                request = request.header(header::AUTHORIZATION, value);
+            }
+            let request = request.body(Empty::new()).map_err(|e| Failed::answer(format!("{}: {e}", shown(&url))))?;
             let response = tokio::time::timeout(self.timeout, self.client.request(request))
                 .await
                 .map_err(|_| Failed::down(format!("{}: no answer within {:?}", shown(&url), self.timeout)))?
@@ -145,7 +154,19 @@ impl HttpClient {
         api: bool,
         header: Option<&str>,
     ) -> Result<Got<(Bytes, Option<String>)>, Failed> {
-        let (url, response) = match self.response(url, api).await? {
+        self.get_authorized(url, limit, api, header, None).await
+    }
+
+    /// `get_with`, sending `authorization` (`Bearer TOKEN`) to `url`'s origin.
+    pub(crate) async fn get_authorized(
+        &self,
+        url: Url,
+        limit: usize,
+        api: bool,
+        header: Option<&str>,
+        authorization: Option<&str>,
+    ) -> Result<Got<(Bytes, Option<String>)>, Failed> {
+        let (url, response) = match self.response(url, api, authorization).await? {
             Got::Found(url, response) => (url, response),
             Got::NotFound => return Ok(Got::NotFound),
         };
@@ -172,7 +193,7 @@ impl HttpClient {
         url: Url,
         mut sink: impl FnMut(&[u8]) -> Result<(), Error>,
     ) -> Result<Got<u64>, Stopped> {
-        let (url, response) = match self.response(url, false).await.map_err(|f| Stopped::Upstream(f.why))? {
+        let (url, response) = match self.response(url, false, None).await.map_err(|f| Stopped::Upstream(f.why))? {
             Got::Found(url, response) => (url, response),
             Got::NotFound => return Ok(Got::NotFound),
         };

@@ -44,6 +44,7 @@ pub mod oci;
 pub mod percent;
 pub mod printed;
 pub mod publish_log;
+pub mod publishing;
 pub mod query;
 pub mod reader;
 mod retry;

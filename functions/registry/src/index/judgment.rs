@@ -91,9 +91,27 @@ const KEPT_LINES: usize = 20;
 const REFUSAL_LINES: usize = 50;
 
 /// A new version's verdict: its judgment, or why it is refused.
-pub(super) enum Verdict {
+#[derive(Debug)]
+pub enum Verdict {
+    /// Served, with its judgment (`None` under the policy `off`).
     Publish(Option<Judgment>),
+    /// Refused, with the rejection record's reason.
     Refuse(String),
+}
+
+/// `judge` for an archive not uploaded yet (`publishing`, before anything is written):
+/// `published` as the registry serves it, the earlier versions' docs in `fresh` (read from the
+/// archives it serves); a version whose docs are not there is not compared, as at publish.
+pub async fn judge_unpublished(
+    policy: &SemverPolicy,
+    module: &ModuleAddress,
+    version: &semver::Version,
+    docs: &mut ModuleDocs,
+    published: &[ModuleVersion],
+    fresh: &BTreeMap<String, ModuleDocs>,
+) -> Result<Verdict, Error> {
+    let nothing_else = crate::storage::MemoryStorage::default();
+    judge(&nothing_else, policy, module, version, docs, published, fresh).await
 }
 
 /// Judge `version` (its `docs`) of `module` against `published` (the entries accepted so far

@@ -59,7 +59,7 @@ mod spool;
 mod upstream_modules;
 
 pub use indexer::{Indexer, Limits, Outcome};
-pub use judgment::{Policy as SemverRule, SemverPolicy};
+pub use judgment::{Policy as SemverRule, SemverPolicy, Verdict, judge_unpublished};
 pub use rejections::Rejection;
 use rejections::{delete_record, reject_once};
 
