@@ -172,10 +172,12 @@ usage: $(TOKEN_CHECK)
 
 ## Publish a module version from its directory (docs/PUBLISHING.md): make publish DIR=path
 ## MODULE=NAMESPACE/NAME/SYSTEM [VERSION=1.2.0] (default: the version the tag at HEAD names). Packs the
-## tag's tree (or, outside git, the directory), checks it as the indexer will, uploads it only where
+## tag's tree (outside git: VERSION= and the directory as it is), checks it as the indexer will, uploads it only where
 ## nothing is, waits until it is served or rejected. The local registry (make dev), or a deployed one:
 ## DEPLOYED=DIR, or BUCKET=name with REGISTRY_URL=https://HOST; REGISTRY_TOKEN and AWS credentials from the environment.
-PUBLISH_URL = $(or $(REGISTRY_URL),$(if $(DEPLOYED),https://$$(cd $(DEPLOYED) && $(TERRAFORM) output -raw registry_hostname)))
+# The registry read: DEPLOYED's own hostname, else REGISTRY_URL with BUCKET only (a shell that sourced
+# local.env has REGISTRY_URL too, and publishes locally).
+PUBLISH_URL = $(if $(DEPLOYED),https://$$(cd $(DEPLOYED) && $(TERRAFORM) output -raw registry_hostname),$(if $(filter-out undefined,$(origin BUCKET)),$(REGISTRY_URL)))
 publish: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- publish --dir '$(DIR)' --module '$(MODULE)' \
 	  $(if $(VERSION),--version '$(VERSION)') $(if $(PUBLISH_URL),--registry "$(PUBLISH_URL)") $(TOKEN_TARGET)

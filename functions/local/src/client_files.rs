@@ -88,7 +88,7 @@ pub(crate) fn write_user_files(running: &Running, mirror_path: &str, copied: &[S
          # The MCP server for coding assistants (docs/MCP.md) and the local-dev token to send it\n\
          # (Authorization: Bearer $REGISTRY_TOKEN; trust {ca}):\n\
          export REGISTRY_MCP_URL={base}{mcp}\nexport REGISTRY_TOKEN={token}\n\
-         # The registry itself (`make publish` reads what it serves here, trusting {ca}):\n\
+         # The registry itself (`make publish` reads this file for it, trusting {ca}):\n\
          export REGISTRY_URL={base}\n",
         endpoint = running.s3_endpoint(),
         base = running.base_url(),

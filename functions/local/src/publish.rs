@@ -74,7 +74,8 @@ pub async fn publish_module(options: &ModulePublish, out: &mut dyn Write) -> Res
     };
     say(out, format!("{module} {version}: {}", source.describe(packed.files)));
     if !packed.left_out.is_empty() {
-        say(out, format!("left out: {}", packed.left_out.join(", ")));
+        let shown = registry::printed::one_line(&packed.left_out.join(", "), 2000);
+        say(out, format!("left out ({}): {shown}", packed.left_out.len()));
     }
     let checked = check::archive(&packed.bytes, "tar.gz", &bounds, max_bytes)
         .map_err(|why| err(format!("refused before upload (the indexer would reject it): {why}")))?;
@@ -115,7 +116,8 @@ pub async fn publish_module(options: &ModulePublish, out: &mut dyn Write) -> Res
             Err(e) => return Err(err(format!("upload {key}: {}", registry::error::chain(&e)))),
         };
     say(out, format!("uploaded {key}"));
-    wait_for_answer(&storage, &registry, module, &version, (&key, &etag), options.wait, out).await?;
+    let uploaded = (key.as_str(), etag.as_str(), checked.sha256.as_str());
+    wait_for_answer(&storage, &registry, module, &version, uploaded, (&bounds, max_bytes), options.wait, out).await?;
     let source_address = format!("{}/{}", registry.host(), module);
     say(out, format!("served: {module} {version}. Use it with:\n"));
     say(
@@ -214,29 +216,43 @@ async fn rejection(storage: &S3Storage, key: &str) -> Result<Option<registry::in
 
 /// Wait, bounded, until the registry serves `version` or the indexer rejects the upload
 /// (`key` with `etag`), one progress line meanwhile.
+#[allow(clippy::too_many_arguments)]
 async fn wait_for_answer(
     storage: &S3Storage,
     registry: &Registry,
     module: &ModuleAddress,
     version: &semver::Version,
-    (key, etag): (&str, &str),
+    (key, etag, sha256): (&str, &str, &str),
+    (bounds, max_bytes): (&registry::config::ArchiveBounds, u64),
     wait: Duration,
     out: &mut dyn Write,
 ) -> Result<(), LocalError> {
     let started = Instant::now();
+    let ours = |r: &registry::index::Rejection| {
+        // An overwrite refused is recorded under `overwrite:ETAG`.
+        let rejected = r.etag.strip_prefix("overwrite:").unwrap_or(&r.etag).trim_matches('"');
+        r.key == key && !etag.trim_matches('"').is_empty() && rejected == etag.trim_matches('"')
+    };
     loop {
         if registry.versions(module).await.map_err(|e| err(read_hint(&e)))?.contains(version) {
             let _ = writeln!(out);
+            // Listed is not enough: another upload of the version (another extension) may be
+            // what it serves.
+            let served = registry.archive(module, version, bounds, max_bytes).await.map_err(err)?;
+            if served.sha256 != sha256 {
+                return Err(err(format!(
+                    "{module} {version} is served, but from other bytes (SHA-256 {}) than this upload's ({sha256}): \
+                     another upload of it was published first",
+                    served.sha256
+                )));
+            }
             return Ok(());
         }
-        if let Some(r) = rejection(storage, key)
-            .await?
-            .filter(|r| r.key == key && r.etag.trim_matches('"') == etag.trim_matches('"'))
-        {
+        if let Some(r) = rejection(storage, key).await?.filter(ours) {
             let _ = writeln!(out);
             return Err(err(format!(
                 "rejected by the indexer: {}\n(The upload stays at {key}; delete it to try this version again.)",
-                r.reason
+                registry::printed::kept_lines(&r.reason, 16 << 10)
             )));
         }
         if started.elapsed() >= wait {
@@ -283,13 +299,13 @@ impl Source {
         match given {
             Some(version) => {
                 let named: Vec<_> = tags(&["tag", "--list"])?.into_iter().filter(|(_, v)| v == version).collect();
+                // Never a work tree as it is: what .gitignore keeps out of git (tfvars, state,
+                // .env) is in it, and the version would name no commit.
                 match named.first() {
                     Some((tag, _)) => Source::tagged(dir, version.clone(), tag),
-                    None => Ok(Source {
-                        version: version.clone(),
-                        tag: None,
-                        note: format!("the directory as it is, uncommitted changes too (no tag names {version})"),
-                    }),
+                    None => Err(err(format!(
+                        "no tag names {version} in this git repository: tag the commit to publish it (git tag v{version})"
+                    ))),
                 }
             }
             None => {
@@ -349,24 +365,27 @@ fn git_archive(
     let prefix = git(dir, &["rev-parse", "--show-prefix"])?;
     // From the top: run in a subdirectory, git archive would take only that part of the tree.
     let top = PathBuf::from(git(dir, &["rev-parse", "--show-toplevel"])?.trim_end_matches('\n'));
-    let tree = match prefix.trim() {
+    let tree = match prefix.trim_end_matches('\n') {
         "" => format!("refs/tags/{tag}"),
         sub => format!("refs/tags/{tag}:{sub}"),
     };
+    // The same bytes whoever packs: no line-ending conversion, one umask (0644 and 0755).
     let mut child = Command::new("git")
         .arg("-C")
         .arg(&top)
+        .args(["-c", "core.autocrlf=false", "-c", "tar.umask=0022"])
         .args(["archive", "--format=tar", "--prefix=module/", &tree])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        // Its messages straight to the terminal: a pipe nobody reads meanwhile could block it.
+        .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| err(format!("git archive: {e}")))?;
     let stdout = child.stdout.take().ok_or_else(|| err("git archive: no output"))?;
     let packed = pack::git_archive(stdout, bounds, max_bytes);
     let output = child.wait_with_output().map_err(|e| err(format!("git archive: {e}")))?;
-    if !output.status.success() {
-        return Err(err(format!("git archive {tree}: {}", String::from_utf8_lossy(&output.stderr).trim())));
+    if !output.status.success() && packed.is_ok() {
+        return Err(err(format!("git archive {tree} failed ({})", output.status)));
     }
     packed.map_err(err)
 }

@@ -3,9 +3,11 @@
 //! configuration): a line a pattern, `#` a comment, `!` includes again what an earlier line
 //! left out, a trailing `/` matches only directories, a pattern with a `/` elsewhere is
 //! anchored to the module's root (a leading `/` too), one without matches a name at any depth,
-//! `*` and `?` match within one path segment, `**` any number of segments. The last matching
-//! line decides; a directory left out takes everything in it (nothing inside can be included
-//! again, as with git). `.git/` and `.terraform/` are always left out.
+//! `*` and `?` match within one path segment, `**` any number of segments (a trailing `/**`
+//! at least one: what is inside, not the directory). No `[...]` classes; trailing spaces are
+//! dropped. The last matching line decides; a directory left out takes everything in it
+//! (nothing inside can be included again, as with git). `.git` (a directory, or a linked work
+//! tree's file) and `.terraform/` are left out at any depth, as Terraform leaves them out.
 //!
 //! Bounded: at most `MAX_RULES` lines of `MAX_FILE_BYTES`, and matching is linear in the
 //! segments times the pattern's (no backtracking that grows with input).
@@ -70,8 +72,10 @@ impl Ignore {
     /// out; its parent directories were not (the walk does not enter one that is).
     pub fn leaves_out(&self, path: &str, is_directory: bool) -> bool {
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        if segments.len() == 1 && is_directory && ALWAYS_LEFT_OUT.contains(&segments[0]) {
-            return true;
+        match segments.last() {
+            Some(&".git") => return true,
+            Some(name) if is_directory && ALWAYS_LEFT_OUT.contains(name) => return true,
+            _ => {}
         }
         let mut left_out = false;
         for rule in &self.rules {
@@ -121,13 +125,20 @@ fn matches_path(pattern: &[String], path: &[&str]) -> bool {
     // reachable[j]: the pattern so far matches the first j path segments.
     let mut reachable = vec![false; path.len() + 1];
     reachable[0] = true;
-    for segment in pattern {
+    for (at, segment) in pattern.iter().enumerate() {
         let mut next = vec![false; path.len() + 1];
+        // `dir/**` is what `dir` holds: at least one segment when last (and not alone).
+        let at_least_one = at + 1 == pattern.len() && at > 0;
         if segment == "**" {
             let mut any = false;
             for j in 0..=path.len() {
-                any |= reachable[j];
-                next[j] = any;
+                if at_least_one {
+                    next[j] = any;
+                    any |= reachable[j];
+                } else {
+                    any |= reachable[j];
+                    next[j] = any;
+                }
             }
         } else {
             for j in 0..path.len() {
@@ -185,6 +196,11 @@ mod tests {
         assert!(out("examples/*.md\n", "examples/x.md", false));
         assert!(!out("examples/*.md\n", "a/examples/x.md", false));
         assert!(out("**/fixtures/**\n", "a/b/fixtures/c/d.tf", false));
+        // `dir/**` is what it holds, not `dir`: a file inside can be included again.
+        assert!(!out("build/**\n", "build", true));
+        assert!(out("build/**\n", "build/x", true));
+        assert!(!out("build/**\n!build/keep.tf\n", "build/keep.tf", false));
+        assert!(out("**\n", "anything", false));
         assert!(out("test/**/*.json\n", "test/x.json", false));
     }
 
@@ -200,10 +216,12 @@ mod tests {
     }
 
     #[test]
-    fn git_and_the_working_directory_are_always_left_out_at_the_root() {
+    fn git_and_the_working_directory_are_always_left_out_at_any_depth() {
         assert!(out("", ".git", true));
         assert!(out("", ".terraform", true));
         assert!(!out("", ".terraform.lock.hcl", false));
+        assert!(out("", "examples/x/.terraform", true));
+        assert!(out("", "sub/.git", false), "a linked work tree's .git file");
         assert!(!out("", "modules/.gitkeep", false));
     }
 

@@ -1,8 +1,8 @@
 //! A module's archive packed from its source, deterministically: the same tree gives the same
 //! bytes (and so the same SHA-256 the registry pins), whoever packs it and whenever. Entries
-//! sorted by name, every timestamp, owner and group 0, a file's mode 0644 (0755 when anyone
-//! may execute it), a directory's 0755, gzip at one fixed level with no name or time in its
-//! header. From a directory (`directory`, what `.terraformignore` leaves out left out), or
+//! sorted by name, every timestamp, owner and group 0, gzip at one fixed level with no name or
+//! time in its header; a file's mode 0644 (0755 when anyone may execute it), a directory's 0755
+//! (from a tag, as git archive gives them with `tar.umask=0022`). From a directory (`directory`, what `.terraformignore` leaves out left out), or
 //! from `git archive` of a tag (`git_archive`: git's `export-ignore` already applied, made the
 //! same way as a git host's archive is for an upstream copy, `archive::strip_top_directory`).
 
@@ -49,10 +49,12 @@ pub fn directory(root: &Path, bounds: &Bounds, max_bytes: u64) -> Result<Packed,
 /// The output of `git archive --format=tar --prefix=DIR/ TAG` as the `.tar.gz` to publish: the
 /// module at its root, rebuilt deterministically, within `bounds`.
 pub fn git_archive<R: Read>(mut tar: R, bounds: &Bounds, max_bytes: u64) -> Result<Packed, String> {
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Held in memory on its way: at most twice what may be published.
+    let held = Limit::new(Vec::new(), max_bytes.saturating_mul(2));
+    let mut gzip = flate2::write::GzEncoder::new(held, flate2::Compression::fast());
     let read = |e: std::io::Error| format!("reading git archive's output: {e}");
-    std::io::copy(&mut (&mut tar).take(bounds.unpacked_bytes.saturating_add(1 << 30)), &mut gzip).map_err(read)?;
-    let gzipped = gzip.finish().map_err(read)?;
+    std::io::copy(&mut (&mut tar).take(bounds.unpacked_bytes.saturating_add(64 << 20)), &mut gzip).map_err(read)?;
+    let gzipped = gzip.finish().map_err(read)?.into_inner();
     let bytes =
         archive::strip_top_directory(gzipped.as_slice(), Limit::new(Vec::new(), max_bytes), bounds)?.into_inner();
     let files = count_files(&bytes)?;

@@ -76,7 +76,9 @@ impl Registry {
         limit: usize,
         header: Option<&str>,
     ) -> Result<Option<(Url, Vec<u8>, Option<String>)>, String> {
-        let got = self.client.get_authorized(url, limit, true, header, self.authorization.as_deref()).await;
+        // The token is the registry's: not for another host its discovery document names.
+        let authorization = self.authorization.as_deref().filter(|_| url.origin() == self.base.origin());
+        let got = self.client.get_authorized(url, limit, true, header, authorization).await;
         match got.map_err(|f| f.why)? {
             Got::Found(url, (body, value)) => Ok(Some((url, body.to_vec(), value))),
             Got::NotFound => Ok(None),
