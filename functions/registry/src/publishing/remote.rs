@@ -16,37 +16,21 @@ use crate::http_client::{Got, HttpClient, shown};
 
 /// Longest discovery or download answer read.
 const SMALL_ANSWER_BYTES: usize = 64 << 10;
-/// Longest versions answer read (as the modules pull-through reads an upstream's).
-const VERSIONS_MAX_BYTES: usize = 4 << 20;
-/// The most versions read of one module.
-const MAX_VERSIONS: usize = crate::upstream::modules::MAX_VERSIONS;
+use crate::upstream::modules::{MAX_VERSIONS, VERSIONS_MAX_BYTES, VersionEntry, VersionsBody};
 
 /// A registry reached over HTTPS with a token (or none).
 pub struct Registry {
     client: HttpClient,
     base: Url,
     authorization: Option<String>,
+    /// `modules.v1`, read once: the wait asks for the versions every second.
+    modules: std::sync::OnceLock<Url>,
 }
 
 #[derive(Deserialize)]
 struct Discovery {
     #[serde(rename = "modules.v1")]
     modules: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct VersionsBody {
-    modules: Vec<VersionsModule>,
-}
-
-#[derive(Deserialize)]
-struct VersionsModule {
-    versions: Vec<VersionEntry>,
-}
-
-#[derive(Deserialize)]
-struct VersionEntry {
-    version: String,
 }
 
 impl Registry {
@@ -58,7 +42,8 @@ impl Registry {
             return Err(Error::internal(format!("the registry URL {} is not HTTPS", shown(&base))));
         }
         let client = HttpClient::new(ca_file, "the registry's CA file", timeout)?;
-        Ok(Registry { client, base, authorization: token.map(|t| format!("Bearer {t}")) })
+        let authorization = token.map(|t| format!("Bearer {t}"));
+        Ok(Registry { client, base, authorization, modules: std::sync::OnceLock::new() })
     }
 
     /// The host a `module` block's `source` names (with its port, if it has one).
@@ -87,6 +72,9 @@ impl Registry {
 
     /// `modules.v1` of the registry's service discovery, as a URL.
     async fn modules_base(&self) -> Result<Url, String> {
+        if let Some(known) = self.modules.get() {
+            return Ok(known.clone());
+        }
         let url = self.base.join("/.well-known/terraform.json").map_err(|e| e.to_string())?;
         let Some((url, body, _)) = self.get(url, SMALL_ANSWER_BYTES, None).await? else {
             return Err(format!("{} has no service discovery document: not a registry", shown(&self.base)));
@@ -94,7 +82,8 @@ impl Registry {
         let discovery: Discovery =
             serde_json::from_slice(&body).map_err(|e| format!("{}: not a discovery document: {e}", shown(&url)))?;
         let modules = discovery.modules.ok_or_else(|| format!("{} serves no modules.v1", shown(&self.base)))?;
-        url.join(&modules).map_err(|e| format!("{}: modules.v1 {modules:?}: {e}", shown(&url)))
+        let base = url.join(&modules).map_err(|e| format!("{}: modules.v1 {modules:?}: {e}", shown(&url)))?;
+        Ok(self.modules.get_or_init(|| base).clone())
     }
 
     async fn module_url(&self, module: &ModuleAddress, rest: &str) -> Result<Url, String> {

@@ -22,8 +22,8 @@ use crate::http_client::Got;
 /// Most versions an upstream module may list (the public registry's largest list a few
 /// hundred): a longer list is refused, not kept.
 pub const MAX_VERSIONS: usize = 10_000;
-/// Longest versions answer read.
-const VERSIONS_MAX_BYTES: usize = 4 << 20;
+/// Longest versions answer read (of an upstream, and by `make publish` of this registry).
+pub(crate) const VERSIONS_MAX_BYTES: usize = 4 << 20;
 
 /// The allowed upstream module registries and the client that reaches them (one per container).
 pub struct ModuleUpstream {
@@ -82,19 +82,20 @@ pub enum Fetched {
     LargerThan(u64),
 }
 
+/// A `modules.v1` versions answer, as far as it is read.
 #[derive(Deserialize)]
-struct VersionsBody {
-    modules: Vec<VersionsModule>,
+pub(crate) struct VersionsBody {
+    pub(crate) modules: Vec<VersionsModule>,
 }
 
 #[derive(Deserialize)]
-struct VersionsModule {
-    versions: Vec<VersionEntry>,
+pub(crate) struct VersionsModule {
+    pub(crate) versions: Vec<VersionEntry>,
 }
 
 #[derive(Deserialize)]
-struct VersionEntry {
-    version: String,
+pub(crate) struct VersionEntry {
+    pub(crate) version: String,
 }
 
 #[derive(Deserialize, Default)]
