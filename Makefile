@@ -27,7 +27,7 @@ REGION_VAR = $(if $(DEPLOY_REGION),-var region=$(DEPLOY_REGION),)
 S3_FLAG := $(if $(S3_LISTEN),--s3-listen $(S3_LISTEN),)
 UPSTREAM_FLAGS := $(if $(UPSTREAM),--upstream $(UPSTREAM),) $(if $(UPSTREAM_CA),--upstream-ca $(UPSTREAM_CA),)
 
-.PHONY: help publish proof browser-deps bench-micro fuzz not-local bundle bundle-import usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
+.PHONY: help publish publish-provider proof browser-deps bench-micro fuzz not-local bundle bundle-import usage token-create token-list token-revoke dev test unit e2e reindex audit bench bench-index lint fmt clean setup build infra-check deploy-check deploy destroy lambda-test
 
 ## What each target does (this list): the `##` comment above each target.
 help:
@@ -181,6 +181,14 @@ PUBLISH_URL = $(if $(DEPLOYED),https://$$(cd $(DEPLOYED) && $(TERRAFORM) output 
 publish: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- publish --dir '$(DIR)' --module '$(MODULE)' \
 	  $(if $(VERSION),--version '$(VERSION)') $(if $(PUBLISH_URL),--registry "$(PUBLISH_URL)") $(TOKEN_TARGET)
+
+## Publish a provider release from goreleaser's dist/ (docs/PUBLISHING.md): make publish-provider
+## DIST=dist NAMESPACE=acme [VERSION=1.0.0] (default: the one release in DIST). Checks the zips, SHA256SUMS,
+## the manifest and the signature against the namespace's keys as the indexer will, uploads only where nothing
+## is, the signature last, waits until providers.v1 serves it or the indexer rejects it. Targets as for publish.
+publish-provider: $(TOKEN_CHECK)
+	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- publish-provider --dist '$(DIST)' \
+	  --namespace '$(NAMESPACE)' $(if $(VERSION),--version '$(VERSION)') $(if $(PUBLISH_URL),--registry "$(PUBLISH_URL)") $(TOKEN_TARGET)
 
 ## The air-gap bundle (docs/UPSTREAM-MODULES.md): copy the public registry modules a
 ## configuration uses (MODULES_JSON=path/.terraform/modules/modules.json, or LIST=file of

@@ -334,6 +334,10 @@ locals {
   # Everything a publisher writes: its archives. Never signing-keys/: whoever holds a CI
   # credential could otherwise install a key of their own and sign anything (key_admins below).
   publisher_objects = local.publisher_archives
+  # What a publisher reads besides: its providers' namespaces' public signing keys.
+  publisher_signing_keys = {
+    for team, p in var.publishers : team => [for hn in p.providers : "signing-keys/${hn}/*"]
+  }
   # The public signing keys each key admin may upload: signing-keys/HOSTNAME/NAMESPACE/.
   key_admin_objects = {
     for team, k in var.key_admins : team => [for hn in k.providers : "signing-keys/${hn}/*"]
@@ -361,6 +365,17 @@ data "aws_iam_policy_document" "publisher" {
     resources = [for o in local.publisher_archives[each.key] : "${local.bucket_arn}/rejections/${o}"]
   }
 
+  # The public keys its providers' releases must verify with, read (never written) so that
+  # make publish-provider checks the signature before anything is uploaded.
+  dynamic "statement" {
+    for_each = length(local.publisher_signing_keys[each.key]) > 0 ? [1] : []
+    content {
+      sid       = "ReadSigningKeys"
+      actions   = ["s3:GetObject"]
+      resources = [for o in local.publisher_signing_keys[each.key] : "${local.bucket_arn}/${o}"]
+    }
+  }
+
   statement {
     sid       = "ListOwnPrefixes"
     actions   = ["s3:ListBucket"]
@@ -368,7 +383,8 @@ data "aws_iam_policy_document" "publisher" {
     condition {
       test     = "StringLike"
       variable = "s3:prefix"
-      values   = concat(local.publisher_objects[each.key], [for o in local.publisher_archives[each.key] : "rejections/${o}"])
+      values = concat(local.publisher_objects[each.key], [for o in local.publisher_archives[each.key] : "rejections/${o}"],
+      local.publisher_signing_keys[each.key])
     }
   }
 

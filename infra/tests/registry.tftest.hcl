@@ -268,6 +268,14 @@ run "publisher_policies_stay_in_their_namespaces" {
     condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if s.sid == "ReadRejections"])) == toset([for o in ["modules/acme/*", "modules/acme-net/*", "providers/registry.example.com/acme/*"] : "arn:aws:s3:::tf-registry-123456789012-eu-west-1/rejections/${o}"])
     error_message = "publishers read why their own uploads were rejected"
   }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["acme"].statement : s.resources if s.sid == "ReadSigningKeys"])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/signing-keys/registry.example.com/acme/*"])
+    error_message = "publishers read (never write) their providers' namespaces' public keys"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher["platform"].statement : s.resources if s.sid == "ReadSigningKeys"])) == toset(["arn:aws:s3:::tf-registry-123456789012-eu-west-1/signing-keys/registry.terraform.io/*/*"])
+    error_message = "a mirror-sync publisher reads its origin host's keys only"
+  }
 }
 
 run "key_admins_write_only_their_namespaces_keys" {
@@ -287,8 +295,8 @@ run "key_admins_write_only_their_namespaces_keys" {
     error_message = "a key admin writes its namespaces' signing keys and nothing else"
   }
   assert {
-    condition     = !anytrue([for s in data.aws_iam_policy_document.publisher["ci"].statement : anytrue([for r in s.resources : strcontains(r, "signing-keys/")])])
-    error_message = "the publisher of the same namespace may not touch its signing keys"
+    condition     = !anytrue([for s in data.aws_iam_policy_document.publisher["ci"].statement : anytrue([for r in s.resources : strcontains(r, "signing-keys/")]) if length(setsubtract(s.actions, ["s3:GetObject", "s3:ListBucket"])) > 0])
+    error_message = "the publisher of the same namespace may only read its signing keys, never write them"
   }
 }
 

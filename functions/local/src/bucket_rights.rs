@@ -112,14 +112,16 @@ impl Principal {
         self.prefixes().is_none_or(|prefixes| prefixes.iter().any(|p| key.starts_with(p)))
     }
 
-    /// Its own prefixes, and for the publisher the rejection records of its uploads (the
-    /// `ReadOwnUploads` and `ReadRejections` statements of its policy).
+    /// Its own prefixes, and for the publisher the rejection records of its uploads and the
+    /// public signing keys its releases verify with (the `ReadOwnUploads`, `ReadRejections`
+    /// and `ReadSigningKeys` statements of its policy).
     fn may_read(self, key: &str) -> bool {
         let rejection_of_own = || {
             self == Principal::Publisher
                 && key.strip_prefix(layout::REJECTIONS_PREFIX).is_some_and(|upload| self.may_write(upload))
         };
-        self.may_write(key) || rejection_of_own()
+        let signing_key = || self == Principal::Publisher && key.starts_with(layout::SIGNING_KEYS_PREFIX);
+        self.may_write(key) || rejection_of_own() || signing_key()
     }
 
     /// A listing under `prefix`: only where it may read (`s3:prefix` in its policy).
@@ -479,7 +481,8 @@ mod tests {
     fn rights_follow_the_policies() {
         use Principal::*;
         assert!(Publisher.may_write("modules/acme/vpc/aws/1.0.0.tar.gz"));
-        assert!(!Publisher.may_write("signing-keys/h/acme/k.asc"));
+        assert!(!Publisher.may_write("signing-keys/h/acme/k.asc") && Publisher.may_read("signing-keys/h/acme/k.asc"));
+        assert!(Publisher.may_list(Some("signing-keys/h/acme/")));
         assert!(!Publisher.may_write("indexed/modules/acme/vpc/aws/manifest.json"));
         assert!(Publisher.may_read("rejections/modules/acme/vpc/aws/1.0.0.tar.gz.json"));
         assert!(!Publisher.may_read("rejections/other/x.json"));

@@ -26,6 +26,7 @@ pub mod latency;
 mod object_files;
 mod object_listing;
 pub mod publish;
+pub mod publish_provider;
 pub mod server;
 pub mod tls;
 pub mod tokens;

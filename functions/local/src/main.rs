@@ -85,6 +85,30 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Publish a provider release from goreleaser's dist/ (`make publish-provider`): its zips,
+    /// SHA256SUMS, signature and manifest checked as the indexer would check them (the
+    /// signature against the namespace's keys), uploaded only where nothing is, the signature
+    /// last, then followed until providers.v1 serves every platform or the indexer rejects it.
+    PublishProvider {
+        /// goreleaser's output directory.
+        #[arg(long, value_name = "DIR")]
+        dist: PathBuf,
+        /// The provider's namespace (its type is in the files' names).
+        #[arg(long, value_name = "NAMESPACE")]
+        namespace: String,
+        /// Which release, when the directory holds several.
+        #[arg(long, value_name = "VERSION")]
+        version: Option<String>,
+        /// A deployed registry's URL (https://registry.example.com), read with REGISTRY_TOKEN;
+        /// with --bucket.
+        #[arg(long, value_name = "URL", requires = "bucket")]
+        registry: Option<String>,
+        /// Seconds to wait for the indexer's answer.
+        #[arg(long, value_name = "N", default_value_t = 120)]
+        wait_seconds: u64,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Put an air-gap bundle into a bucket (`make bundle-import`), only once every file under
     /// its `upstream-modules/` is what `SHA256SUMS` lists, every pin names an archive of its SHA-256 in the bundle,
     /// every archive passes the published-archive checks, and no pin the bucket holds differs:
@@ -232,6 +256,9 @@ async fn main() -> ExitCode {
         Some(Command::Publish { dir, module, version, registry, wait_seconds, target }) => {
             run_publish(dir, &module, version.as_deref(), registry, wait_seconds, target).await
         }
+        Some(Command::PublishProvider { dist, namespace, version, registry, wait_seconds, target }) => {
+            run_publish_provider(dist, namespace, version.as_deref(), registry, wait_seconds, target).await
+        }
         Some(Command::Bundle { modules_json, list, out, target }) => match out {
             Some(out) => run_bundle(&modules_json, &list, BundleTarget::Dir(out)).await,
             None => match target.target() {
@@ -257,26 +284,51 @@ async fn run_publish(
     wait_seconds: u64,
     target: Target,
 ) -> Result<(), String> {
-    use registry_local::publish::{ModulePublish, PublishTarget, publish_module};
+    use registry_local::publish::{ModulePublish, publish_module};
     let parts: Vec<&str> = module.split('/').collect();
     let [namespace, name, system] = parts[..] else {
         return Err(format!("MODULE={module:?} is not NAMESPACE/NAME/SYSTEM"));
     };
     let module = registry::address::ModuleAddress::parse(namespace, name, system).map_err(|e| e.to_string())?;
-    let version = version
-        .map(|v| registry::address::parse_version(v.strip_prefix('v').unwrap_or(v)).map_err(|e| e.to_string()))
-        .transpose()?;
-    let target = match (target.target()?, registry) {
-        (TokenTarget::DataDir(dir), None) => PublishTarget::Local(dir),
-        (TokenTarget::Bucket(bucket), Some(registry)) => PublishTarget::Deployed { bucket, registry },
-        (TokenTarget::Bucket(_), None) => {
-            return Err("--bucket needs --registry URL (REGISTRY_URL=): what the registry serves is read there".into());
-        }
-        (TokenTarget::DataDir(_), Some(_)) => return Err("--registry goes with --bucket".into()),
-    };
+    let version = publish_version(version)?;
+    let target = publish_target(target, registry)?;
     let wait = std::time::Duration::from_secs(wait_seconds);
     let options = ModulePublish { dir, module, version, target, wait, settings: Vec::new() };
     publish_module(&options, &mut std::io::stdout()).await.map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn publish_version(version: Option<&str>) -> Result<Option<semver::Version>, String> {
+    version
+        .map(|v| registry::address::parse_version(v.strip_prefix('v').unwrap_or(v)).map_err(|e| e.to_string()))
+        .transpose()
+}
+
+fn publish_target(target: Target, registry: Option<String>) -> Result<registry_local::publish::PublishTarget, String> {
+    use registry_local::publish::PublishTarget;
+    match (target.target()?, registry) {
+        (TokenTarget::DataDir(dir), None) => Ok(PublishTarget::Local(dir)),
+        (TokenTarget::Bucket(bucket), Some(registry)) => Ok(PublishTarget::Deployed { bucket, registry }),
+        (TokenTarget::Bucket(_), None) => {
+            Err("--bucket needs --registry URL (REGISTRY_URL=): what the registry serves is read there".into())
+        }
+        (TokenTarget::DataDir(_), Some(_)) => Err("--registry goes with --bucket".into()),
+    }
+}
+
+async fn run_publish_provider(
+    dist: PathBuf,
+    namespace: String,
+    version: Option<&str>,
+    registry: Option<String>,
+    wait_seconds: u64,
+    target: Target,
+) -> Result<(), String> {
+    use registry_local::publish_provider::{ProviderPublish, publish_provider};
+    let version = publish_version(version)?;
+    let target = publish_target(target, registry)?;
+    let wait = std::time::Duration::from_secs(wait_seconds);
+    let options = ProviderPublish { dist, namespace, version, target, wait, settings: Vec::new() };
+    publish_provider(&options, &mut std::io::stdout()).await.map(|_| ()).map_err(|e| e.to_string())
 }
 
 async fn run_bundle_import(

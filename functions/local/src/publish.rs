@@ -49,17 +49,13 @@ pub struct Published {
     pub key: String,
 }
 
-fn err(message: impl Into<String>) -> LocalError {
+pub(crate) fn err(message: impl Into<String>) -> LocalError {
     LocalError(message.into())
 }
 
 /// Publish, printing each step to `out`; an error says why nothing (or what) was written.
 pub async fn publish_module(options: &ModulePublish, out: &mut dyn Write) -> Result<Published, LocalError> {
-    let config = registry::config::Config::from_lookup(|k| match k {
-        "REGISTRY_BUCKET" => Some("publish".into()),
-        k => options.settings.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).or_else(|| std::env::var(k).ok()),
-    })
-    .map_err(|e| err(e.to_string()))?;
+    let config = registry_config(&options.settings)?;
     let (bounds, max_bytes) = (config.archive_bounds(), config.limits.module_archive_bytes);
     let (storage, registry) = connect(&options.target).await?;
     let module = &options.module;
@@ -127,8 +123,17 @@ pub async fn publish_module(options: &ModulePublish, out: &mut dyn Write) -> Res
     Ok(Published { version, sha256: checked.sha256, key })
 }
 
+/// The registry's settings as the checks must apply them: `settings`, then the environment.
+pub(crate) fn registry_config(settings: &[(String, String)]) -> Result<registry::config::Config, LocalError> {
+    registry::config::Config::from_lookup(|k| match k {
+        "REGISTRY_BUCKET" => Some("publish".into()),
+        k => settings.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).or_else(|| std::env::var(k).ok()),
+    })
+    .map_err(|e| err(e.to_string()))
+}
+
 /// A refusal for a read the registry answered 401 or 403: which token to give.
-fn read_hint(why: &str) -> String {
+pub(crate) fn read_hint(why: &str) -> String {
     if why.contains(" 401") || why.contains(" 403") {
         format!("{why}: the registry refused the token (REGISTRY_TOKEN must be one that may read the namespace)")
     } else {
@@ -137,7 +142,7 @@ fn read_hint(why: &str) -> String {
 }
 
 /// The bucket and the registry of `target`.
-async fn connect(target: &PublishTarget) -> Result<(S3Storage, Registry), LocalError> {
+pub(crate) async fn connect(target: &PublishTarget) -> Result<(S3Storage, Registry), LocalError> {
     let timeout = Duration::from_secs(30);
     match target {
         PublishTarget::Local(data_dir) => {
@@ -205,7 +210,10 @@ async fn refuse_an_earlier_upload(
     )))
 }
 
-async fn rejection(storage: &S3Storage, key: &str) -> Result<Option<registry::index::Rejection>, LocalError> {
+pub(crate) async fn rejection(
+    storage: &S3Storage,
+    key: &str,
+) -> Result<Option<registry::index::Rejection>, LocalError> {
     let record_key = registry::layout::rejection(key);
     let found = storage
         .get(&record_key)

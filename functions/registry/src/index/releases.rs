@@ -21,9 +21,9 @@ use crate::signing;
 use crate::storage::{ObjectInfo, Storage};
 
 /// Longest `_manifest.json` read.
-const RELEASE_MANIFEST_MAX_BYTES: usize = 64 << 10;
+pub const RELEASE_MANIFEST_MAX_BYTES: usize = 64 << 10;
 /// Most key files a namespace may have; more is a mistake, not a rotation.
-const KEY_FILES_MAX: usize = 32;
+pub const KEY_FILES_MAX: usize = 32;
 
 /// A release's files besides its zips, as listed.
 #[derive(Debug, Clone, Default)]
@@ -158,10 +158,9 @@ async fn verify_release<S: Storage>(
     let namespace = namespace_keys(indexer, provider).await?;
     let (keys, key_problems) = (&namespace.keys, &namespace.problems);
     let now = u64::try_from(crate::clock::now_unix()).unwrap_or(0);
-    let key = match signing::verify(keys, &sums_bytes, &sig_bytes, now) {
+    let key = match signing::verify_with(keys, key_problems, &sums_bytes, &sig_bytes, now) {
         Ok(key) => key,
-        Err(why) if key_problems.is_empty() => return Ok(Err(why)),
-        Err(why) => return Ok(Err(format!("{why}; key files not used: {}", key_problems.join("; ")))),
+        Err(why) => return Ok(Err(why)),
     };
     let sums = match signing::parse_shasums(&sums_bytes) {
         Ok(sums) => sums,
@@ -225,21 +224,25 @@ async fn release_protocols<S: Storage>(
         Ok(bytes) => bytes,
         Err(why) => return Ok(Err(why)),
     };
+    Ok(manifest_protocols(name, &bytes, sums))
+}
+
+/// The protocol versions a release's `_manifest.json` (`name`, `bytes`) claims, once its bytes
+/// are the ones `SHA256SUMS` (`sums`) lists; or why not. `make publish-provider` checks with it
+/// too, before it uploads.
+pub fn manifest_protocols(name: &str, bytes: &[u8], sums: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
     use sha2::Digest;
-    let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+    let sha256 = hex::encode(sha2::Sha256::digest(bytes));
     match sums.get(name) {
-        None => return Ok(Err(format!("{name} is not listed in SHA256SUMS, so its protocols are not signed"))),
+        None => return Err(format!("{name} is not listed in SHA256SUMS, so its protocols are not signed")),
         Some(listed) if *listed != sha256 => {
-            return Ok(Err(format!("{name} has SHA-256 {sha256}, SHA256SUMS lists {listed}")));
+            return Err(format!("{name} has SHA-256 {sha256}, SHA256SUMS lists {listed}"));
         }
         Some(_) => {}
     }
-    let parsed: serde_json::Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => return Ok(Err(format!("{name} is not JSON: {e}"))),
-    };
+    let parsed: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("{name} is not JSON: {e}"))?;
     let Some(list) = parsed.pointer("/metadata/protocol_versions").and_then(|v| v.as_array()) else {
-        return Ok(Err(format!("{name} has no metadata.protocol_versions list")));
+        return Err(format!("{name} has no metadata.protocol_versions list"));
     };
     let valid = |p: &str| {
         p.split_once('.').is_some_and(|(a, b)| {
@@ -250,10 +253,10 @@ async fn release_protocols<S: Storage>(
     for p in list {
         match p.as_str().filter(|p| valid(p)) {
             Some(p) => protocols.push(p.to_string()),
-            None => return Ok(Err(format!("{name}: protocol version {p} is not MAJOR.MINOR"))),
+            None => return Err(format!("{name}: protocol version {p} is not MAJOR.MINOR")),
         }
     }
-    Ok(Ok(protocols))
+    Ok(protocols)
 }
 
 /// The namespace's public keys, and the key files that could not be used (with why); read

@@ -2,12 +2,14 @@
 //! (`pack.rs`, with what `.terraformignore` leaves out: `ignore.rs`), the version a git tag
 //! names, and the checks the indexer would make, run before anything is uploaded
 //! (`check.rs`: the archive checks, the docs, the SemVer judgment), against what the registry
-//! serves, read through it as the CLI reads it (`remote.rs`). The upload itself, and waiting
-//! for the indexer's answer, are the command's (`registry-local publish`).
+//! serves, read through it as the CLI reads it (`remote.rs`). A provider release is a
+//! goreleaser `dist/` checked the same way (`release.rs`: `make publish-provider`). The upload
+//! itself, and waiting for the indexer's answer, are the command's (`registry-local publish`).
 
 pub mod check;
 pub mod ignore;
 pub mod pack;
+pub mod release;
 #[cfg(feature = "aws")]
 pub mod remote;
 

@@ -23,14 +23,16 @@ pub struct Registry {
     client: HttpClient,
     base: Url,
     authorization: Option<String>,
-    /// `modules.v1`, read once: the wait asks for the versions every second.
-    modules: std::sync::OnceLock<Url>,
+    /// Service discovery, read once: the wait asks for the versions every second.
+    discovery: tokio::sync::OnceCell<(Url, Discovery)>,
 }
 
 #[derive(Deserialize)]
 struct Discovery {
     #[serde(rename = "modules.v1")]
     modules: Option<String>,
+    #[serde(rename = "providers.v1")]
+    providers: Option<String>,
 }
 
 impl Registry {
@@ -43,7 +45,7 @@ impl Registry {
         }
         let client = HttpClient::new(ca_file, "the registry's CA file", timeout)?;
         let authorization = token.map(|t| format!("Bearer {t}"));
-        Ok(Registry { client, base, authorization, modules: std::sync::OnceLock::new() })
+        Ok(Registry { client, base, authorization, discovery: tokio::sync::OnceCell::new() })
     }
 
     /// The host a `module` block's `source` names (with its port, if it has one).
@@ -55,7 +57,7 @@ impl Registry {
         }
     }
 
-    async fn get(
+    pub(super) async fn get(
         &self,
         url: Url,
         limit: usize,
@@ -70,24 +72,30 @@ impl Registry {
         }
     }
 
-    /// `modules.v1` of the registry's service discovery, as a URL.
-    async fn modules_base(&self) -> Result<Url, String> {
-        if let Some(known) = self.modules.get() {
-            return Ok(known.clone());
-        }
-        let url = self.base.join("/.well-known/terraform.json").map_err(|e| e.to_string())?;
-        let Some((url, body, _)) = self.get(url, SMALL_ANSWER_BYTES, None).await? else {
-            return Err(format!("{} has no service discovery document: not a registry", shown(&self.base)));
+    /// A service of the registry's discovery document (`modules.v1`, `providers.v1`), as a URL.
+    async fn service(&self, name: &str) -> Result<Url, String> {
+        let (url, discovery) = self
+            .discovery
+            .get_or_try_init(|| async {
+                let url = self.base.join("/.well-known/terraform.json").map_err(|e| e.to_string())?;
+                let Some((url, body, _)) = self.get(url, SMALL_ANSWER_BYTES, None).await? else {
+                    return Err(format!("{} has no service discovery document: not a registry", shown(&self.base)));
+                };
+                let discovery: Discovery = serde_json::from_slice(&body)
+                    .map_err(|e| format!("{}: not a discovery document: {e}", shown(&url)))?;
+                Ok((url, discovery))
+            })
+            .await?;
+        let path = match name {
+            "modules.v1" => discovery.modules.as_ref(),
+            _ => discovery.providers.as_ref(),
         };
-        let discovery: Discovery =
-            serde_json::from_slice(&body).map_err(|e| format!("{}: not a discovery document: {e}", shown(&url)))?;
-        let modules = discovery.modules.ok_or_else(|| format!("{} serves no modules.v1", shown(&self.base)))?;
-        let base = url.join(&modules).map_err(|e| format!("{}: modules.v1 {modules:?}: {e}", shown(&url)))?;
-        Ok(self.modules.get_or_init(|| base).clone())
+        let path = path.ok_or_else(|| format!("{} serves no {name}", shown(&self.base)))?;
+        url.join(path).map_err(|e| format!("{}: {name} {path:?}: {e}", shown(url)))
     }
 
     async fn module_url(&self, module: &ModuleAddress, rest: &str) -> Result<Url, String> {
-        let base = self.modules_base().await?;
+        let base = self.service("modules.v1").await?;
         let path = format!("{}/{}/{}/{rest}", module.namespace, module.name, module.system);
         base.join(&path).map_err(|e| e.to_string())
     }
@@ -181,6 +189,9 @@ fn archive_location(location: &str, base: &Url) -> Result<(Url, &'static str, St
     }
     Ok((url, extension, sha256))
 }
+
+mod providers;
+pub use providers::ServedRelease;
 
 #[cfg(test)]
 mod tests {

@@ -88,6 +88,21 @@ fn key_id(key: &SignedPublicKey) -> String {
     key.legacy_key_id().to_string().to_uppercase()
 }
 
+/// [`verify`] with the key files that could not be used (`problems`, each with why) named in
+/// the refusal, as the indexer and `make publish-provider` say it.
+pub fn verify_with<'k>(
+    keys: &'k [SigningKey],
+    problems: &[String],
+    document: &[u8],
+    signature: &[u8],
+    now: u64,
+) -> Result<&'k SigningKey, Refusal> {
+    verify(keys, document, signature, now).map_err(|why| match problems {
+        [] => why,
+        _ => format!("{why}; key files not used: {}", problems.join("; ")),
+    })
+}
+
 /// Check `signature` (a binary detached signature, what `gpg --detach-sign` and goreleaser
 /// write) over `document` against `keys` at time `now` (Unix seconds). The key that made it,
 /// or why none did, naming the key, the subkey and the rule ([`policy`]).

@@ -40,6 +40,8 @@ pub use settings::{
 
 #[cfg(feature = "aws")]
 pub use client::{DOWN_BACKOFF, Upstream};
+#[cfg(feature = "aws")]
+pub(crate) use client::{DOWNLOAD_MAX_BYTES, VERSIONS_MAX_BYTES, VersionsBody};
 
 #[cfg(feature = "aws")]
 mod client {
@@ -67,8 +69,8 @@ mod client {
     pub const DOWN_BACKOFF: Duration = Duration::from_secs(30);
     /// Longest discovery document, version list and download answer read.
     const DISCOVERY_MAX_BYTES: usize = 64 << 10;
-    const VERSIONS_MAX_BYTES: usize = 8 << 20;
-    const DOWNLOAD_MAX_BYTES: usize = 1 << 20;
+    pub(crate) const VERSIONS_MAX_BYTES: usize = 8 << 20;
+    pub(crate) const DOWNLOAD_MAX_BYTES: usize = 1 << 20;
 
     /// A host's service (`providers.v1`, `modules.v1`), as discovery names it.
     type ServiceOf = (String, &'static str);
@@ -87,24 +89,25 @@ mod client {
         clock: crate::clock::Monotonic,
     }
 
+    /// providers.v1 `…/versions`, as read of an upstream and by `make publish-provider`.
     #[derive(Deserialize)]
-    struct VersionsBody {
-        versions: Vec<VersionEntry>,
+    pub(crate) struct VersionsBody {
+        pub(crate) versions: Vec<VersionEntry>,
     }
 
     #[derive(Deserialize)]
-    struct VersionEntry {
-        version: String,
+    pub(crate) struct VersionEntry {
+        pub(crate) version: String,
         #[serde(default)]
-        protocols: Vec<String>,
+        pub(crate) protocols: Vec<String>,
         #[serde(default)]
-        platforms: Vec<PlatformEntry>,
+        pub(crate) platforms: Vec<PlatformEntry>,
     }
 
     #[derive(Deserialize)]
-    struct PlatformEntry {
-        os: String,
-        arch: String,
+    pub(crate) struct PlatformEntry {
+        pub(crate) os: String,
+        pub(crate) arch: String,
     }
 
     impl Upstream {
