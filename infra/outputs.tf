@@ -23,6 +23,11 @@ output "publisher_policy_arns" {
   value       = { for team, policy in aws_iam_policy.publisher : team => policy.arn }
 }
 
+output "publisher_role_arns" {
+  description = "The role of each entry of var.publishers that lists github or gitlab identities: only those repositories' tag jobs can assume it (role-to-assume in the GitHub action, REGISTRY_ROLE_ARN in the GitLab template)."
+  value       = { for team, role in aws_iam_role.publisher_ci : team => role.arn }
+}
+
 output "key_admin_policy_arns" {
   description = "The IAM policy of each entry of var.key_admins, to attach to whoever uploads the namespaces' public signing keys."
   value       = { for team, policy in aws_iam_policy.key_admin : team => policy.arn }

@@ -309,10 +309,12 @@ variable "manifest_cache_seconds" {
 }
 
 variable "publishers" {
-  description = "Who may publish what: one IAM policy per entry (output publisher_policy_arns) to attach to a CI role or user. modules: module namespaces (or \"*\"); providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\")."
+  description = "Who may publish what: one IAM policy per entry (output publisher_policy_arns) to attach to a CI role or user. modules: module namespaces (or \"*\"); providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\"). github: OWNER/REPO (or OWNER/*) whose tag pushes' GitHub Actions jobs may assume the entry's role (output publisher_role_arns); gitlab: GROUP/PROJECT paths (or GROUP/*, subgroups included) whose tag pipelines' GitLab CI jobs may."
   type = map(object({
     modules   = optional(list(string), [])
     providers = optional(list(string), [])
+    github    = optional(list(string), [])
+    gitlab    = optional(list(string), [])
   }))
   default = {}
 
@@ -324,6 +326,14 @@ variable "publishers" {
       alltrue([for hn in p.providers : hn == "*" || can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
     ])
     error_message = "publishers: each entry names at least one module namespace (or \"*\") or provider HOSTNAME/NAMESPACE (or HOSTNAME/*, or \"*\"). A wildcard hostname with a named namespace (\"*/acme\") is refused: in IAM \"*\" also matches \"/\", so it would reach other namespaces' providers."
+  }
+
+  validation {
+    condition = alltrue([for team, p in var.publishers :
+      alltrue([for r in p.github : can(regex("^[A-Za-z0-9-]{1,39}/([A-Za-z0-9._-]{1,100}|\\*)$", r))]) &&
+      alltrue([for g in p.gitlab : can(regex("^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*(/\\*)?$", g)) && strcontains(g, "/")])
+    ])
+    error_message = "publishers: github entries are OWNER/REPO or OWNER/* (as a GitHub Actions token's sub spells them); gitlab entries are GROUP/PROJECT paths, or GROUP/* (every project of the group and its subgroups). No other wildcard: in IAM \"*\" also matches \"/\" and \":\"."
   }
 }
 
@@ -381,5 +391,22 @@ variable "alarm_5xx_percent" {
   validation {
     condition     = var.alarm_5xx_percent > 0 && var.alarm_5xx_percent <= 100
     error_message = "alarm_5xx_percent must be above 0 and at most 100."
+  }
+}
+
+variable "ci_oidc" {
+  description = "The OpenID Connect providers the publishers' CI roles trust (var.publishers github and gitlab). An account holds one IAM OIDC provider per URL: give its ARN when it exists already (made by another stack), else this module makes it. audience: the aud the CI jobs ask for (aws-actions/configure-aws-credentials asks for sts.amazonaws.com; the GitLab template sets the same)."
+  type = object({
+    github_url          = optional(string, "https://token.actions.githubusercontent.com")
+    github_provider_arn = optional(string, "")
+    gitlab_url          = optional(string, "https://gitlab.com")
+    gitlab_provider_arn = optional(string, "")
+    audience            = optional(string, "sts.amazonaws.com")
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for u in [var.ci_oidc.github_url, var.ci_oidc.gitlab_url] : can(regex("^https://[a-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/-]*[A-Za-z0-9_-])?$", u))]) && length(var.ci_oidc.audience) > 0
+    error_message = "ci_oidc: github_url and gitlab_url are https:// URLs without a trailing slash (as the tokens' iss spells them); audience is not empty."
   }
 }

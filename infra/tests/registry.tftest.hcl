@@ -300,6 +300,67 @@ run "key_admins_write_only_their_namespaces_keys" {
   }
 }
 
+run "ci_identities_get_a_role_that_only_their_tag_jobs_assume" {
+  command = plan
+
+  variables {
+    publishers = {
+      network = { modules = ["network"], github = ["acme/terraform-aws-network", "acme-infra/*"] }
+      storage = { modules = ["storage"], gitlab = ["acme/platform/storage"] }
+      both    = { modules = ["both"], github = ["acme/both"], gitlab = ["acme/both"] }
+      manual  = { modules = ["manual"] }
+    }
+    ci_oidc = { gitlab_provider_arn = "arn:aws:iam::123456789012:oidc-provider/gitlab.com" }
+  }
+
+  assert {
+    condition     = toset(keys(aws_iam_role.publisher_ci)) == toset(["network", "storage", "both"]) && toset(keys(aws_iam_role_policy_attachment.publisher_ci)) == toset(["network", "storage", "both"])
+    error_message = "a role for each publisher with CI identities, none for the others"
+  }
+  assert {
+    condition     = length(aws_iam_openid_connect_provider.github) == 1 && length(aws_iam_openid_connect_provider.gitlab) == 0
+    error_message = "the GitHub provider is made; the GitLab one given by ARN is not made again"
+  }
+  assert {
+    condition     = aws_iam_openid_connect_provider.github[0].url == "https://token.actions.githubusercontent.com" && aws_iam_openid_connect_provider.github[0].client_id_list == toset(["sts.amazonaws.com"])
+    error_message = "GitHub's issuer, with the audience configure-aws-credentials asks for"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher_trust["network"].statement : [for c in s.condition : c.values if c.test == "StringLike"]])) == toset(["repo:acme/terraform-aws-network:ref:refs/tags/*", "repo:acme-infra/*:ref:refs/tags/*"])
+    error_message = "only the listed repositories' tags"
+  }
+  assert {
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher_trust["network"].statement : [for c in s.condition : c.values if c.test == "StringNotLike"]])) == toset(["*:environment:*"])
+    error_message = "an environment's subject is refused"
+  }
+  assert {
+    condition     = [for s in data.aws_iam_policy_document.publisher_trust["storage"].statement : s.principals] == [toset([{ type = "Federated", identifiers = toset(["arn:aws:iam::123456789012:oidc-provider/gitlab.com"]) }])]
+    error_message = "the GitLab statement trusts the given provider"
+  }
+  assert {
+    condition     = [for s in data.aws_iam_policy_document.publisher_trust["storage"].statement : [for c in s.condition : "${c.test} ${c.variable} ${join(",", c.values)}"]] == [["StringEquals gitlab.com:aud sts.amazonaws.com", "StringLike gitlab.com:sub project_path:acme/platform/storage:ref_type:tag:ref:*"]]
+    error_message = "GitLab tag pipelines of the listed project only"
+  }
+  assert {
+    condition     = [for s in data.aws_iam_policy_document.publisher_trust["both"].statement : s.sid] == ["GitHubActionsTags", "GitLabCITags"]
+    error_message = "both CIs for one publisher"
+  }
+  assert {
+    condition     = aws_iam_role_policy_attachment.publisher_ci["storage"].role == "tf-registry-publish-storage" && aws_iam_policy.publisher["storage"].name == "tf-registry-publish-storage"
+    error_message = "the role holds its publisher's policy (the attachment's ARN is known only after apply: tests/deploy)"
+  }
+}
+
+run "ci_identities_are_validated" {
+  command = plan
+
+  variables {
+    publishers = { acme = { modules = ["acme"], github = ["acme/*x"], gitlab = ["acme"] } }
+  }
+
+  expect_failures = [var.publishers]
+}
+
 run "a_wildcard_hostname_cannot_name_a_namespace" {
   command = plan
 

@@ -245,10 +245,28 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
                 "own provider zip",
                 "own provider shasums",
                 "own rejection",
+                // make publish-provider checks the signature before it uploads.
+                "own signing key",
             ],
         ),
         (format!("policy/{NAME}-publish-{TEAM}"), PUT, publisher_writes.clone()),
-        (format!("policy/{NAME}-publish-{TEAM}"), DELETE, publisher_writes),
+        (format!("policy/{NAME}-publish-{TEAM}"), DELETE, publisher_writes.clone()),
+        // The publisher's CI role (its github and gitlab identities) holds exactly its policy.
+        (
+            role(&format!("publish-{TEAM}")),
+            GET,
+            vec![
+                "own module archive",
+                "own module deprecation",
+                "own provider zip",
+                "own provider shasums",
+                "own rejection",
+                // make publish-provider checks the signature before it uploads.
+                "own signing key",
+            ],
+        ),
+        (role(&format!("publish-{TEAM}")), PUT, publisher_writes.clone()),
+        (role(&format!("publish-{TEAM}")), DELETE, publisher_writes),
         (format!("policy/{NAME}-signing-keys-security"), GET, vec!["own signing key"]),
         (format!("policy/{NAME}-signing-keys-security"), PUT, vec!["own signing key"]),
         (format!("policy/{NAME}-signing-keys-security"), DELETE, vec!["own signing key"]),
@@ -279,7 +297,12 @@ pub fn each_principal_reaches_what_the_layout_says(deployed: &Value, hostname: &
     let principals = deployed["principals"].as_object().expect("principals");
     let mut applied: BTreeSet<(String, String, String)> = BTreeSet::new();
     for (principal, found) in principals {
-        assert_eq!(found.get("attached").and_then(Value::as_u64).unwrap_or(0), 0, "{principal}: no attached policy");
+        let attached: Vec<&str> =
+            found.get("attached").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let ci_role = format!("role/{NAME}-publish-{TEAM}");
+        let may_attach = format!("{NAME}-publish-{TEAM}");
+        let wanted: &[&str] = if *principal == ci_role { &[&may_attach] } else { &[] };
+        assert_eq!(attached, wanted, "{principal}: its attached policies");
         for pair in found["allows"].as_array().expect("allows") {
             let (action, key) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
             if action != GET {
@@ -336,8 +359,10 @@ fn list_prefixes_are_what_each_reads(principals: &serde_json::Map<String, Value>
         [format!("{}{TEAM_HOST}/{TEAM}/*", layout::SIGNING_KEYS_PREFIX)]
     );
     let publisher = listed(&format!("policy/{NAME}-publish-{TEAM}"));
-    assert_eq!(publisher.len(), 4, "{publisher:?}");
-    for prefix in publisher {
+    assert_eq!(publisher.len(), 5, "{publisher:?}");
+    let keys = format!("{}{TEAM_HOST}/{TEAM}/*", layout::SIGNING_KEYS_PREFIX);
+    assert!(publisher.contains(&keys), "the publisher lists its namespace's keys: {publisher:?}");
+    for prefix in publisher.into_iter().filter(|p| *p != keys) {
         let upload = prefix.strip_prefix(layout::REJECTIONS_PREFIX).unwrap_or(&prefix);
         assert!(layout_allows_write(&format!("{NAME}-publish-{TEAM}"), upload), "publisher lists {prefix}");
     }

@@ -1,7 +1,7 @@
 //! `make deploy-check`: infra/ applied as a user applies it, against an AWS API emulator, and
 //! read back. moto (PyPI `moto[server]`) serves the AWS API over TLS on loopback; terraform
 //! applies `infra/tests/deploy` (the module as `infra/examples/minimal` calls it, plus a
-//! publisher, a key admin and an upstream host) with dummy function zips; boto3 reads the
+//! publisher with CI identities, a key admin and an upstream host) with dummy function zips; boto3 reads the
 //! deployment back (`infra/tests/deploy/read_back.py`), and this test holds it against the
 //! code's own tables: the router's route keys, the layout's notification filters and trust
 //! boundary, the functions' configuration. Then a second plan may differ only where moto is
@@ -15,6 +15,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod access;
+mod ci_trust;
 mod moto;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,6 +152,7 @@ fn infra_applies_against_moto_and_reads_back_as_the_code_says() {
     notifications_are_the_layouts(&deployed);
     download_records_reach_the_usage_function(&deployed);
     access::each_principal_reaches_what_the_layout_says(&deployed, &hostname);
+    ci_trust::ci_roles_admit_only_the_listed_tags(&deployed, &moto, &outputs["publisher_role_arns"]["value"]);
     alarms_watch_every_function_and_queue(&deployed, &topic);
 
     replan_differs_only_where_moto_stores_nothing(&tools, &moto, &work);

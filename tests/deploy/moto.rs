@@ -76,6 +76,11 @@ impl Moto {
             .env("AWS_EC2_METADATA_DISABLED", "true")
     }
 
+    /// The Python that runs moto, with boto3.
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
     /// The deployment as boto3 reads it back (infra/tests/deploy/read_back.py), with each
     /// principal's verdicts on `probes`.
     pub fn read_back(&self, name: &str, bucket: &str, probes: &Value) -> Value {

@@ -2,6 +2,7 @@
 //! real HTTP, TLS and SigV4 in this process, without the terraform CLI or a browser (those are
 //! `e2e` and `browser`). `make test`'s "integration" stage, with `hostile`.
 
+mod ci_templates;
 mod cli_blocks;
 mod concurrent_publish;
 mod docs;

@@ -43,7 +43,12 @@ module "registry" {
   # The modules pull-through on: the modules role may then write upstream-modules/.
   upstream_modules = ["registry.terraform.io"]
   publishers = {
-    platform = { modules = ["platform"], providers = ["registry.example.com/platform"] }
+    platform = {
+      modules   = ["platform"]
+      providers = ["registry.example.com/platform"]
+      github    = ["acme/terraform-aws-platform", "acme-modules/*"]
+      gitlab    = ["acme/platform/network"]
+    }
   }
   key_admins = {
     security = { providers = ["registry.example.com/platform"] }
@@ -72,4 +77,8 @@ output "publisher_policy_arns" {
 
 output "key_admin_policy_arns" {
   value = module.registry.key_admin_policy_arns
+}
+
+output "publisher_role_arns" {
+  value = module.registry.publisher_role_arns
 }

@@ -6,7 +6,8 @@ NAME is the module's `name` input; probes.json is {"actions": [...], "keys": [..
 keys to ask each principal's IAM policies about. Prints what was deployed, as the code's own
 tables name things: API route keys with the function each reaches, each function's role and
 environment, the bucket's notification filters, the log groups' subscription filters, for every role and managed policy the probe
-(action, key) pairs its policies allow, and the alarms and dashboards.
+(action, key) pairs its policies allow (a role's attached managed policies with its inline
+ones) and each role's trust policy, the OpenID Connect providers, and the alarms and dashboards.
 
 The policies are evaluated by moto's IAM evaluator (moto.iam.access_control.IAMPolicy, on
 PyPI with moto; Apache-2.0). It matches actions and resources with wildcards, Deny over
@@ -127,11 +128,30 @@ def principals(name, bucket, probes):
         documents = [iam.get_role_policy(RoleName=role["RoleName"], PolicyName=p)["PolicyDocument"]
                      for p in pages(iam, "list_role_policies", "PolicyNames", RoleName=role["RoleName"])]
         attached = list(pages(iam, "list_attached_role_policies", "AttachedPolicies", RoleName=role["RoleName"]))
-        found[f"role/{role['RoleName']}"] = {**allowed(documents, bucket, probes), "attached": len(attached)}
+        # An attached managed policy reaches as far as its inline ones: evaluated together.
+        for a in attached:
+            policy = iam.get_policy(PolicyArn=a["PolicyArn"])["Policy"]
+            version = iam.get_policy_version(PolicyArn=a["PolicyArn"], VersionId=policy["DefaultVersionId"])
+            documents.append(version["PolicyVersion"]["Document"])
+        found[f"role/{role['RoleName']}"] = {
+            **allowed(documents, bucket, probes),
+            "attached": sorted(a["PolicyName"] for a in attached),
+            "trust": role["AssumeRolePolicyDocument"],
+        }
     for policy in pages(iam, "list_policies", "Policies", Scope="Local"):
         if policy["PolicyName"].startswith(f"{name}-"):
             version = iam.get_policy_version(PolicyArn=policy["Arn"], VersionId=policy["DefaultVersionId"])
             found[f"policy/{policy['PolicyName']}"] = allowed([version["PolicyVersion"]["Document"]], bucket, probes)
+    return found
+
+
+def oidc_providers():
+    """Each IAM OpenID Connect provider: its ARN, URL and audiences."""
+    iam = boto3.client("iam")
+    found = []
+    for p in iam.list_open_id_connect_providers()["OpenIDConnectProviderList"]:
+        got = iam.get_open_id_connect_provider(OpenIDConnectProviderArn=p["Arn"])
+        found.append({"arn": p["Arn"], "url": got["Url"], "audiences": got.get("ClientIDList", [])})
     return found
 
 
@@ -163,6 +183,7 @@ def main():
         "notifications": notifications(bucket),
         "log_subscriptions": log_subscriptions(name),
         "principals": principals(name, bucket, probes),
+        "oidc_providers": oidc_providers(),
         "monitoring": alarms(name),
     }, sys.stdout, indent=1, sort_keys=True)
 

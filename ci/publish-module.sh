@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The steps of a module repository's tag job, shared by the GitHub action
+# (ci/github/publish-module/action.yml) and the GitLab template (ci/gitlab/publish-module.yml);
+# tests/integration/ci_templates.rs runs them against a local registry.
+#
+#   publish-module.sh check     terraform fmt -check, init -backend=false, validate, and
+#                               terraform test when the module has tests: no credentials yet
+#   publish-module.sh publish   registry-local publish (make publish's command) with the role's
+#                               AWS credentials and the job's own token for the registry
+#
+# Environment: REGISTRY_MODULE (NAMESPACE/NAME/SYSTEM), REGISTRY_URL (https://HOST),
+# REGISTRY_BUCKET, REGISTRY_TOKEN (the job's OIDC token for the registry), REGISTRY_MODULE_DIR
+# (default .), REGISTRY_PUBLISH (the registry-local binary, default on PATH), TERRAFORM.
+# The result goes to the job's summary: $GITHUB_STEP_SUMMARY, else REGISTRY_SUMMARY_FILE.
+set -euo pipefail
+
+dir="${REGISTRY_MODULE_DIR:-.}"
+terraform="${TERRAFORM:-terraform}"
+publish="${REGISTRY_PUBLISH:-registry-local}"
+summary="${GITHUB_STEP_SUMMARY:-${REGISTRY_SUMMARY_FILE:-}}"
+
+say() { printf '\n== %s\n' "$*"; }
+
+# The job's token reaches the registry's modules the module calls too (terraform's TF_TOKEN_
+# variable: the host with dots as underscores; a host with a port has none).
+registry_credentials() {
+  local host="${REGISTRY_URL#https://}"
+  host="${host%%/*}"
+  if [ -n "${REGISTRY_TOKEN:-}" ] && [[ "$host" != *:* ]]; then
+    local name
+    name="TF_TOKEN_$(printf '%s' "$host" | sed -e 's/-/__/g' -e 's/\./_/g')"
+    export "$name=$REGISTRY_TOKEN"
+  fi
+}
+
+check() {
+  registry_credentials
+  say "terraform fmt -check -recursive"
+  "$terraform" -chdir="$dir" fmt -check -recursive -diff
+  say "terraform init -backend=false"
+  "$terraform" -chdir="$dir" init -backend=false -input=false -no-color
+  say "terraform validate"
+  "$terraform" -chdir="$dir" validate -no-color
+  if compgen -G "$dir/*.tftest.hcl" >/dev/null || compgen -G "$dir/tests/*.tftest.hcl" >/dev/null; then
+    say "terraform test"
+    "$terraform" -chdir="$dir" test -no-color
+  else
+    say "terraform test: skipped, the module has no *.tftest.hcl"
+  fi
+}
+
+publish() {
+  : "${REGISTRY_MODULE:?REGISTRY_MODULE=NAMESPACE/NAME/SYSTEM}"
+  : "${REGISTRY_URL:?REGISTRY_URL=https://registry.example.com}"
+  : "${REGISTRY_BUCKET:?REGISTRY_BUCKET=the registry bucket}"
+  say "publish $REGISTRY_MODULE to $REGISTRY_URL"
+  local out status=0
+  out="$(mktemp)"
+  "$publish" publish --dir "$dir" --module "$REGISTRY_MODULE" --bucket "$REGISTRY_BUCKET" \
+    --registry "$REGISTRY_URL" 2>&1 | tee "$out" || status=$?
+  if [ -n "$summary" ]; then
+    local verdict="published"
+    [ "$status" -eq 0 ] || verdict="not published"
+    {
+      printf '### %s: %s\n\n' "$REGISTRY_MODULE" "$verdict"
+      printf '```text\n'
+      # The progress line's carriage returns would garble the summary.
+      tr '\r' '\n' <"$out" | grep -v '^waiting for the indexer' || true
+      printf '```\n'
+    } >>"$summary"
+  fi
+  rm -f "$out"
+  return "$status"
+}
+
+case "${1:-}" in
+  check) check ;;
+  publish) publish ;;
+  *)
+    echo "usage: $0 check|publish" >&2
+    exit 2
+    ;;
+esac

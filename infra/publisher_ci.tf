@@ -1,0 +1,104 @@
+# CI with no stored secrets: a role per publisher that lists CI identities (var.publishers
+# github, gitlab), which only those repositories' tag jobs can assume with their OpenID
+# Connect token, holding exactly that publisher's policy. docs/PUBLISHING.md, CI.
+locals {
+  ci_github = { for team, p in var.publishers : team => p.github if length(p.github) > 0 }
+  ci_gitlab = { for team, p in var.publishers : team => p.gitlab if length(p.gitlab) > 0 }
+  ci_teams  = toset(concat(keys(local.ci_github), keys(local.ci_gitlab)))
+  # The condition keys IAM gives an OIDC provider's claims: its URL without https://.
+  github_issuer = trimprefix(var.ci_oidc.github_url, "https://")
+  gitlab_issuer = trimprefix(var.ci_oidc.gitlab_url, "https://")
+  github_provider_arn = (var.ci_oidc.github_provider_arn != "" ? var.ci_oidc.github_provider_arn :
+  try(aws_iam_openid_connect_provider.github[0].arn, ""))
+  gitlab_provider_arn = (var.ci_oidc.gitlab_provider_arn != "" ? var.ci_oidc.gitlab_provider_arn :
+  try(aws_iam_openid_connect_provider.gitlab[0].arn, ""))
+}
+
+resource "aws_iam_openid_connect_provider" "github" {
+  count          = length(local.ci_github) > 0 && var.ci_oidc.github_provider_arn == "" ? 1 : 0
+  url            = var.ci_oidc.github_url
+  client_id_list = [var.ci_oidc.audience]
+  tags           = var.tags
+}
+
+resource "aws_iam_openid_connect_provider" "gitlab" {
+  count          = length(local.ci_gitlab) > 0 && var.ci_oidc.gitlab_provider_arn == "" ? 1 : 0
+  url            = var.ci_oidc.gitlab_url
+  client_id_list = [var.ci_oidc.audience]
+  tags           = var.tags
+}
+
+data "aws_iam_policy_document" "publisher_trust" {
+  for_each = local.ci_teams
+
+  # A GitHub Actions job's sub is repo:OWNER/REPO:ref:refs/tags/TAG on a tag push (the default
+  # subject template). Git refs and repository names hold no ":", so OWNER/* stays within
+  # OWNER's tags; an environment's name may hold one, so an environment's subject
+  # (repo:OWNER/REPO:environment:NAME) is refused outright.
+  dynamic "statement" {
+    for_each = contains(keys(local.ci_github), each.key) ? [1] : []
+    content {
+      sid     = "GitHubActionsTags"
+      actions = ["sts:AssumeRoleWithWebIdentity"]
+      principals {
+        type        = "Federated"
+        identifiers = [local.github_provider_arn]
+      }
+      condition {
+        test     = "StringEquals"
+        variable = "${local.github_issuer}:aud"
+        values   = [var.ci_oidc.audience]
+      }
+      condition {
+        test     = "StringLike"
+        variable = "${local.github_issuer}:sub"
+        values   = [for r in local.ci_github[each.key] : "repo:${r}:ref:refs/tags/*"]
+      }
+      condition {
+        test     = "StringNotLike"
+        variable = "${local.github_issuer}:sub"
+        values   = ["*:environment:*"]
+      }
+    }
+  }
+
+  # A GitLab CI job's sub is project_path:GROUP/PROJECT:ref_type:tag:ref:TAG in a tag pipeline.
+  dynamic "statement" {
+    for_each = contains(keys(local.ci_gitlab), each.key) ? [1] : []
+    content {
+      sid     = "GitLabCITags"
+      actions = ["sts:AssumeRoleWithWebIdentity"]
+      principals {
+        type        = "Federated"
+        identifiers = [local.gitlab_provider_arn]
+      }
+      condition {
+        test     = "StringEquals"
+        variable = "${local.gitlab_issuer}:aud"
+        values   = [var.ci_oidc.audience]
+      }
+      condition {
+        test     = "StringLike"
+        variable = "${local.gitlab_issuer}:sub"
+        values   = [for p in local.ci_gitlab[each.key] : "project_path:${p}:ref_type:tag:ref:*"]
+      }
+    }
+  }
+}
+
+resource "aws_iam_role" "publisher_ci" {
+  for_each = local.ci_teams
+
+  name                 = "${var.name}-publish-${each.key}"
+  description          = "Assumed by the tag jobs of ${join(", ", concat(lookup(local.ci_github, each.key, []), lookup(local.ci_gitlab, each.key, [])))} to publish to the ${var.name} registry."
+  assume_role_policy   = data.aws_iam_policy_document.publisher_trust[each.key].json
+  max_session_duration = 3600
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "publisher_ci" {
+  for_each = local.ci_teams
+
+  role       = aws_iam_role.publisher_ci[each.key].name
+  policy_arn = aws_iam_policy.publisher[each.key].arn
+}
