@@ -185,7 +185,8 @@ publish: $(TOKEN_CHECK)
 ## Publish a provider release from goreleaser's dist/ (docs/PUBLISHING.md): make publish-provider
 ## DIST=dist NAMESPACE=acme [VERSION=1.0.0] (default: the one release in DIST). Checks the zips, SHA256SUMS,
 ## the manifest and the signature against the namespace's keys as the indexer will, uploads only where nothing
-## is, the signature last, waits until providers.v1 serves it or the indexer rejects it. Targets as for publish.
+## is, the signature last, waits (120 s at most) until providers.v1 serves it or the indexer rejects it.
+## Targets as for publish.
 publish-provider: $(TOKEN_CHECK)
 	@$(TOKEN_ENV) $(CARGO) run -q -p registry-local --bin registry-local -- publish-provider --dist '$(DIST)' \
 	  --namespace '$(NAMESPACE)' $(if $(VERSION),--version '$(VERSION)') $(if $(PUBLISH_URL),--registry "$(PUBLISH_URL)") $(TOKEN_TARGET)

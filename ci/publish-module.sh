@@ -3,15 +3,20 @@
 # (ci/github/publish-module/action.yml) and the GitLab template (ci/gitlab/publish-module.yml);
 # tests/integration/ci_templates.rs runs them against a local registry.
 #
-#   publish-module.sh check     terraform fmt -check, init -backend=false, validate, and
-#                               terraform test when the module has tests: no credentials yet
-#   publish-module.sh publish   registry-local publish (make publish's command) with the role's
-#                               AWS credentials and the job's own token for the registry
+#   publish-module.sh build DIR  build registry-local (make publish's command) from the
+#                                repository this script is in, into DIR
+#   publish-module.sh check      terraform fmt -check, init -backend=false, validate, and
+#                                terraform test when the module has tests, before the role's
+#                                credentials are configured
+#   publish-module.sh publish    registry-local publish with the role's AWS credentials and
+#                                the job's own token for the registry
 #
 # Environment: REGISTRY_MODULE (NAMESPACE/NAME/SYSTEM), REGISTRY_URL (https://HOST),
 # REGISTRY_BUCKET, REGISTRY_TOKEN (the job's OIDC token for the registry), REGISTRY_MODULE_DIR
 # (default .), REGISTRY_PUBLISH (the registry-local binary, default on PATH), TERRAFORM.
-# The result goes to the job's summary: $GITHUB_STEP_SUMMARY, else REGISTRY_SUMMARY_FILE.
+# The result goes to the job's summary: $GITHUB_STEP_SUMMARY, else REGISTRY_SUMMARY_FILE; a
+# check that fails says which there too. The checks' settings (REGISTRY_SEMVER_POLICY,
+# REGISTRY_MAX_*) are the environment's: give the job the values the registry runs with.
 set -euo pipefail
 
 dir="${REGISTRY_MODULE_DIR:-.}"
@@ -20,6 +25,32 @@ publish="${REGISTRY_PUBLISH:-registry-local}"
 summary="${GITHUB_STEP_SUMMARY:-${REGISTRY_SUMMARY_FILE:-}}"
 
 say() { printf '\n== %s\n' "$*"; }
+
+# A line in the job's summary.
+summarise() {
+  if [ -n "$summary" ]; then printf '%s\n' "$*" >>"$summary"; fi
+}
+
+# Run a check (LABEL COMMAND...); its failure goes to the summary before the job stops.
+checked() {
+  local label="$1"
+  shift
+  say "$label"
+  if ! "$@"; then
+    summarise "### ${REGISTRY_MODULE:-the module}: not published, \`$label\` failed (the job's log says why)"
+    exit 1
+  fi
+}
+
+build() {
+  local dest="${1:?usage: $0 build DIR}" root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  # From the repository's root, so that its rust-toolchain.toml picks the toolchain.
+  (cd "$root" && cargo build --profile tool --locked -p registry-local --bin registry-local \
+    --target-dir "${CARGO_TARGET_DIR:-$root/target}")
+  mkdir -p "$dest"
+  cp "${CARGO_TARGET_DIR:-$root/target}/tool/registry-local" "$dest/"
+}
 
 # The job's token reaches the registry's modules the module calls too (terraform's TF_TOKEN_
 # variable: the host with dots as underscores; a host with a port has none).
@@ -35,15 +66,11 @@ registry_credentials() {
 
 check() {
   registry_credentials
-  say "terraform fmt -check -recursive"
-  "$terraform" -chdir="$dir" fmt -check -recursive -diff
-  say "terraform init -backend=false"
-  "$terraform" -chdir="$dir" init -backend=false -input=false -no-color
-  say "terraform validate"
-  "$terraform" -chdir="$dir" validate -no-color
+  checked "terraform fmt -check" "$terraform" -chdir="$dir" fmt -check -recursive -diff
+  checked "terraform init -backend=false" "$terraform" -chdir="$dir" init -backend=false -input=false -no-color
+  checked "terraform validate" "$terraform" -chdir="$dir" validate -no-color
   if compgen -G "$dir/*.tftest.hcl" >/dev/null || compgen -G "$dir/tests/*.tftest.hcl" >/dev/null; then
-    say "terraform test"
-    "$terraform" -chdir="$dir" test -no-color
+    checked "terraform test" "$terraform" -chdir="$dir" test -no-color
   else
     say "terraform test: skipped, the module has no *.tftest.hcl"
   fi
@@ -74,10 +101,11 @@ publish() {
 }
 
 case "${1:-}" in
+  build) build "${2:-}" ;;
   check) check ;;
   publish) publish ;;
   *)
-    echo "usage: $0 check|publish" >&2
+    echo "usage: $0 build DIR|check|publish" >&2
     exit 2
     ;;
 esac

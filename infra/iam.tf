@@ -320,8 +320,9 @@ resource "aws_iam_role_policy" "function" {
 }
 
 # Publishers: one managed policy per entry of var.publishers, to attach to a CI role or user.
-# It lets them write only their own namespaces' upload prefixes, read back what they wrote and
-# why an upload was rejected, and list those prefixes (aws s3 sync). Never indexed/, access/
+# It lets them write only their own namespaces' upload prefixes, read back what they wrote, why
+# an upload was rejected and their providers' namespaces' public keys, and list those prefixes
+# (aws s3 sync, make publish-provider). Never indexed/, access/
 # or another namespace: a publisher cannot plant a manifest or touch the token store.
 locals {
   # Uploads the indexer may reject (and so explain under rejections/).

@@ -32,9 +32,9 @@ data "aws_iam_policy_document" "publisher_trust" {
   for_each = local.ci_teams
 
   # A GitHub Actions job's sub is repo:OWNER/REPO:ref:refs/tags/TAG on a tag push (the default
-  # subject template). Git refs and repository names hold no ":", so OWNER/* stays within
-  # OWNER's tags; an environment's name may hold one, so an environment's subject
-  # (repo:OWNER/REPO:environment:NAME) is refused outright.
+  # subject template). Repositories are listed exactly (variables.tf: no wildcard), and a ref
+  # holds no ":", so the pattern's one "*" is a tag's name; a job with an environment has the
+  # subject repo:OWNER/REPO:environment:NAME, never matched, and refused outright besides.
   dynamic "statement" {
     for_each = contains(keys(local.ci_github), each.key) ? [1] : []
     content {
@@ -88,6 +88,13 @@ data "aws_iam_policy_document" "publisher_trust" {
 
 resource "aws_iam_role" "publisher_ci" {
   for_each = local.ci_teams
+
+  lifecycle {
+    precondition {
+      condition     = length("${var.name}-publish-${each.key}") <= 64
+      error_message = "The role ${var.name}-publish-${each.key} would be longer than IAM's 64 characters: a shorter publishers key or name."
+    }
+  }
 
   name                 = "${var.name}-publish-${each.key}"
   description          = "Assumed by the tag jobs of ${join(", ", concat(lookup(local.ci_github, each.key, []), lookup(local.ci_gitlab, each.key, [])))} to publish to the ${var.name} registry."

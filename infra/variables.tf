@@ -309,7 +309,7 @@ variable "manifest_cache_seconds" {
 }
 
 variable "publishers" {
-  description = "Who may publish what: one IAM policy per entry (output publisher_policy_arns) to attach to a CI role or user. modules: module namespaces (or \"*\"); providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\"). github: OWNER/REPO (or OWNER/*) whose tag pushes' GitHub Actions jobs may assume the entry's role (output publisher_role_arns); gitlab: GROUP/PROJECT paths (or GROUP/*, subgroups included) whose tag pipelines' GitLab CI jobs may."
+  description = "Who may publish what: one IAM policy per entry (output publisher_policy_arns) to attach to a CI role or user. modules: module namespaces (or \"*\"); providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\"). github: OWNER/REPO repositories whose tag jobs in GitHub Actions may assume the entry's role (output publisher_role_arns); gitlab: GROUP/PROJECT paths whose tag pipelines' GitLab CI jobs may. No wildcards."
   type = map(object({
     modules   = optional(list(string), [])
     providers = optional(list(string), [])
@@ -330,10 +330,10 @@ variable "publishers" {
 
   validation {
     condition = alltrue([for team, p in var.publishers :
-      alltrue([for r in p.github : can(regex("^[A-Za-z0-9-]{1,39}/([A-Za-z0-9._-]{1,100}|\\*)$", r))]) &&
-      alltrue([for g in p.gitlab : can(regex("^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*(/\\*)?$", g)) && strcontains(g, "/")])
+      alltrue([for r in p.github : can(regex("^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$", r))]) &&
+      alltrue([for g in p.gitlab : can(regex("^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)+$", g))])
     ])
-    error_message = "publishers: github entries are OWNER/REPO or OWNER/* (as a GitHub Actions token's sub spells them); gitlab entries are GROUP/PROJECT paths, or GROUP/* (every project of the group and its subgroups). No other wildcard: in IAM \"*\" also matches \"/\" and \":\"."
+    error_message = "publishers: github entries are OWNER/REPO and gitlab entries GROUP/PROJECT paths (subgroups spelt out), as the CI's token's sub spells them. No wildcard: in IAM \"*\" also matches \":\", so OWNER/* would admit subjects that are not tag jobs (a customised subject template's free-text claims), and every repository a member can create."
   }
 }
 

@@ -305,7 +305,7 @@ run "ci_identities_get_a_role_that_only_their_tag_jobs_assume" {
 
   variables {
     publishers = {
-      network = { modules = ["network"], github = ["acme/terraform-aws-network", "acme-infra/*"] }
+      network = { modules = ["network"], github = ["acme/terraform-aws-network", "acme-infra/vpc"] }
       storage = { modules = ["storage"], gitlab = ["acme/platform/storage"] }
       both    = { modules = ["both"], github = ["acme/both"], gitlab = ["acme/both"] }
       manual  = { modules = ["manual"] }
@@ -326,7 +326,7 @@ run "ci_identities_get_a_role_that_only_their_tag_jobs_assume" {
     error_message = "GitHub's issuer, with the audience configure-aws-credentials asks for"
   }
   assert {
-    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher_trust["network"].statement : [for c in s.condition : c.values if c.test == "StringLike"]])) == toset(["repo:acme/terraform-aws-network:ref:refs/tags/*", "repo:acme-infra/*:ref:refs/tags/*"])
+    condition     = toset(flatten([for s in data.aws_iam_policy_document.publisher_trust["network"].statement : [for c in s.condition : c.values if c.test == "StringLike"]])) == toset(["repo:acme/terraform-aws-network:ref:refs/tags/*", "repo:acme-infra/vpc:ref:refs/tags/*"])
     error_message = "only the listed repositories' tags"
   }
   assert {
@@ -355,10 +355,30 @@ run "ci_identities_are_validated" {
   command = plan
 
   variables {
-    publishers = { acme = { modules = ["acme"], github = ["acme/*x"], gitlab = ["acme"] } }
+    publishers = { acme = { modules = ["acme"], github = ["acme/*"], gitlab = ["acme"] } }
   }
 
   expect_failures = [var.publishers]
+}
+
+run "ci_identities_have_no_wildcards" {
+  command = plan
+
+  variables {
+    publishers = { acme = { modules = ["acme"], gitlab = ["acme/*"] } }
+  }
+
+  expect_failures = [var.publishers]
+}
+
+run "ci_role_names_fit_iam" {
+  command = plan
+
+  variables {
+    publishers = { "a-publisher-name-long-enough-to-push-the-role-past-64" = { modules = ["acme"], github = ["acme/x"] } }
+  }
+
+  expect_failures = [aws_iam_role.publisher_ci]
 }
 
 run "a_wildcard_hostname_cannot_name_a_namespace" {

@@ -125,8 +125,16 @@ pub fn ci_roles_admit_only_the_listed_tags(deployed: &Value, moto: &Moto, role_a
         (GITHUB, AUDIENCE, "repo:acme/terraform-aws-platform:pull_request"),
         (GITHUB, AUDIENCE, "repo:acme/other:ref:refs/tags/v1.0.0"),
         (GITHUB, AUDIENCE, "repo:acme-modules-evil/vpc:ref:refs/tags/v1.0.0"),
-        // OWNER/* with an environment named to look like a tag ref: environments are refused.
+        (GITHUB, AUDIENCE, "repo:acme-modules/vpc2:ref:refs/tags/v1.0.0"),
+        // An environment, or a customised subject template's free-text claims, named to look
+        // like a tag ref: repositories are exact, so none reaches the pattern's tag.
         (GITHUB, AUDIENCE, "repo:acme-modules/vpc:environment:x:ref:refs/tags/v1"),
+        (GITHUB, AUDIENCE, "repo:acme-modules/vpc:workflow:x:ref:refs/tags/y"),
+        (
+            GITHUB,
+            AUDIENCE,
+            "repo:acme-modules/vpc:job_workflow_ref:acme-modules/vpc/.github/workflows/a:ref:refs/tags/b.yml@refs/heads/main",
+        ),
         (GITHUB, "https://registry.example.com", "repo:acme/terraform-aws-platform:ref:refs/tags/v1.2.0"),
         (GITLAB, AUDIENCE, "project_path:acme/platform/network:ref_type:branch:ref:main"),
         (GITLAB, AUDIENCE, "project_path:acme/platform/network-fork:ref_type:tag:ref:v1.0.0"),

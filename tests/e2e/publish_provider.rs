@@ -89,6 +89,27 @@ async fn a_goreleaser_dist_is_published_checked_first_and_installs_with_its_sign
     let (again, _) = publish(&h, &first).await;
     assert!(again.unwrap_err().contains("already published with these same zips"));
 
+    // A version half uploaded before (its zip only): refused, naming what is there.
+    let half = release("widget", "1.1.0", &[(os, arch)], Some(&["5.0"]), &key);
+    h.upload(&format!("{prefix}{}", half[0].0), half[0].1.clone()).await;
+    let half_dist = work.path().join("half");
+    dist(&half_dist, &half);
+    let (refused, _) = publish(&h, &half_dist).await;
+    let refused = refused.unwrap_err();
+    assert!(refused.contains("are in the bucket already") && refused.contains(&half[0].0), "{refused}");
+    // The signature's answer lost after S3 wrote it: the retry meets these same bytes, which
+    // is not another upload.
+    let retried = work.path().join("retried");
+    dist(&retried, &release("widget", "1.2.0", &[(os, arch)], Some(&["5.0"]), &key));
+    let sig_key = format!("{prefix}terraform-provider-widget_1.2.0_SHA256SUMS.sig");
+    let lost = registry_local::faults::Rule::next(&sig_key, registry_local::faults::Fault::AnswerLost, 1)
+        .method(http::Method::PUT);
+    h.running.faults.add(lost);
+    let (published, printed_retry) = publish(&h, &retried).await;
+    published.unwrap_or_else(|e| panic!("{e}\n{printed_retry}"));
+    assert_eq!(h.running.faults.injected(), 1);
+    h.running.faults.clear();
+
     // The printed block, installed by the CLI through providers.v1 with its signature check.
     let block = printed.split("Use it with:\n").nth(1).unwrap();
     let config = work.path().join("config");
@@ -97,6 +118,7 @@ async fn a_goreleaser_dist_is_published_checked_first_and_installs_with_its_sign
     let out =
         tokio::task::block_in_place(|| support::terraform(&tf, &h, &config, &["init", "-input=false", "-no-color"]));
     assert!(out.status.success(), "terraform init failed\n{}", text(&out));
-    let installed = format!("Installed {host}/acme/widget v1.0.0 (self-signed, key ID {})", key.key_id());
+    // The block's `~> 1.0` takes the newest 1.x published since.
+    let installed = format!("Installed {host}/acme/widget v1.2.0 (self-signed, key ID {})", key.key_id());
     assert!(text(&out).contains(&installed), "{}", text(&out));
 }

@@ -42,8 +42,9 @@ fn the_ci_files_hold_to_github_and_gitlab_schemas() {
     let work = TempDir::new("ci-schemas");
     let files = [
         ("vendor.github-actions", "ci/github/publish-module/action.yml", "using: composite", "using: compost"),
+        ("vendor.github-actions", "ci/github/check-module/action.yml", "  using: composite", "  usin: composite"),
         ("vendor.github-workflows", "ci/github/example-workflow.yml", "runs-on:", "runs_on:"),
-        ("vendor.gitlab-ci", "ci/gitlab/publish-module.yml", "  rules:", "  rulez:"),
+        ("vendor.gitlab-ci", "ci/gitlab/publish-module.yml", "  needs:", "  needz:"),
     ];
     for (schema, file, good, bad) in files {
         let path = repo().join(file);
@@ -92,6 +93,29 @@ fn the_docs_show_the_ci_files_as_they_are() {
     for variable in asked {
         assert!(section.contains(&format!("`{variable}`")), "PUBLISHING.md does not name {variable}");
     }
+}
+
+/// The defaults both CI files write (the CLI's version, the audience that assumes the role)
+/// are the same, and the audience is infra's `ci_oidc.audience` default.
+#[test]
+fn the_ci_files_agree_on_their_defaults() {
+    let read = |f: &str| std::fs::read_to_string(repo().join(f)).unwrap();
+    let (action, check, template, variables) = (
+        read("ci/github/publish-module/action.yml"),
+        read("ci/github/check-module/action.yml"),
+        read("ci/gitlab/publish-module.yml"),
+        read("infra/variables.tf"),
+    );
+    let after = |text: &str, key: &str| -> String {
+        let at = text.find(key).unwrap_or_else(|| panic!("{key} not found")) + key.len();
+        text[at..].lines().next().unwrap().trim().trim_matches('"').to_string()
+    };
+    let terraform = after(&check, "description: The terraform CLI the checks run with.\n    default: ");
+    assert_eq!(terraform, after(&template, "TERRAFORM_VERSION: "));
+    let audience = after(&variables, "audience            = optional(string, ");
+    let audience = audience.trim_end_matches(')').trim_matches('"');
+    assert_eq!(audience, after(&action, "(infra ci_oidc.audience).\n    default: "));
+    assert_eq!(audience, after(&template, "REGISTRY_AWS_AUDIENCE: "));
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -228,7 +252,10 @@ async fn the_ci_steps_publish_a_tag_with_the_jobs_own_token_and_stop_at_a_failin
         let out = step("check", work.path(), env);
         if out.status.success() { Some(step("publish", work.path(), env)) } else { None }
     };
+    std::fs::remove_file(&summary).unwrap();
     assert!(job(&github).is_none(), "a failing terraform test stops the job");
+    let written = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(written, "### acme/net/aws: not published, `terraform test` failed (the job's log says why)\n");
     // The registry reads with the job's token, and only with a valid one (no other credential).
     let mut forged = github.clone();
     forged.iter_mut().find(|(k, _)| k == "REGISTRY_TOKEN").unwrap().1 =

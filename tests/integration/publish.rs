@@ -113,8 +113,16 @@ async fn a_git_tag_becomes_a_served_version_checked_before_anything_is_written()
         "variable \"a\" {}\nvariable \"b\" {\n  type = string\n}\nvariable \"c\" {\n  default = 1\n}\n",
         "v1.2.0",
     );
+    // The upload's answer lost after S3 wrote it: the SDK's retry meets its own bytes (412),
+    // which is not another upload.
+    let lost =
+        registry_local::faults::Rule::next("modules/acme/net/aws/1.2.0", registry_local::faults::Fault::AnswerLost, 1)
+            .method(http::Method::PUT);
+    running.faults.add(lost);
     let (compatible, printed) = publish(repo.path(), data.path(), "enforce").await;
     compatible.unwrap_or_else(|e| panic!("{e}\n{printed}"));
+    assert_eq!(running.faults.injected(), 1, "the answer was lost once");
+    running.faults.clear();
     assert!(printed.contains("interface changes since 1.0.0:") && printed.contains("input \"c\""), "{printed}");
     assert!(printed.contains("semver: keeps the interface of 1.0.0"), "{printed}");
 

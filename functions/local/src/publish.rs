@@ -106,9 +106,11 @@ pub async fn publish_module(options: &ModulePublish, out: &mut dyn Write) -> Res
     let etag =
         match storage.put_etag(&key, packed.bytes.clone().into(), "application/gzip", Precondition::IfAbsent).await {
             Ok(etag) => etag,
-            Err(registry::Error::Conflict(_)) => {
-                return Err(err(format!("an archive was uploaded at {key} meanwhile: nothing was overwritten")));
-            }
+            Err(registry::Error::Conflict(_)) => match stored_sha256(&storage, &key).await? {
+                // A retried PUT whose first try landed: these bytes are there.
+                Some((sha256, etag)) if sha256 == checked.sha256 => etag,
+                _ => return Err(err(format!("an archive was uploaded at {key} meanwhile: nothing was overwritten"))),
+            },
             Err(e) => return Err(err(format!("upload {key}: {}", registry::error::chain(&e)))),
         };
     say(out, format!("uploaded {key}"));
@@ -130,6 +132,22 @@ pub(crate) fn registry_config(settings: &[(String, String)]) -> Result<registry:
         k => settings.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).or_else(|| std::env::var(k).ok()),
     })
     .map_err(|e| err(e.to_string()))
+}
+
+/// The SHA-256 and ETag of the object at `key`, read through without holding it; `None` if
+/// there is none. Tells a retried conditional PUT whose first try landed (the same bytes)
+/// from another upload.
+pub(crate) async fn stored_sha256(storage: &S3Storage, key: &str) -> Result<Option<(String, String)>, LocalError> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let stored = storage
+        .stream(key, |chunk| {
+            hasher.update(chunk);
+            Ok(())
+        })
+        .await
+        .map_err(|e| err(format!("read {key}: {}", registry::error::chain(&e))))?;
+    Ok(stored.map(|s| (hex::encode(hasher.finalize()), s.etag)))
 }
 
 /// A refusal for a read the registry answered 401 or 403: which token to give.

@@ -3,7 +3,8 @@
 //! namespace's keys in the bucket), refused when the registry serves that version or holds
 //! files of it, uploaded in the order that never lets the indexer serve half of it
 //! (`release::Release::upload_order`), each only where nothing is (`If-None-Match: *`), and
-//! followed until `providers.v1` serves every platform or the indexer rejects the release.
+//! followed (bounded) until `providers.v1` serves every platform or the indexer rejects the
+//! release.
 //! The checks are the library's (`registry::publishing::release`); this file is the I/O.
 
 use std::collections::BTreeMap;
@@ -252,6 +253,13 @@ async fn upload(storage: &S3Storage, dist: &Path, release: &Release, out: &mut d
         let content_type = if name.ends_with(".zip") { "application/zip" } else { "application/octet-stream" };
         match storage.put_file(&key, &dist.join(name), content_type, Precondition::IfAbsent).await {
             Ok(()) => uploaded.push(name),
+            // A retried PUT whose first try landed: these bytes are there.
+            Err(registry::Error::Conflict(_))
+                if crate::publish::stored_sha256(storage, &key).await?.map(|(sha256, _)| sha256)
+                    == Some(sha256_file(&dist.join(name))?) =>
+            {
+                uploaded.push(name)
+            }
             Err(registry::Error::Conflict(_)) => {
                 return Err(err(format!(
                     "{key} was uploaded meanwhile: nothing was overwritten (uploaded before it: {})",
@@ -301,7 +309,7 @@ async fn wait_for_release(
         if now.is_some()
             && now != record_before
             && let Some(r) = crate::publish::rejection(storage, shasums_key).await?
-            && !r.reason.contains(" is missing")
+            && !r.reason.contains(&format!("is missing: {}", registry::index::INCOMPLETE_RELEASE))
         {
             let _ = writeln!(out);
             return Err(err(format!(
@@ -312,8 +320,18 @@ async fn wait_for_release(
         }
         if started.elapsed() >= wait {
             let _ = writeln!(out);
+            // The indexer does not write the same verdict twice: a record from before this
+            // upload may be its answer.
+            let said = match crate::publish::rejection(storage, shasums_key).await? {
+                Some(r) => format!(
+                    "; the release's rejection record says (it may be from before this upload: the indexer \
+                     writes a verdict once): {}",
+                    registry::printed::kept_lines(&r.reason, 4 << 10)
+                ),
+                None => format!("; the release's rejection record would be at {record}"),
+            };
             return Err(err(format!(
-                "not served within {} s: the files are under {}; the release's rejection record would be at {record}",
+                "not served within {} s: the files are under {}{said}",
                 wait.as_secs(),
                 layout::provider_prefix(provider)
             )));

@@ -5,7 +5,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.40, < 7.0"
+      version = ">= 5.81, < 7.0"
     }
   }
 }

@@ -7,7 +7,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.40, < 7.0"
+      version = ">= 5.81, < 7.0"
     }
   }
 }
@@ -46,7 +46,7 @@ module "registry" {
     platform = {
       modules   = ["platform"]
       providers = ["registry.example.com/platform"]
-      github    = ["acme/terraform-aws-platform", "acme-modules/*"]
+      github    = ["acme/terraform-aws-platform", "acme-modules/vpc"]
       gitlab    = ["acme/platform/network"]
     }
   }

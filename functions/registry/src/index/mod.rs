@@ -62,7 +62,7 @@ pub use indexer::{Indexer, Limits, Outcome};
 pub use judgment::{Policy as SemverRule, SemverPolicy, Verdict, judge_unpublished};
 pub use rejections::Rejection;
 use rejections::{delete_record, reject_once};
-pub use releases::{KEY_FILES_MAX, RELEASE_MANIFEST_MAX_BYTES, manifest_protocols};
+pub use releases::{INCOMPLETE_RELEASE, KEY_FILES_MAX, RELEASE_MANIFEST_MAX_BYTES, manifest_protocols};
 
 /// How a pass that loses a race is retried before giving up (the caller then reports an
 /// error; in Lambda the event is retried). Under n passes racing on one manifest the last

@@ -20,6 +20,11 @@ use crate::manifest::{ProviderArchive, ProviderVersion, RecordedKey, SignedRelea
 use crate::signing;
 use crate::storage::{ObjectInfo, Storage};
 
+/// What the record of a release that lacks `SHA256SUMS` or its signature says after "is
+/// missing: ", which an upload in progress leaves for a moment (`make publish-provider`
+/// waits past it).
+pub const INCOMPLETE_RELEASE: &str = "a signed release is its zips, terraform-provider-TYPE_VERSION_SHA256SUMS";
+
 /// Longest `_manifest.json` read.
 pub const RELEASE_MANIFEST_MAX_BYTES: usize = 64 << 10;
 /// Most key files a namespace may have; more is a mistake, not a rotation.
@@ -142,9 +147,9 @@ async fn verify_release<S: Storage>(
     let (Some(shasums), Some(signature)) = (&objects.shasums, &objects.signature) else {
         let missing = if objects.shasums.is_none() { "SHA256SUMS is missing" } else { "SHA256SUMS.sig is missing" };
         return Ok(Err(format!(
-            "{missing}: a signed release is its zips, terraform-provider-TYPE_VERSION_SHA256SUMS and its binary \
-             detached signature terraform-provider-TYPE_VERSION_SHA256SUMS.sig (goreleaser's Terraform provider \
-             configuration makes all of them)"
+            "{missing}: {INCOMPLETE_RELEASE} and its binary detached signature \
+             terraform-provider-TYPE_VERSION_SHA256SUMS.sig (goreleaser's Terraform provider configuration makes all \
+             of them)"
         )));
     };
     let sums_bytes = match read_small(indexer, shasums, signing::SHASUMS_MAX_BYTES).await? {

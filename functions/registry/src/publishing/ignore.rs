@@ -9,8 +9,10 @@
 //! (nothing inside can be included again, as with git). `.git` (a directory, or a linked work
 //! tree's file) and `.terraform/` are left out at any depth, as Terraform leaves them out.
 //!
-//! Bounded: at most `MAX_RULES` lines of `MAX_FILE_BYTES`, and matching is linear in the
-//! segments times the pattern's (no backtracking that grows with input).
+//! Bounded: at most `MAX_RULES` lines of `MAX_FILE_BYTES`; matching one segment is at most
+//! its length times the pattern's, and every comparison of a packing counts against
+//! `MAX_COMPARISONS`, past which it stops with an error rather than run for hours on patterns
+//! built to backtrack.
 
 /// The file read from the module directory's root.
 pub const FILE: &str = ".terraformignore";
@@ -20,6 +22,10 @@ pub const MAX_FILE_BYTES: usize = 64 << 10;
 pub const MAX_RULES: usize = 1000;
 /// Longest pattern.
 const MAX_PATTERN_BYTES: usize = 1024;
+
+/// Most character comparisons matching may make over one packing (seconds of work; a real
+/// file's patterns over 100,000 paths make a few million).
+pub const MAX_COMPARISONS: u64 = 500_000_000;
 
 /// Directories never packed: the repository and the CLI's working directory.
 const ALWAYS_LEFT_OUT: [&str; 2] = [".git", ".terraform"];
@@ -39,6 +45,8 @@ struct Rule {
 #[derive(Debug, Clone, Default)]
 pub struct Ignore {
     rules: Vec<Rule>,
+    /// Comparisons made so far (`MAX_COMPARISONS`).
+    spent: std::cell::Cell<u64>,
 }
 
 impl Ignore {
@@ -65,28 +73,37 @@ impl Ignore {
                 rules.push(rule);
             }
         }
-        Ok(Ignore { rules })
+        Ok(Ignore { rules, spent: std::cell::Cell::new(0) })
     }
 
     /// Whether the entry at `path` (relative, `/`-separated, no `.` or `..` segments) is left
-    /// out; its parent directories were not (the walk does not enter one that is).
-    pub fn leaves_out(&self, path: &str, is_directory: bool) -> bool {
+    /// out; its parent directories were not (the walk does not enter one that is). An error
+    /// once the packing's matching has made `MAX_COMPARISONS`.
+    pub fn leaves_out(&self, path: &str, is_directory: bool) -> Result<bool, String> {
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         match segments.last() {
-            Some(&".git") => return true,
-            Some(name) if is_directory && ALWAYS_LEFT_OUT.contains(name) => return true,
+            Some(&".git") => return Ok(true),
+            Some(name) if is_directory && ALWAYS_LEFT_OUT.contains(name) => return Ok(true),
             _ => {}
         }
+        let mut budget = MAX_COMPARISONS.saturating_sub(self.spent.get());
         let mut left_out = false;
         for rule in &self.rules {
             if rule.directories_only && !is_directory {
                 continue;
             }
-            if rule.include == left_out && matches_path(&rule.segments, &segments) {
+            if rule.include == left_out && matches_path(&rule.segments, &segments, &mut budget) {
                 left_out = !rule.include;
             }
         }
-        left_out
+        self.spent.set(MAX_COMPARISONS - budget);
+        if budget == 0 {
+            return Err(format!(
+                "{FILE}'s patterns took more than {MAX_COMPARISONS} comparisons to match the directory's paths: \
+                 simplify them (fewer `*` in one segment, fewer patterns)"
+            ));
+        }
+        Ok(left_out)
     }
 }
 
@@ -121,11 +138,12 @@ impl Rule {
 /// Whether the pattern's segments match the path's: `**` takes zero or more segments. A
 /// table over (pattern position, path position), so a pattern of many `**` costs their
 /// count times the path's length, never more.
-fn matches_path(pattern: &[String], path: &[&str]) -> bool {
+fn matches_path(pattern: &[String], path: &[&str], budget: &mut u64) -> bool {
     // reachable[j]: the pattern so far matches the first j path segments.
     let mut reachable = vec![false; path.len() + 1];
     reachable[0] = true;
     for (at, segment) in pattern.iter().enumerate() {
+        *budget = budget.saturating_sub(path.len() as u64 + 1);
         let mut next = vec![false; path.len() + 1];
         // `dir/**` is what `dir` holds: at least one segment when last (and not alone).
         let at_least_one = at + 1 == pattern.len() && at > 0;
@@ -142,7 +160,7 @@ fn matches_path(pattern: &[String], path: &[&str]) -> bool {
             }
         } else {
             for j in 0..path.len() {
-                if reachable[j] && matches_segment(segment.as_bytes(), path[j].as_bytes()) {
+                if reachable[j] && matches_segment(segment.as_bytes(), path[j].as_bytes(), budget) {
                     next[j + 1] = true;
                 }
             }
@@ -154,10 +172,14 @@ fn matches_path(pattern: &[String], path: &[&str]) -> bool {
 
 /// `*` and `?` within one segment (a `\` escapes the next byte), by the two-pointer walk:
 /// at most the product of the lengths, with no recursion.
-fn matches_segment(pattern: &[u8], name: &[u8]) -> bool {
+fn matches_segment(pattern: &[u8], name: &[u8], budget: &mut u64) -> bool {
     let (mut p, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while n < name.len() {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
         match pattern.get(p) {
             Some(b'*') => {
                 star = Some((p, n));
@@ -183,7 +205,7 @@ mod tests {
     use super::*;
 
     fn out(rules: &str, path: &str, dir: bool) -> bool {
-        Ignore::parse(rules).unwrap().leaves_out(path, dir)
+        Ignore::parse(rules).unwrap().leaves_out(path, dir).unwrap()
     }
 
     #[test]
@@ -227,19 +249,20 @@ mod tests {
 
     #[test]
     fn segments_match_without_backtracking_blowups() {
-        assert!(matches_segment(b"a*b*c*d", b"aXXbYYcZZd"));
-        assert!(!matches_segment(b"a*b*c*d", b"aXXbYYcZZ"));
-        assert!(matches_segment(b"f?o", b"foo"));
-        assert!(matches_segment(b"\\*x", b"*x"));
-        assert!(!matches_segment(b"\\*x", b"ax"));
+        let unlimited = || u64::MAX;
+        assert!(matches_segment(b"a*b*c*d", b"aXXbYYcZZd", &mut unlimited()));
+        assert!(!matches_segment(b"a*b*c*d", b"aXXbYYcZZ", &mut unlimited()));
+        assert!(matches_segment(b"f?o", b"foo", &mut unlimited()));
+        assert!(matches_segment(b"\\*x", b"*x", &mut unlimited()));
+        assert!(!matches_segment(b"\\*x", b"ax", &mut unlimited()));
         // A pattern of many stars against a long name that never matches: the two-pointer
         // walk, product-bounded (a backtracking matcher takes exponential time here).
         let pattern = "*a".repeat(500) + "b";
         let name = "a".repeat(1000);
-        assert!(!matches_segment(pattern.as_bytes(), name.as_bytes()));
+        assert!(!matches_segment(pattern.as_bytes(), name.as_bytes(), &mut unlimited()));
         let many = vec!["**".to_string(); 1].into_iter().chain((0..200).map(|_| "x*".to_string())).collect::<Vec<_>>();
         let path: Vec<&str> = std::iter::repeat_n("xy", 127).collect();
-        assert!(!matches_path(&many, &path));
+        assert!(!matches_path(&many, &path, &mut unlimited()));
     }
 
     #[test]
@@ -247,5 +270,33 @@ mod tests {
         assert!(Ignore::parse(&"a\n".repeat(MAX_RULES + 1)).unwrap_err().contains("more than"));
         assert!(Ignore::parse(&"a".repeat(MAX_PATTERN_BYTES + 1)).unwrap_err().contains("line 1"));
         assert!(Ignore::parse(&"#".repeat(MAX_FILE_BYTES + 1)).unwrap_err().contains("larger"));
+    }
+
+    /// At its maximum (1,000 patterns in 64 KiB, each built to backtrack, over names of 255
+    /// bytes) matching stops with an error at `MAX_COMPARISONS`, counted, not timed; a
+    /// realistic file over 100,000 paths spends a small part of it.
+    #[test]
+    fn matching_is_bounded_at_the_files_maximum() {
+        let hostile: String = (0..MAX_RULES).map(|i| format!("{}{}\n", "*a".repeat(31), i % 10)).collect();
+        assert!(hostile.len() <= MAX_FILE_BYTES);
+        let rules = Ignore::parse(&hostile).unwrap();
+        let name = "a".repeat(255);
+        let mut refused = None;
+        for n in 0..10_000 {
+            if let Err(why) = rules.leaves_out(&format!("d{n}/{name}"), false) {
+                refused = Some((n, why));
+                break;
+            }
+        }
+        let (n, why) = refused.expect("the budget ends the matching");
+        assert!(why.contains("comparisons") && n > 0, "{n}: {why}");
+        assert_eq!(rules.spent.get(), MAX_COMPARISONS);
+
+        let real = "*.tfstate\n*.tfstate.*\n.terraform.lock.hcl\n*.tfvars\n!example.tfvars\nexamples/**/.terraform/\ncrash.log\n/tests/fixtures/\n";
+        let rules = Ignore::parse(real).unwrap();
+        for n in 0..100_000 {
+            rules.leaves_out(&format!("modules/m{}/files/file-{n}.tf", n % 100), false).unwrap();
+        }
+        assert!(rules.spent.get() < MAX_COMPARISONS / 20, "{}", rules.spent.get());
     }
 }

@@ -100,7 +100,7 @@ impl<W: Write> Walk<W> {
             let relative = format!("{prefix}{name}");
             let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let is_dir = meta.is_dir();
-            if self.rules.leaves_out(&relative, is_dir) {
+            if self.rules.leaves_out(&relative, is_dir)? {
                 left_out.push(if is_dir { format!("{relative}/") } else { relative });
                 continue;
             }

@@ -93,7 +93,7 @@ impl Release {
 
     /// The files in the order they are uploaded: the zips and the manifest, then
     /// `SHA256SUMS`, its signature last. The indexer serves a signed release once its
-    /// signature verifies, with the zips it lists then: each zip is there before that.
+    /// signature verifies, with the zips uploaded by then: each zip is there before that.
     pub fn upload_order(&self) -> Vec<&str> {
         let mut order: Vec<&str> = self.zips.values().map(String::as_str).collect();
         order.extend(self.manifest.as_deref());
