@@ -584,8 +584,8 @@ async fn serve(args: Serve) -> Result<(), String> {
          Private providers (providers.v1 at {base}{providers}, source = \"{own}/NAMESPACE/TYPE\"):\n\
          \x20 AWS_ACCESS_KEY_ID=$KEY_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$KEY_ADMIN_SECRET_ACCESS_KEY \\\n\
          \x20   aws s3 cp acme.asc s3://{bucket}/signing-keys/{own}/acme/release.asc    # key admins only\n\
-         \x20 aws s3 cp dist/ s3://{bucket}/providers/{own}/acme/widget/ --recursive   # zips, _SHA256SUMS, .sig, _manifest.json\n\
-         \x20 (served once the signature verifies; rejections/ in the bucket says why not: docs/PUBLISHING.md)\n\
+         \x20 make publish-provider DIST=dist NAMESPACE=acme DATA_DIR={dir}   # goreleaser's zips, _SHA256SUMS, .sig, _manifest.json\n\
+         \x20 (checked, the signature against those keys, before it uploads; docs/PUBLISHING.md)\n\
          {pull}\n\
          Ctrl-C stops it.",
         base = running.base_url(),
