@@ -45,6 +45,8 @@ checked() {
 build() {
   local dest="${1:?usage: $0 build DIR}" root
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  # A runner image's stable may be older than the workspace's rust-version (offline: as is).
+  if command -v rustup >/dev/null 2>&1; then rustup update stable --no-self-update >/dev/null 2>&1 || true; fi
   # From the repository's root, so that its rust-toolchain.toml picks the toolchain.
   (cd "$root" && cargo build --profile tool --locked -p registry-local --bin registry-local \
     --target-dir "${CARGO_TARGET_DIR:-$root/target}")
@@ -60,7 +62,8 @@ registry_credentials() {
   if [ -n "${REGISTRY_TOKEN:-}" ] && [[ "$host" != *:* ]]; then
     local name
     name="TF_TOKEN_$(printf '%s' "$host" | sed -e 's/-/__/g' -e 's/\./_/g')"
-    export "$name=$REGISTRY_TOKEN"
+    # A host that is not ASCII would need its punycode form: not given a token.
+    if [[ "$name" =~ ^[A-Za-z0-9_]+$ ]]; then export "$name=$REGISTRY_TOKEN"; fi
   fi
 }
 
@@ -69,7 +72,12 @@ check() {
   checked "terraform fmt -check" "$terraform" -chdir="$dir" fmt -check -recursive -diff
   checked "terraform init -backend=false" "$terraform" -chdir="$dir" init -backend=false -input=false -no-color
   checked "terraform validate" "$terraform" -chdir="$dir" validate -no-color
-  if compgen -G "$dir/*.tftest.hcl" >/dev/null || compgen -G "$dir/tests/*.tftest.hcl" >/dev/null; then
+  local file found=""
+  # The directory quoted, so brackets in its name are not a pattern.
+  for file in "$dir"/*.tftest.hcl "$dir"/tests/*.tftest.hcl; do
+    if [ -e "$file" ]; then found=1 && break; fi
+  done
+  if [ -n "$found" ]; then
     checked "terraform test" "$terraform" -chdir="$dir" test -no-color
   else
     say "terraform test: skipped, the module has no *.tftest.hcl"
@@ -81,10 +89,12 @@ publish() {
   : "${REGISTRY_URL:?REGISTRY_URL=https://registry.example.com}"
   : "${REGISTRY_BUCKET:?REGISTRY_BUCKET=the registry bucket}"
   say "publish $REGISTRY_MODULE to $REGISTRY_URL"
+  # A summary file that came with the job (an artifact of another) is not this job's to keep.
+  if [ -n "${REGISTRY_SUMMARY_FILE:-}" ] && [ -z "${GITHUB_STEP_SUMMARY:-}" ]; then : >"$REGISTRY_SUMMARY_FILE"; fi
   local out status=0
   out="$(mktemp)"
-  "$publish" publish --dir "$dir" --module "$REGISTRY_MODULE" --bucket "$REGISTRY_BUCKET" \
-    --registry "$REGISTRY_URL" 2>&1 | tee "$out" || status=$?
+  "$publish" publish --dir="$dir" --module="$REGISTRY_MODULE" --bucket="$REGISTRY_BUCKET" \
+    --registry="$REGISTRY_URL" 2>&1 | tee "$out" || status=$?
   if [ -n "$summary" ]; then
     local verdict="published"
     [ "$status" -eq 0 ] || verdict="not published"

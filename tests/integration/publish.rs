@@ -165,3 +165,25 @@ async fn a_module_in_a_subdirectory_is_packed_from_its_part_of_the_tag() {
     assert_eq!(registry::testing::tar_gz_names(&served.bytes), [".gitattributes", "main.tf"]);
     running.stop().await;
 }
+
+/// A filter driver in the clone's own `.git/config` (a job before left it on a reused CI
+/// runner) is a program git archive would run: refused before it runs, nothing uploaded.
+#[tokio::test]
+async fn a_filter_the_clones_config_defines_is_never_run() {
+    let data = support::TempDir::new("publish-filter-data");
+    let repo = support::TempDir::new("publish-filter-repo");
+    let options = LocalOptions { write_client_files: true, ..LocalOptions::ephemeral(data.path()) };
+    let running = registry_local::start(options).await.unwrap();
+    git(repo.path(), &["init", "-q"]);
+    release(repo.path(), "variable \"a\" {}\n", "v1.0.0");
+    let ran = repo.path().join("../filter-ran");
+    let command = format!("touch {}; cat", ran.display());
+    git(repo.path(), &["config", "filter.planted.smudge", &command]);
+    std::fs::write(repo.path().join(".git/info/attributes"), "* filter=planted\n").unwrap();
+    let (refused, printed) = publish(repo.path(), data.path(), "warn").await;
+    let refused = refused.unwrap_err();
+    assert!(refused.contains("defines the filter filter.planted.smudge"), "{refused}\n{printed}");
+    assert!(!ran.exists(), "the planted filter ran");
+    assert!(keys(&running.storage).await.is_empty());
+    running.stop().await;
+}

@@ -366,10 +366,15 @@ impl Source {
 }
 
 /// `git -C dir ARGS`'s standard output.
+/// What every git command here runs with: no hooks and no file system monitor, programs a
+/// clone's own `.git/config` could name (one a job before left on a reused CI runner).
+const GIT_SAFE: [&str; 4] = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"];
+
 fn git(dir: &Path, args: &[&str]) -> Result<String, LocalError> {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
+        .args(GIT_SAFE)
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -395,10 +400,24 @@ fn git_archive(
         "" => format!("refs/tags/{tag}"),
         sub => format!("refs/tags/{tag}:{sub}"),
     };
+    // git archive runs the filter drivers attributes name, as a checkout would: one the
+    // clone's own config defines is a program nobody reviewed (git-lfs is the user's or the
+    // system's, and stays allowed).
+    let local =
+        git(&top, &["config", "--local", "--name-only", "--get-regexp", r"^filter\..*\.(smudge|clean|process)$"])
+            .unwrap_or_default();
+    if let Some(driver) = local.lines().next() {
+        return Err(err(format!(
+            "{}/.git/config defines the filter {driver}, which git archive would run on the tag's files: \
+             publish from a fresh clone (nothing was uploaded)",
+            top.display()
+        )));
+    }
     // The same bytes whoever packs: no line-ending conversion, one umask (0644 and 0755).
     let mut child = Command::new("git")
         .arg("-C")
         .arg(&top)
+        .args(GIT_SAFE)
         .args(["-c", "core.autocrlf=false", "-c", "tar.umask=0022"])
         .args(["archive", "--format=tar", "--prefix=module/", &tree])
         .stdin(Stdio::null())
