@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The steps of a module repository's tag job, shared by the GitHub action
-# (ci/github/publish-module/action.yml) and the GitLab template (ci/gitlab/publish-module.yml);
-# tests/integration/ci_templates.rs runs them against a local registry.
+# The steps of a module repository's tag jobs, shared by the GitHub actions
+# (ci/github/check-module, ci/github/publish-module) and the GitLab template
+# (ci/gitlab/publish-module.yml); tests/integration/ci_templates.rs runs them against a local
+# registry.
 #
 #   publish-module.sh build DIR  build registry-local (make publish's command) from the
 #                                repository this script is in, into DIR
 #   publish-module.sh check      terraform fmt -check, init -backend=false, validate, and
-#                                terraform test when the module has tests, before the role's
-#                                credentials are configured
+#                                terraform test when the module has tests, in a job of its
+#                                own that cannot reach the role
 #   publish-module.sh publish    registry-local publish with the role's AWS credentials and
 #                                the job's own token for the registry
 #
@@ -54,8 +55,9 @@ build() {
   cp "${CARGO_TARGET_DIR:-$root/target}/tool/registry-local" "$dest/"
 }
 
-# The job's token reaches the registry's modules the module calls too (terraform's TF_TOKEN_
-# variable: the host with dots as underscores; a host with a port has none).
+# A job given REGISTRY_TOKEN reaches the registry's modules the module calls with it
+# (terraform's TF_TOKEN_ variable: the host with dots as underscores; a host with a port has
+# none). The check jobs of the CI files have none.
 registry_credentials() {
   local host="${REGISTRY_URL#https://}"
   host="${host%%/*}"

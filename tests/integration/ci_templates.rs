@@ -5,9 +5,10 @@
 //! failing `terraform test` stops the job before anything is uploaded, the summary carries the
 //! result and the interface changes.
 //!
-//! What does not run here: the steps that only exist on a runner (actions/cache,
-//! setup-terraform, configure-aws-credentials, the GitLab job's apt-get, terraform download and
-//! cargo build); the roles they assume are tested in tests/deploy/ci_trust.rs.
+//! What does not run here: the steps that only exist on a runner (the build step,
+//! setup-terraform, configure-aws-credentials, the ID token requests, the GitLab jobs' apt-get,
+//! terraform download and the publish job's env -i script); the roles they assume are tested
+//! in tests/deploy/ci_trust.rs.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};

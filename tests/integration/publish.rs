@@ -184,6 +184,14 @@ async fn a_filter_the_clones_config_defines_is_never_run() {
     let refused = refused.unwrap_err();
     assert!(refused.contains("defines the filter filter.planted.smudge"), "{refused}\n{printed}");
     assert!(!ran.exists(), "the planted filter ran");
+    // The same filter in a file the config includes.
+    git(repo.path(), &["config", "--unset", "filter.planted.smudge"]);
+    let included = repo.path().join("../included.gitconfig");
+    std::fs::write(&included, format!("[filter \"planted\"]\n\tsmudge = {command}\n")).unwrap();
+    git(repo.path(), &["config", "include.path", &included.display().to_string()]);
+    let (refused, _) = publish(repo.path(), data.path(), "warn").await;
+    assert!(refused.unwrap_err().contains("defines the filter filter.planted.smudge"));
+    assert!(!ran.exists(), "the included filter ran");
     assert!(keys(&running.storage).await.is_empty());
     running.stop().await;
 }

@@ -403,12 +403,18 @@ fn git_archive(
     // git archive runs the filter drivers attributes name, as a checkout would: one the
     // clone's own config defines is a program nobody reviewed (git-lfs is the user's or the
     // system's, and stays allowed).
-    let local =
-        git(&top, &["config", "--local", "--name-only", "--get-regexp", r"^filter\..*\.(smudge|clean|process)$"])
-            .unwrap_or_default();
+    // The clone's config and its work tree's, with what they include (`include.path`,
+    // `includeIf`), as git archive reads them.
+    let pattern = r"^filter\..*\.(smudge|clean|process)$";
+    let mut local = String::new();
+    for scope in ["--local", "--worktree"] {
+        local +=
+            &git(&top, &["config", scope, "--includes", "--name-only", "--get-regexp", pattern]).unwrap_or_default();
+    }
     if let Some(driver) = local.lines().next() {
         return Err(err(format!(
-            "{}/.git/config defines the filter {driver}, which git archive would run on the tag's files: \
+            "{}/.git/config (or a file it includes) defines the filter {driver}, which git archive would run on \
+             the tag's files: \
              publish from a fresh clone (nothing was uploaded)",
             top.display()
         )));
