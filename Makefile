@@ -98,7 +98,8 @@ browser-deps:
 ## Release zips for Lambda (arm64, provided.al2023): $(LAMBDA_DIR)/NAME/bootstrap.zip. Fails
 ## when a bootstrap unzips to more than 8 MB (docs/PERFORMANCE.md, "Lambda packages").
 build:
-	$(CARGO) lambda build --release --arm64 --output-format zip $(addprefix -p ,$(LAMBDAS))
+	@# cargo-lambda cross-compiles with zig, which make setup installs beside it (PyPI ziglang).
+	PATH="$(TOOLS_DIR)/cargo-lambda/bin:$$PATH" $(CARGO) lambda build --release --arm64 --output-format zip $(addprefix -p ,$(LAMBDAS))
 	@python3 bench/package_sizes.py 8000000 $(addprefix $(LAMBDA_DIR)/,$(addsuffix /bootstrap.zip,$(LAMBDAS)))
 
 ## Each Lambda binary under cargo lambda watch (Runtime API emulator), real events, embedded S3.
