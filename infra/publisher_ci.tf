@@ -28,59 +28,59 @@ resource "aws_iam_openid_connect_provider" "gitlab" {
   tags           = var.tags
 }
 
+# Each CI's statement. A GitHub Actions job's sub is repo:OWNER/REPO:ref:refs/tags/TAG on a tag
+# push (the default subject template); a GitLab CI job's project_path:GROUP/PROJECT:ref_type:tag:ref:TAG
+# in a tag pipeline. Repositories are listed exactly (variables.tf: no wildcard), and a ref holds
+# no ":", so each pattern's one "*" is a tag's name. A GitHub job with an environment has the
+# subject repo:OWNER/REPO:environment:NAME, never matched, and refused outright besides.
+locals {
+  ci_statements = {
+    github = {
+      sid      = "GitHubActionsTags"
+      provider = local.github_provider_arn
+      issuer   = local.github_issuer
+      subjects = { for team, repos in local.ci_github : team => [for r in repos : "repo:${r}:ref:refs/tags/*"] }
+      refused  = ["*:environment:*"]
+    }
+    gitlab = {
+      sid      = "GitLabCITags"
+      provider = local.gitlab_provider_arn
+      issuer   = local.gitlab_issuer
+      subjects = { for team, paths in local.ci_gitlab : team => [for p in paths : "project_path:${p}:ref_type:tag:ref:*"] }
+      refused  = []
+    }
+  }
+}
+
 data "aws_iam_policy_document" "publisher_trust" {
   for_each = local.ci_teams
 
-  # A GitHub Actions job's sub is repo:OWNER/REPO:ref:refs/tags/TAG on a tag push (the default
-  # subject template). Repositories are listed exactly (variables.tf: no wildcard), and a ref
-  # holds no ":", so the pattern's one "*" is a tag's name; a job with an environment has the
-  # subject repo:OWNER/REPO:environment:NAME, never matched, and refused outright besides.
   dynamic "statement" {
-    for_each = contains(keys(local.ci_github), each.key) ? [1] : []
+    for_each = { for ci, c in local.ci_statements : ci => c if contains(keys(c.subjects), each.key) }
     content {
-      sid     = "GitHubActionsTags"
+      sid     = statement.value.sid
       actions = ["sts:AssumeRoleWithWebIdentity"]
       principals {
         type        = "Federated"
-        identifiers = [local.github_provider_arn]
+        identifiers = [statement.value.provider]
       }
       condition {
         test     = "StringEquals"
-        variable = "${local.github_issuer}:aud"
+        variable = "${statement.value.issuer}:aud"
         values   = [var.ci_oidc.audience]
       }
       condition {
         test     = "StringLike"
-        variable = "${local.github_issuer}:sub"
-        values   = [for r in local.ci_github[each.key] : "repo:${r}:ref:refs/tags/*"]
+        variable = "${statement.value.issuer}:sub"
+        values   = statement.value.subjects[each.key]
       }
-      condition {
-        test     = "StringNotLike"
-        variable = "${local.github_issuer}:sub"
-        values   = ["*:environment:*"]
-      }
-    }
-  }
-
-  # A GitLab CI job's sub is project_path:GROUP/PROJECT:ref_type:tag:ref:TAG in a tag pipeline.
-  dynamic "statement" {
-    for_each = contains(keys(local.ci_gitlab), each.key) ? [1] : []
-    content {
-      sid     = "GitLabCITags"
-      actions = ["sts:AssumeRoleWithWebIdentity"]
-      principals {
-        type        = "Federated"
-        identifiers = [local.gitlab_provider_arn]
-      }
-      condition {
-        test     = "StringEquals"
-        variable = "${local.gitlab_issuer}:aud"
-        values   = [var.ci_oidc.audience]
-      }
-      condition {
-        test     = "StringLike"
-        variable = "${local.gitlab_issuer}:sub"
-        values   = [for p in local.ci_gitlab[each.key] : "project_path:${p}:ref_type:tag:ref:*"]
+      dynamic "condition" {
+        for_each = length(statement.value.refused) > 0 ? [statement.value.refused] : []
+        content {
+          test     = "StringNotLike"
+          variable = "${statement.value.issuer}:sub"
+          values   = condition.value
+        }
       }
     }
   }

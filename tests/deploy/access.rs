@@ -145,6 +145,9 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
     ];
     let publisher_writes =
         vec!["own module archive", "own module deprecation", "own provider zip", "own provider shasums"];
+    // What it wrote, why an upload was rejected, and (make publish-provider checks the
+    // signature before it uploads) its namespace's keys.
+    let publisher_reads = [publisher_writes.clone(), vec!["own rejection", "own signing key"]].concat();
     vec![
         (role("discovery"), GET, vec![]),
         (
@@ -236,35 +239,11 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (role("usage"), GET, vec!["module usage", "namespace usage", "provider usage", "upstream module usage"]),
         (role("usage"), PUT, vec!["module usage", "namespace usage", "provider usage", "upstream module usage"]),
         (role("puller"), PUT, [vec!["upstream copy"], upstream_modules].concat()),
-        (
-            format!("policy/{NAME}-publish-{TEAM}"),
-            GET,
-            vec![
-                "own module archive",
-                "own module deprecation",
-                "own provider zip",
-                "own provider shasums",
-                "own rejection",
-                // make publish-provider checks the signature before it uploads.
-                "own signing key",
-            ],
-        ),
+        (format!("policy/{NAME}-publish-{TEAM}"), GET, publisher_reads.clone()),
         (format!("policy/{NAME}-publish-{TEAM}"), PUT, publisher_writes.clone()),
         (format!("policy/{NAME}-publish-{TEAM}"), DELETE, publisher_writes.clone()),
         // The publisher's CI role (its github and gitlab identities) holds exactly its policy.
-        (
-            role(&format!("publish-{TEAM}")),
-            GET,
-            vec![
-                "own module archive",
-                "own module deprecation",
-                "own provider zip",
-                "own provider shasums",
-                "own rejection",
-                // make publish-provider checks the signature before it uploads.
-                "own signing key",
-            ],
-        ),
+        (role(&format!("publish-{TEAM}")), GET, publisher_reads),
         (role(&format!("publish-{TEAM}")), PUT, publisher_writes.clone()),
         (role(&format!("publish-{TEAM}")), DELETE, publisher_writes),
         (format!("policy/{NAME}-signing-keys-security"), GET, vec!["own signing key"]),

@@ -17,7 +17,7 @@ use std::process::{Command, Output};
 use registry::storage::Storage;
 use registry_local::LocalOptions;
 use support::oidc::OidcIssuer;
-use support::{TempDir, skipped, terraform_or_skip, text};
+use support::{TempDir, git, skipped, terraform_or_skip, text};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -117,19 +117,6 @@ fn the_ci_files_agree_on_their_defaults() {
     let audience = audience.trim_end_matches(')').trim_matches('"');
     assert_eq!(audience, after(&action, "(infra ci_oidc.audience).\n    default: "));
     assert_eq!(audience, after(&template, "REGISTRY_AWS_AUDIENCE: "));
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=CI", "-c", "user.email=ci@example.com", "-c", "commit.gpgsign=false"])
-        .args(["-c", "tag.gpgsign=false", "-c", "init.defaultBranch=main"])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", text(&out));
 }
 
 const TEST_PASSES: &str = "run \"region_is_set\" {\n  command = plan\n  assert {\n    condition     = output.region == \"eu-west-1\"\n    error_message = \"region\"\n  }\n}\n";

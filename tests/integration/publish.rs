@@ -5,26 +5,13 @@
 //! its reason.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use registry::address::ModuleAddress;
 use registry::storage::Storage;
 use registry_local::publish::{ModulePublish, PublishTarget, publish_module};
 use registry_local::{LocalOptions, TokenTarget};
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Publisher", "-c", "user.email=p@example.com", "-c", "commit.gpgsign=false"])
-        .args(["-c", "tag.gpgsign=false", "-c", "init.defaultBranch=main"])
-        .args(args)
-        .env_remove("GIT_DIR")
-        .output()
-        .expect("git runs");
-    assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
-}
+use support::git;
 
 /// Commit `main.tf` as `text` and tag the commit `tag`.
 fn release(repo: &Path, text: &str, tag: &str) {

@@ -157,6 +157,21 @@ pub fn this_platform() -> String {
 /// Say loudly that `what` did not run and why: straight to the process's stderr, which the
 /// test harness does not capture (it captures `eprintln!`), so a passing test that skipped
 /// its work shows it, and `make test` marks its stage "parts SKIPPED".
+/// `git -C dir ARGS` as a tagging author runs it, with no signing and nothing from the
+/// user's git environment; panics with git's message when it fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Publisher", "-c", "user.email=p@example.com", "-c", "commit.gpgsign=false"])
+        .args(["-c", "tag.gpgsign=false", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 pub fn skipped(what: &str, why: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "\n=== SKIPPED: {what}: {why} ===\n");

@@ -75,15 +75,8 @@ enum Command {
         /// The version [default: the one the tag at HEAD names, v1.2.0 or 1.2.0].
         #[arg(long, value_name = "VERSION")]
         version: Option<String>,
-        /// A deployed registry's URL (https://registry.example.com), read with REGISTRY_TOKEN;
-        /// with --bucket.
-        #[arg(long, value_name = "URL", requires = "bucket")]
-        registry: Option<String>,
-        /// Seconds to wait for the indexer's answer.
-        #[arg(long, value_name = "N", default_value_t = 120)]
-        wait_seconds: u64,
         #[command(flatten)]
-        target: Target,
+        to: PublishTo,
     },
     /// Publish a provider release from goreleaser's dist/ (`make publish-provider`): its zips,
     /// SHA256SUMS, signature and manifest checked as the indexer would check them (the
@@ -99,15 +92,8 @@ enum Command {
         /// Which release, when the directory holds several.
         #[arg(long, value_name = "VERSION")]
         version: Option<String>,
-        /// A deployed registry's URL (https://registry.example.com), read with REGISTRY_TOKEN;
-        /// with --bucket.
-        #[arg(long, value_name = "URL", requires = "bucket")]
-        registry: Option<String>,
-        /// Seconds to wait for the indexer's answer.
-        #[arg(long, value_name = "N", default_value_t = 120)]
-        wait_seconds: u64,
         #[command(flatten)]
-        target: Target,
+        to: PublishTo,
     },
     /// Put an air-gap bundle into a bucket (`make bundle-import`), only once every file under
     /// its `upstream-modules/` is what `SHA256SUMS` lists, every pin names an archive of its SHA-256 in the bundle,
@@ -156,6 +142,37 @@ struct Serve {
     /// [default: at loopback speed].
     #[arg(long, value_name = "MODEL")]
     s3_latency: Option<String>,
+}
+
+/// Where a publish command uploads and what it reads, and how long it waits.
+#[derive(Args)]
+struct PublishTo {
+    /// A deployed registry's URL (https://registry.example.com), read with REGISTRY_TOKEN;
+    /// with --bucket.
+    #[arg(long, value_name = "URL", requires = "bucket")]
+    registry: Option<String>,
+    /// Seconds to wait for the indexer's answer.
+    #[arg(long, value_name = "N", default_value_t = 120)]
+    wait_seconds: u64,
+    #[command(flatten)]
+    target: Target,
+}
+
+impl PublishTo {
+    fn parts(self) -> Result<(registry_local::publish::PublishTarget, std::time::Duration), String> {
+        use registry_local::publish::PublishTarget;
+        let target = match (self.target.target()?, self.registry) {
+            (TokenTarget::DataDir(dir), None) => PublishTarget::Local(dir),
+            (TokenTarget::Bucket(bucket), Some(registry)) => PublishTarget::Deployed { bucket, registry },
+            (TokenTarget::Bucket(_), None) => {
+                return Err(
+                    "--bucket needs --registry URL (REGISTRY_URL=): what the registry serves is read there".into()
+                );
+            }
+            (TokenTarget::DataDir(_), Some(_)) => return Err("--registry goes with --bucket".into()),
+        };
+        Ok((target, std::time::Duration::from_secs(self.wait_seconds)))
+    }
 }
 
 /// The bucket a command works on: the data directory's (the default), or a deployed one.
@@ -253,11 +270,9 @@ async fn main() -> ExitCode {
             Ok(target) => run_bundle_import(&from, sums_sha256.as_deref(), target).await,
             Err(e) => Err(e),
         },
-        Some(Command::Publish { dir, module, version, registry, wait_seconds, target }) => {
-            run_publish(dir, &module, version.as_deref(), registry, wait_seconds, target).await
-        }
-        Some(Command::PublishProvider { dist, namespace, version, registry, wait_seconds, target }) => {
-            run_publish_provider(dist, namespace, version.as_deref(), registry, wait_seconds, target).await
+        Some(Command::Publish { dir, module, version, to }) => run_publish(dir, &module, version.as_deref(), to).await,
+        Some(Command::PublishProvider { dist, namespace, version, to }) => {
+            run_publish_provider(dist, namespace, version.as_deref(), to).await
         }
         Some(Command::Bundle { modules_json, list, out, target }) => match out {
             Some(out) => run_bundle(&modules_json, &list, BundleTarget::Dir(out)).await,
@@ -276,14 +291,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run_publish(
-    dir: PathBuf,
-    module: &str,
-    version: Option<&str>,
-    registry: Option<String>,
-    wait_seconds: u64,
-    target: Target,
-) -> Result<(), String> {
+async fn run_publish(dir: PathBuf, module: &str, version: Option<&str>, to: PublishTo) -> Result<(), String> {
     use registry_local::publish::{ModulePublish, publish_module};
     let parts: Vec<&str> = module.split('/').collect();
     let [namespace, name, system] = parts[..] else {
@@ -291,8 +299,7 @@ async fn run_publish(
     };
     let module = registry::address::ModuleAddress::parse(namespace, name, system).map_err(|e| e.to_string())?;
     let version = publish_version(version)?;
-    let target = publish_target(target, registry)?;
-    let wait = std::time::Duration::from_secs(wait_seconds);
+    let (target, wait) = to.parts()?;
     let options = ModulePublish { dir, module, version, target, wait, settings: Vec::new() };
     publish_module(&options, &mut std::io::stdout()).await.map(|_| ()).map_err(|e| e.to_string())
 }
@@ -303,30 +310,15 @@ fn publish_version(version: Option<&str>) -> Result<Option<semver::Version>, Str
         .transpose()
 }
 
-fn publish_target(target: Target, registry: Option<String>) -> Result<registry_local::publish::PublishTarget, String> {
-    use registry_local::publish::PublishTarget;
-    match (target.target()?, registry) {
-        (TokenTarget::DataDir(dir), None) => Ok(PublishTarget::Local(dir)),
-        (TokenTarget::Bucket(bucket), Some(registry)) => Ok(PublishTarget::Deployed { bucket, registry }),
-        (TokenTarget::Bucket(_), None) => {
-            Err("--bucket needs --registry URL (REGISTRY_URL=): what the registry serves is read there".into())
-        }
-        (TokenTarget::DataDir(_), Some(_)) => Err("--registry goes with --bucket".into()),
-    }
-}
-
 async fn run_publish_provider(
     dist: PathBuf,
     namespace: String,
     version: Option<&str>,
-    registry: Option<String>,
-    wait_seconds: u64,
-    target: Target,
+    to: PublishTo,
 ) -> Result<(), String> {
     use registry_local::publish_provider::{ProviderPublish, publish_provider};
     let version = publish_version(version)?;
-    let target = publish_target(target, registry)?;
-    let wait = std::time::Duration::from_secs(wait_seconds);
+    let (target, wait) = to.parts()?;
     let options = ProviderPublish { dist, namespace, version, target, wait, settings: Vec::new() };
     publish_provider(&options, &mut std::io::stdout()).await.map(|_| ()).map_err(|e| e.to_string())
 }
