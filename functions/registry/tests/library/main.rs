@@ -9,5 +9,6 @@ mod lambda_events;
 mod mcp;
 mod module_graph;
 mod properties;
+mod provenance;
 mod s3_events;
 mod usage;
