@@ -341,7 +341,10 @@ locals {
   }
   # The public signing keys each key admin may upload: signing-keys/HOSTNAME/NAMESPACE/.
   key_admin_objects = {
-    for team, k in var.key_admins : team => [for hn in k.providers : "signing-keys/${hn}/*"]
+    for team, k in var.key_admins : team => concat(
+      [for hn in k.providers : "signing-keys/${hn}/*"],
+      k.trust_roots ? ["signing-keys/sigstore/*"] : [],
+    )
   }
 }
 

@@ -108,6 +108,8 @@ locals {
     # deleting the file.
     modules-deprecation   = { prefix = "modules/", suffix = ".deprecation.json" }
     providers-deprecation = { prefix = "providers/", suffix = "_deprecation.json" }
+    # A module version's Sigstore bundle: its provenance, uploaded before or after the archive.
+    modules-bundle = { prefix = "modules/", suffix = ".sigstore.json" }
     # A signed release (providers.v1) is published when its last file arrives, whichever it is.
     providers-shasums   = { prefix = "providers/", suffix = "_SHA256SUMS" }
     providers-signature = { prefix = "providers/", suffix = "_SHA256SUMS.sig" }
@@ -169,6 +171,7 @@ locals {
       REGISTRY_MAX_PROVIDER_ZIP_BYTES   = tostring(var.max_provider_zip_bytes)
       REGISTRY_ALLOW_OVERWRITE          = tostring(var.allow_overwrite)
       REGISTRY_SEMVER_POLICY            = var.semver_policy
+      REGISTRY_PROVENANCE               = length(var.provenance) == 0 ? "" : jsonencode(var.provenance)
     })
     puller = merge(local.common_environment, {
       REGISTRY_MAX_PROVIDER_ZIP_BYTES = tostring(var.max_provider_zip_bytes)

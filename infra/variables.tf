@@ -224,6 +224,31 @@ variable "semver_policy" {
   }
 }
 
+variable "provenance" {
+  description = "Which Sigstore provenance each namespace's module versions need (REGISTRY_PROVENANCE; docs/PROVENANCE.md): rules, the first whose namespace glob matches deciding, each with a mode (off, recorded: verified when present and shown, required: a version without a valid bundle is not served) and the signers it admits (an OIDC issuer, repository URI globs, workflow paths, ref globs under refs/tags/). Empty: every namespace recorded, any signer the trust roots vouch for."
+  type = list(object({
+    namespaces = list(string)
+    mode       = string
+    signers = optional(list(object({
+      issuer       = string
+      repositories = list(string)
+      workflows    = optional(list(string), [])
+      refs         = optional(list(string), ["refs/tags/*"])
+    })), [])
+  }))
+  default = []
+
+  validation {
+    condition     = alltrue([for r in var.provenance : contains(["off", "recorded", "required"], r.mode) && length(r.namespaces) > 0])
+    error_message = "Each provenance rule names at least one namespace glob and a mode: off, recorded or required."
+  }
+
+  validation {
+    condition     = alltrue(flatten([for r in var.provenance : [for s in r.signers : startswith(s.issuer, "https://") && length(s.repositories) > 0 && alltrue([for ref in s.refs : startswith(ref, "refs/tags/")])]]))
+    error_message = "Each provenance signer has an https issuer, at least one repository glob, and refs under refs/tags/ only."
+  }
+}
+
 variable "reserved_concurrency" {
   description = "Reserved concurrent executions per function, 1 or more (caps cost and protects the account's other functions); -1 (the default) reserves none. Every function reserves it, and AWS keeps 100 of the account's concurrency quota unreserved: a new account's quota is often 10, so set it only where the quota allows (Service Quotas, \"Concurrent executions\")."
   type        = number
@@ -338,9 +363,10 @@ variable "publishers" {
 }
 
 variable "key_admins" {
-  description = "Who may upload the public signing keys of which provider namespaces: one IAM policy per entry (output key_admin_policy_arns), for the people who own the keys, not the CI jobs that publish. providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\")."
+  description = "Who may upload the public signing keys of which provider namespaces: one IAM policy per entry (output key_admin_policy_arns), for the people who own the keys, not the CI jobs that publish. providers: HOSTNAME/NAMESPACE pairs (or HOSTNAME/*, or \"*\"). trust_roots: may also add Sigstore trust roots (signing-keys/sigstore/, docs/PROVENANCE.md); \"*\" covers them already."
   type = map(object({
-    providers = list(string)
+    providers   = list(string)
+    trust_roots = optional(bool, false)
   }))
   default = {}
 

@@ -62,8 +62,8 @@ run "defaults" {
     error_message = "SSE-S3 without a KMS key"
   }
   assert {
-    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if !contains(["upstream-pulls", "upstream-modules-pull"], n.id)]) == 11 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : (contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json"], n.filter_suffix)) || (n.filter_prefix == "upstream-modules/" && contains([".pin.json", ".refused.json"], n.filter_suffix)) if !contains(["upstream-pulls", "upstream-modules-pull"], n.id)])
-    error_message = "the indexer's notifications cover only archives, signed release files and deprecation files under the publisher prefixes, and the modules pull-through's pins and refusals"
+    condition     = length([for n in aws_s3_bucket_notification.registry.lambda_function : n if !contains(["upstream-pulls", "upstream-modules-pull"], n.id)]) == 12 && alltrue([for n in aws_s3_bucket_notification.registry.lambda_function : (contains(["modules/", "providers/"], n.filter_prefix) && contains([".tar.gz", ".tgz", ".zip", "_SHA256SUMS", "_SHA256SUMS.sig", "_manifest.json", ".deprecation.json", "_deprecation.json", ".sigstore.json"], n.filter_suffix)) || (n.filter_prefix == "upstream-modules/" && contains([".pin.json", ".refused.json"], n.filter_suffix)) if !contains(["upstream-pulls", "upstream-modules-pull"], n.id)])
+    error_message = "the indexer's notifications cover only archives, signed release files, deprecation files and Sigstore bundles under the publisher prefixes, and the modules pull-through's pins and refusals"
   }
   assert {
     condition     = !anytrue([for n in aws_s3_bucket_notification.registry.lambda_function : startswith(n.filter_prefix, "indexed/") || startswith(n.filter_prefix, "rejections/") || startswith(n.filter_prefix, "upstream/versions/")])
@@ -640,4 +640,41 @@ run "monitoring_off" {
     condition     = length(aws_cloudwatch_metric_alarm.function) + length(aws_cloudwatch_metric_alarm.dead_letters) + length(aws_cloudwatch_metric_alarm.api_5xx) + length(aws_cloudwatch_dashboard.registry) == 0
     error_message = "monitoring = false creates no alarm and no dashboard"
   }
+}
+
+# Provenance rules reach the indexer as REGISTRY_PROVENANCE (JSON the code parses), and a rule
+# that could not mean anything is refused at plan.
+run "provenance_rules_reach_the_indexer" {
+  command = plan
+
+  variables {
+    provenance = [{
+      namespaces = ["acme"]
+      mode       = "required"
+      signers    = [{ issuer = "https://token.actions.githubusercontent.com", repositories = ["https://github.com/acme/*"] }]
+    }]
+  }
+
+  assert {
+    condition     = jsondecode(aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_PROVENANCE"])[0].signers[0].refs == ["refs/tags/*"]
+    error_message = "the indexer gets the rules as JSON, refs defaulting to every tag"
+  }
+  assert {
+    condition     = !contains(keys(aws_lambda_function.function["web"].environment[0].variables), "REGISTRY_PROVENANCE")
+    error_message = "only the indexer reads the provenance rules"
+  }
+}
+
+run "provenance_refs_are_tags_only" {
+  command = plan
+
+  variables {
+    provenance = [{
+      namespaces = ["acme"]
+      mode       = "required"
+      signers    = [{ issuer = "https://token.actions.githubusercontent.com", repositories = ["https://github.com/acme/*"], refs = ["refs/heads/main"] }]
+    }]
+  }
+
+  expect_failures = [var.provenance]
 }

@@ -259,3 +259,148 @@ fn a_github_actions_bundle_states_its_repository_commit_ref_workflow_and_run() {
     assert_eq!(verified.log.as_deref(), Some("rekor.sigstore.dev"));
     assert!(verified.log_index.is_some() && verified.signed_at > 1_733_000_000, "{verified:?}");
 }
+
+/// The tests' own instance (support/sigstore.rs) issues bundles the verifier reads as GitHub's:
+/// what the end-to-end publish tests build on.
+#[test]
+fn the_tests_own_instance_signs_github_shaped_bundles_its_trust_root_alone_verifies() {
+    use registry::provenance::policy::{Policies, admits};
+    use support::sigstore::{GITHUB_ISSUER, Sigstore, Workflow};
+
+    let sigstore = Sigstore::new();
+    let root = TrustRoot::from_json(&sigstore.trusted_root()).unwrap();
+    let archive = b"a module archive";
+    let sha256 = provenance::sha256(archive);
+    let who = Workflow::release("acme/terraform-network", "1.2.0");
+    let bundle = sigstore.bundle("network-1.2.0.tar.gz", &hex::encode(sha256), &who, 1_800_000_000);
+
+    let verified = provenance::verify(&bundle, sha256, &root, Signer::Certificate).unwrap();
+    let identity = verified.identity.clone().unwrap();
+    assert_eq!(identity.issuer, GITHUB_ISSUER);
+    assert_eq!(identity.repository.as_deref(), Some("https://github.com/acme/terraform-network"));
+    assert_eq!(identity.git_ref.as_deref(), Some("refs/tags/v1.2.0"));
+    assert_eq!(identity.commit.as_deref(), Some(who.commit.as_str()));
+    assert_eq!(verified.signed_at, 1_800_000_000);
+    assert_eq!(verified.log_index, Some(0));
+
+    let policies = Policies::parse(
+        r#"[{"namespaces": ["acme"], "mode": "required", "signers": [{"issuer": "https://token.actions.githubusercontent.com",
+            "repositories": ["https://github.com/acme/*"], "workflows": [".github/workflows/release.yml"]}]}]"#,
+    )
+    .unwrap();
+    assert_eq!(admits(policies.for_namespace("acme").1, &identity), Ok(()));
+    let outsider = provenance::verify(
+        &sigstore.bundle(
+            "network-1.2.0.tar.gz",
+            &hex::encode(sha256),
+            &Workflow::release("evil/terraform-network", "1.2.0"),
+            1_800_000_000,
+        ),
+        sha256,
+        &root,
+        Signer::Certificate,
+    )
+    .unwrap();
+    assert!(admits(policies.for_namespace("acme").1, outsider.identity.as_ref().unwrap()).is_err());
+
+    // The public-good trust root knows nothing of this instance; another archive is not the
+    // subject; a time outside the certificate's validity (it ends in 2099) is refused.
+    assert!(provenance::verify(&bundle, sha256, &TrustRoot::public_good(), Signer::Certificate).is_err());
+    assert!(provenance::verify(&bundle, provenance::sha256(b"other"), &root, Signer::Certificate).is_err());
+    let late = sigstore.bundle("network-1.2.0.tar.gz", &hex::encode(sha256), &who, 4_200_000_000);
+    let refused = provenance::verify(&late, sha256, &root, Signer::Certificate).unwrap_err();
+    assert!(refused.to_string().contains("not valid at the time"), "{refused}");
+}
+
+/// A rejection record's reason, if the key has one.
+fn record(h: &support::Harness, key: &str) -> Option<String> {
+    let bytes = std::fs::read(h.object_path(&format!("rejections/{key}.json"))).ok()?;
+    Some(serde_json::from_slice::<Value>(&bytes).unwrap()["reason"].as_str().unwrap().to_string())
+}
+
+fn manifest(h: &support::Harness, module: &str) -> Value {
+    let bytes = std::fs::read(h.object_path(&format!("indexed/modules/{module}/manifest.json"))).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+async fn listed(h: &support::Harness, module: &str) -> usize {
+    let (_, versions) = h.get_json(&format!("/v1/modules/{module}/versions")).await;
+    versions["modules"][0]["versions"].as_array().map_or(0, Vec::len)
+}
+
+const REQUIRED: &str = r#"[{"namespaces": ["acme"], "mode": "required", "signers": [{
+    "issuer": "https://token.actions.githubusercontent.com", "repositories": ["https://github.com/acme/*"],
+    "workflows": [".github/workflows/release.yml"]}]}]"#;
+
+/// Through the local registry's indexer: a namespace that requires provenance refuses an
+/// unsigned upload and one signed by a repository outside its rule, each with a record saying
+/// why, and publishes the version once its bundle arrives (after the archive), recording who
+/// built it; a namespace no rule names publishes with or without a bundle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_that_requires_provenance_serves_only_versions_its_signers_built() {
+    use support::sigstore::{Sigstore, Workflow};
+    let sigstore = Sigstore::new();
+    let h = support::Harness::start_with(&[("REGISTRY_PROVENANCE", REQUIRED)]).await;
+    h.upload_key("signing-keys/sigstore/tests.json", sigstore.trusted_root()).await;
+    let archive = support::module_tar_gz(&[("main.tf", "variable \"name\" { type = string }\n")]);
+    let sha256 = hex::encode(provenance::sha256(&archive));
+    let key = "modules/acme/vpc/aws/1.0.0.tar.gz";
+    let bundle_key = format!("{key}.sigstore.json");
+
+    h.upload(key, archive.clone()).await;
+    assert_eq!(listed(&h, "acme/vpc/aws").await, 0, "unsigned: not served");
+    let why = record(&h, key).expect("the archive's record");
+    assert!(why.contains("requires provenance") && why.contains("no Sigstore bundle"), "{why}");
+
+    let outsider =
+        sigstore.bundle("1.0.0.tar.gz", &sha256, &Workflow::release("evil/terraform-vpc", "1.0.0"), 1_800_000_000);
+    h.upload(&bundle_key, outsider).await;
+    assert_eq!(listed(&h, "acme/vpc/aws").await, 0, "an outsider's bundle: not served");
+    let why = record(&h, &bundle_key).expect("the bundle's record");
+    assert!(why.contains("evil/terraform-vpc") && why.contains("does not admit"), "{why}");
+    assert!(record(&h, key).unwrap().contains("its bundle is refused"), "{:?}", record(&h, key));
+
+    let ours =
+        sigstore.bundle("1.0.0.tar.gz", &sha256, &Workflow::release("acme/terraform-vpc", "1.0.0"), 1_800_000_000);
+    h.upload(&bundle_key, ours).await;
+    assert_eq!(listed(&h, "acme/vpc/aws").await, 1, "signed by acme's release workflow: served");
+    assert_eq!(record(&h, key), None);
+    assert_eq!(record(&h, &bundle_key), None);
+    let provenance = &manifest(&h, "acme/vpc/aws")["versions"][0]["provenance"];
+    assert_eq!(provenance["trust_root"], "tests.json", "{provenance}");
+    let identity = &provenance["verified"]["identity"];
+    assert_eq!(identity["repository"], "https://github.com/acme/terraform-vpc", "{provenance}");
+    assert_eq!(identity["ref"], "refs/tags/v1.0.0", "{provenance}");
+    // Shown where a consumer looks: the details API and the version's page.
+    let (status, details) = h.get_json("/v1/modules/acme/vpc/aws/1.0.0").await;
+    assert_eq!(status, 200, "{details}");
+    assert_eq!(details["provenance"]["repository"], "https://github.com/acme/terraform-vpc", "{details}");
+    assert_eq!(
+        details["provenance"]["workflow"],
+        "https://github.com/acme/terraform-vpc/.github/workflows/release.yml@refs/tags/v1.0.0"
+    );
+    assert_eq!(details["provenance"]["signed_at"], "2027-01-15T08:00:00Z", "{details}");
+    let token = format!("Bearer {}", h.running.dev_token);
+    let request = registry::app::Request::get("/ui/modules/acme/vpc/aws/1.0.0").authorization(Some(&token));
+    let page = String::from_utf8(h.running.app.handle(&request).await.body.to_vec()).unwrap();
+    assert!(page.contains("Verified provenance"), "{page}");
+    assert!(page.contains("<a href=\"https://github.com/acme/terraform-vpc\">acme/terraform-vpc</a>"), "{page}");
+    assert!(page.contains("/actions/runs/4242/attempts/1\">.github/workflows/release.yml</a>"), "{page}");
+
+    // A namespace no rule names: served without a bundle, and with a bundle that does not
+    // verify (its record says why), without provenance.
+    let other = "modules/other/vpc/aws/1.0.0.tar.gz";
+    h.upload(other, archive.clone()).await;
+    assert_eq!(listed(&h, "other/vpc/aws").await, 1);
+    let wrong_subject = sigstore.bundle(
+        "1.0.0.tar.gz",
+        &"00".repeat(32),
+        &Workflow::release("acme/terraform-vpc", "1.0.0"),
+        1_800_000_000,
+    );
+    h.upload(&format!("{other}.sigstore.json"), wrong_subject).await;
+    assert_eq!(listed(&h, "other/vpc/aws").await, 1);
+    assert!(manifest(&h, "other/vpc/aws")["versions"][0].get("provenance").is_none());
+    let why = record(&h, &format!("{other}.sigstore.json")).expect("the bad bundle's record");
+    assert!(why.contains("does not name this archive's SHA-256"), "{why}");
+}

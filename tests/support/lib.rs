@@ -18,6 +18,7 @@ pub mod presigned;
 pub mod public_registry;
 pub mod pull_through;
 pub mod raw_s3;
+pub mod sigstore;
 
 /// A registry on ephemeral loopback ports over a fresh temporary data directory.
 pub struct Harness {

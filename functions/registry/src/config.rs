@@ -302,6 +302,14 @@ fn limits(env: &Env<'_>) -> Result<Limits, ConfigError> {
             n => n,
         },
         overwrite_published: env.flag("REGISTRY_ALLOW_OVERWRITE")?,
+        provenance: crate::provenance::policy::Policies::parse(&env.text("REGISTRY_PROVENANCE").unwrap_or_default())
+            .map_err(|e| {
+                ConfigError(format!(
+                    "REGISTRY_PROVENANCE: {e} (expected a JSON list of rules: [{{\"namespaces\": [\"acme\"], \
+                     \"mode\": \"required\", \"signers\": [{{\"issuer\": \"https://token.actions.githubusercontent.com\", \
+                     \"repositories\": [\"https://github.com/acme/*\"]}}]}}])"
+                ))
+            })?,
         semver: match env.text("REGISTRY_SEMVER_POLICY") {
             None => crate::index::SemverPolicy::default(),
             Some(raw) => crate::index::SemverPolicy::parse(&raw).map_err(|e| {

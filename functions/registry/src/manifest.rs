@@ -83,6 +83,54 @@ pub struct ModuleVersion {
     /// Marked deprecated by its publisher (`layout::module_deprecation`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecation: Option<Deprecation>,
+    /// Who built it, by its Sigstore bundle (`layout::module_bundle`), verified at publish;
+    /// absent without a bundle, or with one that did not verify (its rejection says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+impl Provenance {
+    /// What the details API and the MCP server show of it: the certificate's facts, each text
+    /// a line of at most 256 characters (the certificate bounds them too).
+    pub fn shown(&self) -> serde_json::Value {
+        use crate::printed::one_line;
+        const CHARS: usize = 256;
+        let text = |t: Option<&String>| t.map(|t| one_line(t, CHARS));
+        let identity = self.verified.identity.clone().unwrap_or_default();
+        serde_json::json!({
+            "repository": text(identity.repository.as_ref()),
+            "commit": text(identity.commit.as_ref()),
+            "ref": text(identity.git_ref.as_ref()),
+            "workflow": text(identity.workflow.as_ref()),
+            "run": text(identity.run.as_ref()),
+            "builder": text(identity.builder.as_ref()),
+            "issuer": one_line(&identity.issuer, CHARS),
+            "subject": one_line(&identity.subject, CHARS),
+            "predicate_type": text(self.verified.predicate_type.as_ref()),
+            "log": text(self.verified.log.as_ref()),
+            "log_index": self.verified.log_index,
+            "timestamps": self.verified.timestamps,
+            "signed_at": crate::clock::rfc3339(self.verified.signed_at),
+            "trust_root": one_line(&self.trust_root, CHARS),
+            "verified_at": one_line(&self.verified_at, CHARS),
+        })
+    }
+}
+
+/// A version's Sigstore provenance as the indexer verified it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The bundle's key and ETag: it is not read again while they are the same.
+    pub bundle: String,
+    /// (As listed.)
+    pub bundle_etag: String,
+    /// The trust root that vouched for it: `public-good`, or the operator's object under
+    /// `layout::SIGSTORE_TRUST_ROOTS_PREFIX`.
+    pub trust_root: String,
+    /// Who signed, when, where it was logged.
+    pub verified: crate::provenance::Verified,
+    /// When the indexer verified it (`2026-12-04T18:00:00Z`).
+    pub verified_at: String,
 }
 
 #[cfg(any(test, feature = "test-support"))]
@@ -103,6 +151,7 @@ impl ModuleVersion {
             oci: None,
             judged: None,
             deprecation: None,
+            provenance: None,
         }
     }
 }

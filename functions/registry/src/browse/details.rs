@@ -148,6 +148,7 @@ fn head(module: &ModuleAddress, entry: &ModuleVersion, manifest: &ModuleManifest
             "replacement": d.replacement.as_deref().map(|r| one_line(r, NAME_CHARS))}),
         None => Value::Null,
     };
+    body["provenance"] = entry.provenance.as_ref().map_or(Value::Null, crate::manifest::Provenance::shown);
     body["judged"] = match &entry.judged {
         Some(j) => json!({
             "against": j.against, "more": j.more,

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use super::judgment::SemverPolicy;
 use crate::archive;
+use crate::provenance::TrustRoot;
+use crate::provenance::policy::Policies;
 use crate::signing::SigningKey;
 use crate::storage::Storage;
 
@@ -43,6 +45,9 @@ pub struct Limits {
     /// `REGISTRY_SEMVER_POLICY`, default `warn`: what a breaking change in a minor or patch
     /// release of a module does (`judgment`).
     pub semver: SemverPolicy,
+    /// `REGISTRY_PROVENANCE`, default every namespace `recorded`: what a module version's
+    /// Sigstore bundle must be (`provenance`).
+    pub provenance: Policies,
 }
 
 impl Default for Limits {
@@ -54,6 +59,7 @@ impl Default for Limits {
             archive_entries: 20_000,
             overwrite_published: false,
             semver: SemverPolicy::default(),
+            provenance: Policies::default(),
         }
     }
 }
@@ -79,6 +85,16 @@ pub struct Indexer<'a, S> {
     principals: Mutex<BTreeMap<String, String>>,
     /// Keep the catalog after each pass (always, except to measure what that costs).
     pub(super) catalog: bool,
+    /// The Sigstore trust roots, read once per indexer (`provenance`).
+    pub(super) trust_roots: tokio::sync::OnceCell<Arc<TrustRoots>>,
+}
+
+/// The trust roots a bundle is verified against, each on its own: the shipped public-good
+/// one, then each a key admin added, by name; and the files that could not be read, and why.
+#[derive(Debug)]
+pub(super) struct TrustRoots {
+    pub(super) roots: Vec<(String, TrustRoot)>,
+    pub(super) problems: Vec<String>,
 }
 
 impl<'a, S: Storage> Indexer<'a, S> {
@@ -91,6 +107,7 @@ impl<'a, S: Storage> Indexer<'a, S> {
             keys: Default::default(),
             principals: Default::default(),
             catalog: true,
+            trust_roots: Default::default(),
         }
     }
 

@@ -54,6 +54,7 @@ mod intake;
 mod deprecations;
 mod judgment;
 mod oci;
+mod provenance;
 mod rejections;
 mod spool;
 mod upstream_modules;

@@ -8,7 +8,8 @@ use super::documents::{self, read_finished};
 use super::indexer::{Indexer, Outcome};
 use super::intake::{listed_etag, spool_or_reject};
 use super::judgment::{self, Verdict};
-use super::rejections::{Rejections, immutable, immutable_fingerprint};
+use super::provenance::{self, Attested};
+use super::rejections::{Rejections, immutable, immutable_fingerprint, provenance_fingerprint};
 use super::spool::{Spooled, blocking};
 use super::{deprecations, oci};
 use crate::address::ModuleAddress;
@@ -17,6 +18,7 @@ use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, OciLayer, to_json};
 use crate::module_docs::{self, ModuleDocs};
+use crate::provenance::policy::Mode;
 use crate::publish_log::{Action, Change};
 use crate::storage::{Object, ObjectInfo, Precondition, Storage};
 
@@ -32,14 +34,30 @@ pub(super) async fn module_pass<S: Storage>(
     let objects = indexer.storage.list(&prefix).await?;
     let mut rejections = Rejections::load(indexer.storage, &prefix, indexer.principals()).await?;
 
-    let Archives { chosen, deprecations, misnamed } = choose_archives(module, objects);
+    let Archives { chosen, deprecations, mut bundles, misnamed } = choose_archives(module, objects);
     rejections.reject_misnamed(indexer.storage, &misnamed).await?;
     let mut decided = Decided::default();
     for (version, archive) in chosen {
         let previous = existing.as_ref().and_then(|m| m.find(&version));
+        // A bundle named after another archive than the one served is left for the orphans.
+        let bundle = match bundles.remove(&version) {
+            Some((bundle, extension)) if extension == archive.1 => Some(bundle),
+            Some(other) => {
+                bundles.insert(version.clone(), other);
+                None
+            }
+            None => None,
+        };
+        let archive_object = archive.0.clone();
+        if awaits_provenance(indexer, module, &archive_object, bundle.as_ref(), &mut rejections) {
+            decided.add(Decision::kept(previous));
+            continue;
+        }
         let decision = decide_version(indexer, module, &version, archive, previous, &decided, &mut rejections).await?;
-        decided.add(decision);
+        let (archive, bundle) = (&archive_object, bundle.as_ref());
+        decided.add(settle(indexer, module, decision, (archive, bundle), previous, &mut rejections).await?);
     }
+    refuse_orphan_bundles(indexer, module, bundles, &mut rejections).await?;
     let mut versions = decided.versions;
     deprecate(indexer, module, &mut versions, deprecations, &mut rejections).await?;
     rejections.clear_stale(indexer.storage).await?;
@@ -149,6 +167,100 @@ async fn decide_version<S: Storage>(
     }
 }
 
+/// Whether this archive was refused for want of provenance with this same bundle (or none)
+/// under this same rule: then it is not read again, and what was published stays.
+fn awaits_provenance<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    archive: &ObjectInfo,
+    bundle: Option<&ObjectInfo>,
+    rejections: &mut Rejections,
+) -> bool {
+    let rule = indexer.limits.provenance.fingerprint(&module.namespace);
+    let fingerprint = provenance_fingerprint(&archive.etag, bundle.map(|b| b.etag.as_str()), &rule);
+    let waiting = rejections.rejected_before(&archive.key, &fingerprint);
+    if waiting {
+        rejections.keep(&archive.key);
+        if let Some(bundle) = bundle {
+            rejections.keep(&bundle.key);
+        }
+    }
+    waiting
+}
+
+/// The decision with the version's provenance (`provenance::attest`): recorded on its entry;
+/// under a `required` rule, a new version (or new bytes) without one is refused, its archive's
+/// record saying why, and what was published stays.
+async fn settle<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    decision: Decision,
+    (archive, bundle): (&ObjectInfo, Option<&ObjectInfo>),
+    previous: Option<&ModuleVersion>,
+    rejections: &mut Rejections,
+) -> Result<Decision, Error> {
+    let (mut entry, docs) = match decision {
+        Decision::Unlisted => {
+            if let Some(bundle) = bundle {
+                rejections.keep(&bundle.key);
+            }
+            return Ok(Decision::Unlisted);
+        }
+        Decision::Listed(entry) => (entry, None),
+        Decision::Accepted(entry, docs) => (entry, Some(docs)),
+    };
+    let attested = provenance::attest(indexer, module, &entry, bundle, previous, rejections).await?;
+    let (mode, _) = indexer.limits.provenance.for_namespace(&module.namespace);
+    let new = previous.is_none_or(|p| p.sha256 != entry.sha256);
+    // What was recorded before goes with its bundle: only what verified now is kept.
+    entry.provenance = None;
+    let why = match attested {
+        Attested::Verified(provenance) => {
+            entry.provenance = Some(*provenance);
+            None
+        }
+        Attested::Absent => Some(format!("no Sigstore bundle at {}{}", entry.archive, crate::layout::BUNDLE_SUFFIX)),
+        Attested::Refused(why) => Some(format!("its bundle is refused: {why}")),
+    };
+    if let Some(why) = why.filter(|_| mode == Mode::Required && new) {
+        let rule = indexer.limits.provenance.fingerprint(&module.namespace);
+        let etag = provenance_fingerprint(&archive.etag, bundle.map(|b| b.etag.as_str()), &rule);
+        let reason = format!(
+            "module {module} requires provenance (REGISTRY_PROVENANCE is required for namespace {}): {why}. \
+             Upload the bundle your CI's attestation step wrote beside the archive; the version is published then",
+            module.namespace
+        );
+        rejections.reject(indexer.storage, &ObjectInfo { etag, ..archive.clone() }, reason).await?;
+        return Ok(Decision::kept(previous));
+    }
+    Ok(match docs {
+        Some(docs) => Decision::Accepted(entry, docs),
+        None => Decision::Listed(entry),
+    })
+}
+
+/// Bundles for versions with no archive of their name: each gets a record saying so.
+async fn refuse_orphan_bundles<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    module: &ModuleAddress,
+    bundles: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
+    rejections: &mut Rejections,
+) -> Result<(), Error> {
+    for (version, (bundle, extension)) in bundles {
+        rejections.keep(&bundle.key);
+        if rejections.rejected_before(&bundle.key, &bundle.etag) {
+            continue;
+        }
+        let archive = crate::layout::module_bundle(module, &version, extension);
+        let archive = archive.strip_suffix(crate::layout::BUNDLE_SUFFIX).unwrap_or(&archive).to_string();
+        let reason = format!(
+            "a Sigstore bundle for {archive}, which is not the archive served for version {version} of module {module}: upload the bundle of the archive served, named after it"
+        );
+        rejections.reject(indexer.storage, &bundle, reason).await?;
+    }
+    Ok(())
+}
+
 /// The recorded entry, if the archive listed is the one it records (same key, same ETag):
 /// then it is not read again. Reused only with its docs: a manifest from before docs were
 /// read is read again. And with its OCI layer: a manifest from before OCI reads the archive
@@ -239,6 +351,8 @@ struct Archives {
     chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
     /// Deprecation files by version.
     deprecations: BTreeMap<semver::Version, ObjectInfo>,
+    /// Sigstore bundles by version, with the extension of the archive each names.
+    bundles: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
     /// Objects whose names are no archive's.
     misnamed: Vec<ObjectInfo>,
 }
@@ -247,12 +361,20 @@ struct Archives {
 /// whose names are neither. Two formats of one version is a publishing mistake: the first by
 /// extension preference (the order of `MODULE_ARCHIVE_EXTENSIONS`) is kept.
 fn choose_archives(module: &ModuleAddress, objects: Vec<ObjectInfo>) -> Archives {
-    let mut out = Archives { chosen: BTreeMap::new(), deprecations: BTreeMap::new(), misnamed: Vec::new() };
+    let mut out = Archives {
+        chosen: BTreeMap::new(),
+        deprecations: BTreeMap::new(),
+        bundles: BTreeMap::new(),
+        misnamed: Vec::new(),
+    };
     for object in objects {
         match layout::classify(&object.key) {
             Some(ObjectKind::Unrecognised(_)) => out.misnamed.push(object),
             Some(ObjectKind::Deprecation { owner: Owner::Module(m), version }) if &m == module => {
                 out.deprecations.insert(version, object);
+            }
+            Some(ObjectKind::Bundle { owner: Owner::Module(m), version, extension }) if &m == module => {
+                out.bundles.insert(version, (object, extension));
             }
             Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
                 let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);
@@ -355,6 +477,7 @@ async fn index_module_archive<S: Storage>(
                 oci: Some(oci),
                 judged: None,
                 deprecation: None,
+                provenance: None,
             };
             Ok(Some((entry, docs)))
         }

@@ -224,5 +224,15 @@ pub(super) fn immutable_fingerprint(etag: &str) -> String {
     if etag.is_empty() { String::new() } else { format!("{OVERWRITE_FINGERPRINT}{etag}") }
 }
 
+/// What the rejection record of an archive refused for want of provenance keeps as its ETag:
+/// the archive, its bundle (`none`) and the namespace's rule, so that it is not read again
+/// until one of them changes.
+pub(super) fn provenance_fingerprint(archive_etag: &str, bundle_etag: Option<&str>, rule: &str) -> String {
+    if archive_etag.is_empty() {
+        return String::new();
+    }
+    format!("provenance:{rule}:{}:{archive_etag}", bundle_etag.unwrap_or("none"))
+}
+
 /// How [`immutable_fingerprint`] marks a record of an upload refused as an overwrite.
 const OVERWRITE_FINGERPRINT: &str = "overwrite:";

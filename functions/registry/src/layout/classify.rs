@@ -7,9 +7,9 @@ use crate::address::{ModuleAddress, ProviderAddress};
 use crate::error::Error;
 
 use super::{
-    INDEXED_PREFIX, MODULE_ARCHIVE_EXTENSIONS, MODULE_DEPRECATION_SUFFIX, MODULE_MANIFEST_FILE, MODULES_PREFIX,
-    PROVIDER_DEPRECATION_SUFFIX, PROVIDER_INDEX_FILE, PROVIDERS_PREFIX, Platform, ReleaseFile, oci_module_prefix,
-    split4,
+    BUNDLE_SUFFIX, INDEXED_PREFIX, MODULE_ARCHIVE_EXTENSIONS, MODULE_DEPRECATION_SUFFIX, MODULE_MANIFEST_FILE,
+    MODULES_PREFIX, PROVIDER_DEPRECATION_SUFFIX, PROVIDER_INDEX_FILE, PROVIDERS_PREFIX, Platform, ReleaseFile,
+    oci_module_prefix, split4,
 };
 
 /// What an object key is, by where it sits in the layout.
@@ -41,6 +41,15 @@ pub enum ObjectKind {
         version: semver::Version,
         /// Which of its files.
         file: ReleaseFile,
+    },
+    /// A module version's Sigstore bundle (`module_bundle`), uploaded by a publisher.
+    Bundle {
+        /// Whose version.
+        owner: Owner,
+        /// Which.
+        version: semver::Version,
+        /// The extension of the archive it names.
+        extension: &'static str,
     },
     /// A version's deprecation file (`module_deprecation`, `provider_deprecation`).
     Deprecation {
@@ -97,7 +106,9 @@ impl ObjectKind {
             | ObjectKind::ProviderMirrorFile(provider)
             | ObjectKind::ProviderIndex(provider)
             | ObjectKind::ProviderVersion { provider, .. } => Owner::Provider(provider.clone()),
-            ObjectKind::Unrecognised(owner) | ObjectKind::Deprecation { owner, .. } => owner.clone(),
+            ObjectKind::Unrecognised(owner)
+            | ObjectKind::Deprecation { owner, .. }
+            | ObjectKind::Bundle { owner, .. } => owner.clone(),
         }
     }
 
@@ -110,6 +121,14 @@ impl ObjectKind {
     }
 }
 
+/// A module archive's file name (`1.2.0.tar.gz`): its version and extension.
+fn archive_name(file: &str) -> Option<(semver::Version, &'static str)> {
+    MODULE_ARCHIVE_EXTENSIONS.into_iter().find_map(|extension| {
+        let version = file.strip_suffix(extension)?.strip_suffix('.')?;
+        Some((crate::address::parse_version(version).ok()?, extension))
+    })
+}
+
 /// Classify a bucket key. `None` means the key is outside the layout entirely (wrong prefix,
 /// wrong depth, or segments that are not valid addresses): the indexer ignores such keys.
 pub fn classify(key: &str) -> Option<ObjectKind> {
@@ -119,19 +138,21 @@ pub fn classify(key: &str) -> Option<ObjectKind> {
     if let Some(rest) = key.strip_prefix(MODULES_PREFIX) {
         let [namespace, name, system, file] = split4(rest)?;
         let module = ModuleAddress::parse(namespace, name, system).ok()?;
+        if let Some(archive) = file.strip_suffix(BUNDLE_SUFFIX) {
+            return Some(match archive_name(archive) {
+                Some((version, extension)) => ObjectKind::Bundle { owner: Owner::Module(module), version, extension },
+                None => ObjectKind::Unrecognised(Owner::Module(module)),
+            });
+        }
         if let Some(version) =
             file.strip_suffix(MODULE_DEPRECATION_SUFFIX).and_then(|v| crate::address::parse_version(v).ok())
         {
             return Some(ObjectKind::Deprecation { owner: Owner::Module(module), version });
         }
-        for extension in MODULE_ARCHIVE_EXTENSIONS {
-            if let Some(v) = file.strip_suffix(extension).and_then(|s| s.strip_suffix('.'))
-                && let Ok(version) = crate::address::parse_version(v)
-            {
-                return Some(ObjectKind::ModuleArchive { module, version, extension });
-            }
-        }
-        return Some(ObjectKind::Unrecognised(Owner::Module(module)));
+        return Some(match archive_name(file) {
+            Some((version, extension)) => ObjectKind::ModuleArchive { module, version, extension },
+            None => ObjectKind::Unrecognised(Owner::Module(module)),
+        });
     }
     if let Some(rest) = key.strip_prefix(PROVIDERS_PREFIX) {
         let [hostname, namespace, r#type, file] = split4(rest)?;

@@ -3,11 +3,13 @@
 //!
 //! ```text
 //! modules/NAMESPACE/NAME/SYSTEM/VERSION.tar.gz|.tgz|.zip    module archives          publishers
+//! modules/NAMESPACE/NAME/SYSTEM/VERSION.EXT.sigstore.json    its Sigstore bundle      publishers
 //! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip       publishers
 //! providers/HOSTNAME/NAMESPACE/TYPE/terraform-provider-TYPE_VERSION_SHA256SUMS        publishers
 //!                              …_SHA256SUMS.sig, …_manifest.json   (a signed release, for the
 //!                                                  registry's own HOSTNAME: providers.v1)
 //! signing-keys/HOSTNAME/NAMESPACE/NAME.asc                  a namespace's public keys  key admins
+//! signing-keys/sigstore/NAME.json                           a Sigstore trust root    key admins
 //! providers/HOSTNAME/NAMESPACE/TYPE/index.json, VERSION.json  left by a synced
 //!                                                  `terraform providers mirror` directory: never read
 //! indexed/modules/NAMESPACE/NAME/SYSTEM/manifest.json       module manifest          indexer only
@@ -123,11 +125,13 @@ pub const INDEXER_PREFIXES: [&str; 2] = [INDEXED_PREFIX, REJECTIONS_PREFIX];
 /// exactly what the local registry's embedded S3 indexes, so local runs see what AWS delivers.
 /// A signed release's checksum file, signature and manifest invoke it too, so a release
 /// whose signature arrives last (or is fixed later) is published when it does.
-pub const NOTIFICATIONS: [(&str, &str); 11] = [
+pub const NOTIFICATIONS: [(&str, &str); 12] = [
     (MODULES_PREFIX, ".tar.gz"),
     (MODULES_PREFIX, ".tgz"),
     (MODULES_PREFIX, ".zip"),
     (MODULES_PREFIX, MODULE_DEPRECATION_SUFFIX),
+    // A bundle uploaded after its archive publishes the version (or its provenance) then.
+    (MODULES_PREFIX, BUNDLE_SUFFIX),
     (PROVIDERS_PREFIX, ".zip"),
     (PROVIDERS_PREFIX, SHASUMS_SUFFIX),
     (PROVIDERS_PREFIX, SIGNATURE_SUFFIX),
@@ -142,6 +146,20 @@ pub const NOTIFICATIONS: [(&str, &str); 11] = [
 pub const MODULE_DEPRECATION_SUFFIX: &str = ".deprecation.json";
 /// The end of a provider version's (`…/terraform-provider-TYPE_1.2.0_deprecation.json`).
 pub const PROVIDER_DEPRECATION_SUFFIX: &str = "_deprecation.json";
+
+/// The end of a Sigstore bundle's key: the archive's own name, then this.
+pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
+
+/// A module version's Sigstore bundle: beside the archive it signs, named after it
+/// (`modules/acme/vpc/aws/1.2.0.tar.gz.sigstore.json`), uploaded by its publisher.
+pub fn module_bundle(m: &ModuleAddress, version: &semver::Version, extension: &str) -> String {
+    format!("{}{version}.{extension}{BUNDLE_SUFFIX}", module_prefix(m))
+}
+
+/// Trust roots an operator adds for provenance (GitHub's private instance, a private
+/// Sigstore), one `trusted_root.json` per object: written by key admins, read by the indexer.
+/// `sigstore` is no host name (it has no dot), so no namespace's signing keys live here.
+pub const SIGSTORE_TRUST_ROOTS_PREFIX: &str = "signing-keys/sigstore/";
 
 /// A module version's deprecation file, which a publisher uploads to deprecate it and deletes
 /// to undo that: `{"reason": "…", "replacement": "…"}` (`manifest::Deprecation`).

@@ -178,6 +178,7 @@ fn details_within(
             "reason": line(&d.reason, FIELD_CHARS_MAX),
             "replacement": d.replacement.as_deref().map(|r| line(r, FIELD_CHARS_MAX)),
         })),
+        "provenance": entry.provenance.as_ref().map(crate::manifest::Provenance::shown),
     });
     let Some(docs) = docs else {
         text.push_str("\nThe documentation of this version has not been read yet.\n");
@@ -243,6 +244,20 @@ fn standing(text: &mut String, entry: &ModuleVersion) {
         && let Some(against) = &j.against
     {
         let _ = writeln!(text, "\nJudged at publish against {against}: {} breaking changes.", j.breaking_count());
+    }
+    if let Some(p) = &entry.provenance {
+        let shown = p.shown();
+        let field =
+            |name: &str| shown[name].as_str().map(|v| line(v, FIELD_CHARS_MAX)).unwrap_or_else(|| "unknown".into());
+        let _ = writeln!(
+            text,
+            "\n**Provenance** (a Sigstore bundle verified at publish): built from {} at commit {} ({}) by workflow {}, run {}.",
+            field("repository"),
+            field("commit"),
+            field("ref"),
+            field("workflow"),
+            field("run"),
+        );
     }
 }
 

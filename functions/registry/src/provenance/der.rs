@@ -143,6 +143,11 @@ impl<'a> Der<'a> {
     /// A UTCTime or GeneralizedTime: Unix time in nanoseconds.
     pub fn time(&mut self, what: &str) -> Result<i64, Refused> {
         let tlv = self.any(what)?;
+        // ASCII only: a time is digits and a few letters, and slicing it below must not split a
+        // character.
+        if !tlv.value.is_ascii() {
+            return Err(Refused::new(format!("{what}: not a time")));
+        }
         let text = std::str::from_utf8(tlv.value).map_err(|_| Refused::new(format!("{what}: not a time")))?;
         let full = match tlv.tag {
             UTC_TIME if text.len() == 13 => {
@@ -152,11 +157,12 @@ impl<'a> Der<'a> {
             GENERALIZED_TIME => text.to_string(),
             _ => return Err(Refused::new(format!("{what}: not a time"))),
         };
-        generalized_time(&full).ok_or_else(|| Refused::new(format!("{what}: not a time: {text}")))
+        generalized_time(&full).ok_or_else(|| Refused::new(format!("{what}: not a time: {text:?}")))
     }
 }
 
-/// `YYYYMMDDHHMMSS[.fraction]Z` → Unix nanoseconds.
+/// `YYYYMMDDHHMMSS[.fraction]Z` → Unix nanoseconds, saturated past 2262 (RFC 5280's "no
+/// expiry", `99991231235959Z`, reads as the latest instant there is).
 fn generalized_time(text: &str) -> Option<i64> {
     let text = text.strip_suffix('Z')?;
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
@@ -173,7 +179,7 @@ fn generalized_time(text: &str) -> Option<i64> {
         &whole[12..14]
     );
     let seconds = crate::clock::parse_rfc3339(&rfc3339)?;
-    seconds.checked_mul(1_000_000_000)?.checked_add(nanos(fraction)?)
+    Some(seconds.saturating_mul(1_000_000_000).saturating_add(nanos(fraction)?))
 }
 
 /// A decimal fraction of a second (up to nine digits) as nanoseconds.
@@ -200,6 +206,15 @@ mod tests {
         assert!(der.take(OCTET_STRING, "o").unwrap().is_empty());
         der.end("x").unwrap();
         assert!(Der::new(&[0x02, 0x01, 0xff]).small_uint("n").is_err(), "negative");
+    }
+
+    #[test]
+    fn a_time_that_is_not_ascii_is_refused_not_sliced() {
+        let utc = [&[UTC_TIME, 13][..], "2\u{e9}010100000Z".as_bytes()].concat();
+        assert_eq!(utc.len(), 15);
+        assert!(Der::new(&utc).time("t").is_err());
+        let no_expiry = [&[GENERALIZED_TIME, 15][..], b"99991231235959Z"].concat();
+        assert_eq!(Der::new(&no_expiry).time("t").unwrap(), i64::MAX);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! the person's identity; Fulcio's extensions (OID 1.3.6.1.4.1.57264.1.N) say which OIDC
 //! issuer vouched for it and, for CI issuers, the repository, commit, ref, workflow and run.
 //! Extensions 1 to 6 are raw bytes (Fulcio's first format), 8 and later DER UTF8Strings.
+//! Text that could read as something else where it is shown (control and format characters,
+//! invisible ones: `printed::refused`) makes the certificate unusable.
 
 use serde::Serialize;
 
@@ -11,7 +13,7 @@ use super::der::{Der, UTF8_STRING};
 use super::x509::{Certificate, FULCIO};
 
 /// The identity a Fulcio certificate states.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Identity {
     /// The subject alternative name: a workflow URI (`https://github.com/OWNER/REPO/.github/
     /// workflows/release.yml@refs/tags/v1.2.0`), an e-mail address, or a username.
@@ -19,29 +21,39 @@ pub struct Identity {
     /// The OIDC issuer (`https://token.actions.githubusercontent.com`).
     pub issuer: String,
     /// Source repository URI (extension 12), e.g. `https://github.com/acme/network`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<String>,
     /// Source repository digest (13): the commit.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
     /// Source repository ref (14), e.g. `refs/tags/v1.2.0`.
-    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
     pub git_ref: Option<String>,
     /// Build config URI (18): the workflow file at its ref.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
     /// Run invocation URI (21): the run that signed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
     /// Build signer URI (9): the workflow (perhaps reusable) that holds the signing step.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builder: Option<String>,
     /// Build trigger (20), e.g. `push`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
     /// Runner environment (11): `github-hosted` or `self-hosted`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<String>,
+    /// Source repository identifier (15): the CI's number for it, which a rename or a new
+    /// repository of the old name does not keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository_id: Option<String>,
+    /// Source repository owner identifier (17), likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_id: Option<String>,
+    /// Source repository visibility at signing (22): `public`, `private` or `internal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<String>,
 }
 
 /// Longest value read from one extension.
@@ -67,6 +79,9 @@ impl Identity {
             builder: fulcio(leaf, 9)?,
             trigger: fulcio(leaf, 20)?.or(fulcio(leaf, 2)?),
             runner: fulcio(leaf, 11)?,
+            repository_id: fulcio(leaf, 15)?,
+            owner_id: fulcio(leaf, 17)?,
+            visibility: fulcio(leaf, 22)?,
         })
     }
 }
@@ -88,8 +103,8 @@ fn fulcio(leaf: &Certificate<'_>, arc: u8) -> Result<Option<String>, Refused> {
     }
     let text =
         String::from_utf8(bytes.to_vec()).map_err(|_| Refused::new("certificate: a Fulcio extension not UTF-8"))?;
-    if text.chars().any(char::is_control) {
-        return Err(Refused::new("certificate: a Fulcio extension with control characters"));
+    if let Some(what) = text.chars().find_map(crate::printed::refused) {
+        return Err(Refused::new(format!("certificate: a Fulcio extension holds {what}")));
     }
     Ok(Some(text))
 }

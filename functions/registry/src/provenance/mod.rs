@@ -17,6 +17,7 @@ mod der;
 mod identity;
 mod json;
 mod keys;
+pub mod policy;
 mod rekor;
 mod sct;
 mod trust;
@@ -86,41 +87,34 @@ pub enum Signer<'a> {
 }
 
 /// What a verified bundle establishes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Verified {
     /// Who signed (absent for a managed key).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
     /// The earliest verified signing time, Unix seconds.
     pub signed_at: i64,
     /// The transparency log's name and the entry's index there, when it was logged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
     /// The entry's index in that log.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_index: Option<u64>,
     /// How many RFC 3161 timestamps verified.
     pub timestamps: usize,
     /// The in-toto statement's predicate type (`https://slsa.dev/provenance/v1`), for DSSE.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicate_type: Option<String>,
 }
 
-/// The bundle's version, from its media type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Version {
-    V01,
-    V02,
-    V03,
-}
-
-fn version(media_type: &str) -> Result<Version, Refused> {
+/// The bundle's media type is one of the versions read here (each is checked the same way:
+/// the media type is not signed, so it may not lower what is asked of the bundle).
+fn version(media_type: &str) -> Result<(), Refused> {
     match media_type {
-        "application/vnd.dev.sigstore.bundle+json;version=0.1" => Ok(Version::V01),
-        "application/vnd.dev.sigstore.bundle+json;version=0.2" => Ok(Version::V02),
-        "application/vnd.dev.sigstore.bundle+json;version=0.3" | "application/vnd.dev.sigstore.bundle.v0.3+json" => {
-            Ok(Version::V03)
-        }
+        "application/vnd.dev.sigstore.bundle+json;version=0.1"
+        | "application/vnd.dev.sigstore.bundle+json;version=0.2"
+        | "application/vnd.dev.sigstore.bundle+json;version=0.3"
+        | "application/vnd.dev.sigstore.bundle.v0.3+json" => Ok(()),
         _ => Err(Refused::new(format!("bundle: unknown media type {media_type:?}"))),
     }
 }
@@ -132,7 +126,7 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
     }
     let bundle: json::Bundle =
         serde_json::from_slice(bundle).map_err(|e| Refused::new(format!("bundle: not a bundle: {e}")))?;
-    let version = version(&bundle.media_type)?;
+    version(&bundle.media_type)?;
     let material = &bundle.verification_material;
     if material.tlog_entries.len() > ENTRIES_MAX {
         return refuse("bundle: too many transparency-log entries");
@@ -188,7 +182,7 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
     let mut times = vec![];
     let mut logged = vec![];
     for entry in &material.tlog_entries {
-        let entry = rekor::verify(entry, root, &signed, version == Version::V01)?;
+        let entry = rekor::verify(entry, root, &signed)?;
         times.extend(entry.integrated_time);
         logged.push(entry);
     }
@@ -200,11 +194,16 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
     if timestamps.len() > ENTRIES_MAX {
         return refuse("bundle: too many timestamps");
     }
-    for (n, timestamp) in timestamps.iter().enumerate() {
-        if timestamps[..n].iter().any(|t| t.signed_timestamp == timestamp.signed_timestamp) {
+    let mut signers = vec![];
+    for timestamp in timestamps {
+        let (time, signer_signature) =
+            tsa::verify(&base64(&timestamp.signed_timestamp, "timestamp")?, &signature, root)?;
+        // The same token twice (in another encoding, or wrapped differently) counts once.
+        if signers.contains(&signer_signature) {
             return refuse("bundle: the same timestamp twice");
         }
-        times.push(tsa::verify(&base64(&timestamp.signed_timestamp, "timestamp")?, &signature, root)?);
+        signers.push(signer_signature);
+        times.push(time);
     }
     if times.is_empty() {
         return refuse("bundle: no verified signing time (neither a signed log entry time nor a trusted timestamp)");
@@ -227,7 +226,7 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
         identity,
         signed_at: times.iter().min().copied().unwrap_or_default().div_euclid(1_000_000_000),
         log: first.map(|e| e.log.name.clone()),
-        log_index: first.map(|e| e.log_index),
+        log_index: first.and_then(|e| e.log_index),
         timestamps: timestamps.len(),
         predicate_type,
     })
@@ -349,7 +348,7 @@ fn chain_at(leaf: &Certificate<'_>, at: i64, root: &TrustRoot) -> Result<Vec<u8>
             continue;
         }
         for (n, ca) in chain.iter().enumerate() {
-            if !ca.valid_at(at) || !ca.is_ca()? || ca.key_usage(5)? == Some(false) {
+            if !ca.valid_at(at) || !ca.is_ca()? || ca.key_usage(5)? == Some(false) || ca.understood(&[]).is_err() {
                 continue 'authorities;
             }
             if let Some(parent) = chain.get(n + 1)

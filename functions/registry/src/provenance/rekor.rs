@@ -38,19 +38,16 @@ pub(crate) enum Content<'a> {
 /// What a verified entry establishes.
 pub(crate) struct Logged<'a> {
     pub log: &'a Log,
-    pub log_index: u64,
+    /// The entry's index, when signed (its promise) or bound (its proof).
+    pub log_index: Option<u64>,
     /// When the log says it took the entry, if its signed promise covers that (Rekor v1).
     pub integrated_time: Option<i64>,
 }
 
-/// Checks one entry. `promise_suffices`: a v0.1 bundle, whose entries may carry only the
-/// signed promise; later ones must carry an inclusion proof.
-pub(crate) fn verify<'r>(
-    entry: &TlogEntry,
-    root: &'r TrustRoot,
-    signed: &Signed<'_>,
-    promise_suffices: bool,
-) -> Result<Logged<'r>, Refused> {
+/// Checks one entry. Every entry must carry an inclusion proof, whatever the bundle's version
+/// (its media type is not signed: a promise alone would let a relabelled bundle skip the
+/// proof), as PyPI `sigstore` requires.
+pub(crate) fn verify<'r>(entry: &TlogEntry, root: &'r TrustRoot, signed: &Signed<'_>) -> Result<Logged<'r>, Refused> {
     if entry.log_index < 0 {
         return refuse("log entry: a negative log index");
     }
@@ -59,11 +56,8 @@ pub(crate) fn verify<'r>(
     let body = base64(&entry.canonicalized_body, "log entry body")?;
     check_body(&body, &entry.kind_version.kind, &entry.kind_version.version, signed)?;
 
-    match &entry.inclusion_proof {
-        Some(proof) => check_inclusion(proof, &body, log)?,
-        None if promise_suffices && entry.inclusion_promise.is_some() => {}
-        None => return refuse("log entry: no inclusion proof"),
-    }
+    let proof = entry.inclusion_proof.as_ref().ok_or_else(|| Refused::new("log entry: no inclusion proof"))?;
+    check_inclusion(proof, &body, log)?;
     let integrated_time = match &entry.inclusion_promise {
         Some(promise) => {
             let signature = base64(&promise.signed_entry_timestamp, "signed entry timestamp")?;
@@ -82,7 +76,11 @@ pub(crate) fn verify<'r>(
         }
         None => None,
     };
-    Ok(Logged { log, log_index: entry.log_index as u64, integrated_time })
+    // The index shown must be one something signed: the promise covers the entry's; the
+    // proof binds its own (Rekor v1's is the shard's, so only an equal one counts).
+    let log_index =
+        (entry.inclusion_promise.is_some() || entry.log_index == proof.log_index).then_some(entry.log_index as u64);
+    Ok(Logged { log, log_index, integrated_time })
 }
 
 /// The entry's body records this bundle's signature, key and digest.
@@ -162,7 +160,7 @@ fn check_body(body: &[u8], kind: &str, version: &str, signed: &Signed<'_>) -> Re
             same_signature(&base64(&text(&only["content"])?, "entry signature")?, signed)?;
             same_verifier_v2(&only["verifier"], signed)
         }
-        _ => Err(Refused::new(format!("log entry: kind {kind} {version} does not record this kind of bundle"))),
+        _ => Err(Refused::new(format!("log entry: kind {kind:?} {version:?} does not record this kind of bundle"))),
     }
 }
 

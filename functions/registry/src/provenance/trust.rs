@@ -56,6 +56,9 @@ pub struct TrustRoot {
     pub(crate) cas: Vec<Authority>,
     pub(crate) ctlogs: Vec<Log>,
     pub(crate) tsas: Vec<Authority>,
+    /// Whether the file named certificate transparency logs (then an SCT is required, even
+    /// when none of their keys is of a kind read here).
+    pub(crate) ctlogs_named: bool,
 }
 
 impl TrustRoot {
@@ -86,6 +89,7 @@ impl TrustRoot {
             ctlogs: logs(&root.ctlogs)?,
             cas: authorities(&root.certificate_authorities)?,
             tsas: authorities(&root.timestamp_authorities)?,
+            ctlogs_named: !root.ctlogs.is_empty(),
         })
     }
 
@@ -97,15 +101,6 @@ impl TrustRoot {
     /// Whether it holds transparency logs (then every bundle must carry an entry of one).
     pub fn has_tlogs(&self) -> bool {
         !self.tlogs.is_empty()
-    }
-
-    /// Everything another trust root holds, added to this one (an operator's roots beside the
-    /// shipped one).
-    pub fn extend(&mut self, other: TrustRoot) {
-        self.tlogs.extend(other.tlogs);
-        self.cas.extend(other.cas);
-        self.ctlogs.extend(other.ctlogs);
-        self.tsas.extend(other.tsas);
     }
 }
 

@@ -32,8 +32,8 @@ struct Token<'a> {
 }
 
 /// The time `timestamp` (DER) states for `signature`, once a timestamp authority of `root`
-/// is found to have signed it.
-pub(crate) fn verify(timestamp: &[u8], signature: &[u8], root: &TrustRoot) -> Result<i64, Refused> {
+/// is found to have signed it, and the authority's signature (what tells two tokens apart).
+pub(crate) fn verify(timestamp: &[u8], signature: &[u8], root: &TrustRoot) -> Result<(i64, Vec<u8>), Refused> {
     if timestamp.len() > TIMESTAMP_MAX_BYTES {
         return refuse("timestamp: too large");
     }
@@ -44,7 +44,7 @@ pub(crate) fn verify(timestamp: &[u8], signature: &[u8], root: &TrustRoot) -> Re
     check_attributes(&token)?;
     for authority in &root.tsas {
         if signed_by(&token, authority)? {
-            return Ok(token.gen_time);
+            return Ok((token.gen_time, token.signature.to_vec()));
         }
     }
     refuse("timestamp: no trusted timestamp authority signed it at the time it states")
@@ -68,7 +68,7 @@ fn signed_by(token: &Token<'_>, authority: &Authority) -> Result<bool, Refused> 
     if !authority.valid.contains(at) || !chain.iter().all(|c| c.valid_at(at)) {
         return refuse("timestamp: its time is outside its authority's validity");
     }
-    if signer.extended_key_usage(TIME_STAMPING)? == Some(false) {
+    if signer.extended_key_usage(TIME_STAMPING)? != Some(true) {
         return refuse("timestamp: its authority's certificate is not for timestamping");
     }
     for pair in chain.windows(2) {
@@ -116,7 +116,9 @@ fn parse(bytes: &[u8]) -> Result<Token<'_>, Refused> {
         if status.small_uint("timestamp status")? > 1 {
             return refuse("timestamp: the authority refused it");
         }
-        first.enter(SEQUENCE, "timestamp token")?
+        let token = first.enter(SEQUENCE, "timestamp token")?;
+        first.end("timestamp")?;
+        token
     } else {
         first
     };
@@ -124,7 +126,9 @@ fn parse(bytes: &[u8]) -> Result<Token<'_>, Refused> {
         return refuse("timestamp: not CMS SignedData");
     }
     let mut wrapper = content_info.enter(der::explicit(0), "timestamp token")?;
+    content_info.end("timestamp token")?;
     let mut signed_data = wrapper.enter(SEQUENCE, "signed data")?;
+    wrapper.end("timestamp token")?;
     signed_data.small_uint("signed data version")?;
     signed_data.take(SET, "digest algorithms")?;
     let mut encapsulated = signed_data.enter(SEQUENCE, "encapsulated content")?;
@@ -135,6 +139,7 @@ fn parse(bytes: &[u8]) -> Result<Token<'_>, Refused> {
     signed_data.optional(der::explicit(0), "certificates")?;
     signed_data.optional(der::explicit(1), "revocation lists")?;
     let mut signer_infos = signed_data.enter(SET, "signer infos")?;
+    signed_data.end("signed data")?;
     let mut signer = signer_infos.enter(SEQUENCE, "signer info")?;
     if !signer_infos.is_empty() {
         return refuse("timestamp: more than one signer");
@@ -157,6 +162,8 @@ fn parse(bytes: &[u8]) -> Result<Token<'_>, Refused> {
         })?)
     };
     let signature = signer.take(OCTET_STRING, "signer signature")?;
+    signer.optional(der::explicit(1), "unsigned attributes")?;
+    signer.end("signer info")?;
 
     let mut info = Der::new(tst_info).enter(SEQUENCE, "TSTInfo")?;
     info.small_uint("TSTInfo version")?;

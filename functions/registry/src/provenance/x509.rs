@@ -17,6 +17,9 @@ pub(crate) const TIME_STAMPING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x
 /// 1.3.6.1.4.1.57264.1: Fulcio's extensions (their last arc follows).
 pub(crate) const FULCIO: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01];
 
+/// 1.3.6.1.4.1.57264.1.7: Fulcio's otherName for username identities.
+const USERNAME: &[u8] = &[0x2b, 0x06, 0x01, 0x04, 0x01, 0x83, 0xbf, 0x30, 0x01, 0x07];
+
 /// The critical extensions this verifier understands (and so may accept).
 const UNDERSTOOD: &[&[u8]] = &[KEY_USAGE, SUBJECT_ALT_NAME, BASIC_CONSTRAINTS, EXTENDED_KEY_USAGE];
 
@@ -83,7 +86,12 @@ impl<'a> Certificate<'a> {
                 if extensions.len() == EXTENSIONS_MAX {
                     return Err(Refused::new("certificate: too many extensions"));
                 }
-                extensions.push(extension(&mut items)?);
+                let extension = extension(&mut items)?;
+                // RFC 5280 §4.2: an extension appears once (else which one counts is a guess).
+                if extensions.iter().any(|e: &Extension<'_>| e.oid == extension.oid) {
+                    return Err(Refused::new("certificate: an extension twice"));
+                }
+                extensions.push(extension);
             }
         }
         body.end("certificate")?;
@@ -117,7 +125,7 @@ impl<'a> Certificate<'a> {
         let mut der = Der::new(ext.value);
         let mut constraints = der.enter(SEQUENCE, "basic constraints")?;
         der.end("basic constraints")?;
-        Ok(constraints.optional(BOOLEAN, "basic constraints")?.is_some_and(|b| b.value == [0xff]))
+        constraints.optional(BOOLEAN, "basic constraints")?.map_or(Ok(false), |b| boolean(b.value))
     }
 
     /// Whether KeyUsage has `bit` (0 digitalSignature, 5 keyCertSign); `None` when absent.
@@ -140,8 +148,9 @@ impl<'a> Certificate<'a> {
         Ok(Some(found))
     }
 
-    /// The subject alternative names Fulcio writes: URIs (`[6]`), e-mail addresses (`[1]`),
-    /// and otherName (`[0]`, a UTF8String: Fulcio's username identities).
+    /// The subject alternative names Fulcio writes: URIs (`[6]`) and e-mail addresses (`[1]`),
+    /// ASCII as their types require, and otherName (`[0]`) of Fulcio's username OID, a
+    /// UTF8String. A name of any other kind is refused, so "exactly one name" means one.
     pub fn alternative_names(&self) -> Result<Vec<String>, Refused> {
         let Some(ext) = self.extension(SUBJECT_ALT_NAME) else { return Ok(vec![]) };
         let mut der = Der::new(ext.value);
@@ -151,18 +160,23 @@ impl<'a> Certificate<'a> {
         while !names.is_empty() {
             let name = names.any("subject alternative name")?;
             let text = match name.tag {
-                0x81 | 0x86 => name.value,
+                0x81 | 0x86 if name.value.is_ascii() => name.value,
                 0xa0 => {
                     let mut other = name.contents();
-                    other.take(OID, "other name")?;
+                    if other.take(OID, "other name")? != USERNAME {
+                        return Err(Refused::new("subject alternative name: an otherName Fulcio does not write"));
+                    }
                     let mut value = other.enter(der::explicit(0), "other name")?;
                     value.take(der::UTF8_STRING, "other name")?
                 }
-                _ => continue,
+                _ => return Err(Refused::new("subject alternative name: of a kind Fulcio does not write")),
             };
-            found.push(
-                String::from_utf8(text.to_vec()).map_err(|_| Refused::new("subject alternative name: not UTF-8"))?,
-            );
+            let text =
+                String::from_utf8(text.to_vec()).map_err(|_| Refused::new("subject alternative name: not UTF-8"))?;
+            if let Some(what) = text.chars().find_map(crate::printed::refused) {
+                return Err(Refused::new(format!("subject alternative name: holds {what}")));
+            }
+            found.push(text);
         }
         Ok(found)
     }
@@ -173,7 +187,7 @@ impl<'a> Certificate<'a> {
             let mut der = Der::new(ext.raw);
             let mut fields = der.enter(SEQUENCE, "extension")?;
             fields.take(OID, "extension")?;
-            let is_critical = fields.optional(BOOLEAN, "extension")?.is_some_and(|b| b.value == [0xff]);
+            let is_critical = fields.optional(BOOLEAN, "extension")?.map_or(Ok(false), |b| boolean(b.value))?;
             if is_critical && !UNDERSTOOD.contains(&ext.oid) && !critical.contains(&ext.oid) {
                 return Err(Refused::new("certificate: a critical extension this verifier does not understand"));
             }
@@ -182,11 +196,23 @@ impl<'a> Certificate<'a> {
     }
 }
 
+/// A DER BOOLEAN's contents: `0xff` or `0x00`, nothing else (BER's other true values are
+/// refused, so a flag cannot read as false here and true elsewhere).
+fn boolean(value: &[u8]) -> Result<bool, Refused> {
+    match value {
+        [0xff] => Ok(true),
+        [0x00] => Ok(false),
+        _ => Err(Refused::new("certificate: a BOOLEAN that is not DER")),
+    }
+}
+
 fn extension<'a>(items: &mut Der<'a>) -> Result<Extension<'a>, Refused> {
     let tlv = items.element(SEQUENCE, "extension")?;
     let mut fields = tlv.contents();
     let oid = fields.take(OID, "extension")?;
-    fields.optional(BOOLEAN, "extension")?;
+    if let Some(flag) = fields.optional(BOOLEAN, "extension")? {
+        boolean(flag.value)?;
+    }
     let value = fields.take(OCTET_STRING, "extension")?;
     fields.end("extension")?;
     Ok(Extension { oid, value, raw: tlv.raw })

@@ -114,6 +114,7 @@ fn entry(version: &semver::Version, sha256: String) -> ModuleVersion {
         oci: None,
         judged: None,
         deprecation: None,
+        provenance: None,
     }
 }
 

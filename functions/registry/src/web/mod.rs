@@ -10,6 +10,7 @@ pub mod changes;
 mod html;
 pub mod markdown;
 pub mod pages;
+mod provenance;
 pub mod upstream;
 pub mod usage;
 

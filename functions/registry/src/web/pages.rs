@@ -183,6 +183,7 @@ pub fn module(place: &Place<'_>, module: &ModuleAddress, shown: &Shown<'_>, sign
         escape(&entry.version)
     );
     head.push_str(&super::changes::deprecation(entry));
+    head.push_str(&super::provenance::badge(entry));
     if let Some(summary) = root.readme.as_deref().and_then(crate::module_docs::summary) {
         let _ = writeln!(head, "<p class=\"description\">{}</p>", escape(&summary));
     }

@@ -61,7 +61,10 @@ fn pem_der(pem: &str) -> Result<Vec<u8>, String> {
 #[test]
 fn the_conformance_suite_bundle_cases_give_their_expected_outcome() {
     let Some(dir) = cases_dir() else {
-        eprintln!(
+        // Past libtest's capture (as support::skipped writes), so the suite counts it.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
             "\n=== SKIPPED: Sigstore's conformance suite: its test/assets/bundle-verify is not here (no package registry ships it: set SIGSTORE_CONFORMANCE_DIR, or place sigstore/sigstore-conformance at ../shared/sigstore-conformance) ===\n"
         );
         return;
