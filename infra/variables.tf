@@ -348,7 +348,7 @@ variable "publishers" {
       can(regex("^[a-zA-Z0-9+=,.@_-]{1,64}$", team)) &&
       length(p.modules) + length(p.providers) > 0 &&
       alltrue([for ns in p.modules : ns == "*" || can(regex("^[0-9A-Za-z]([0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$", ns))]) &&
-      alltrue([for hn in p.providers : hn == "*" || can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
+      alltrue([for hn in p.providers : hn == "*" || !startswith(hn, "sigstore/") && can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
     ])
     error_message = "publishers: each entry names at least one module namespace (or \"*\") or provider HOSTNAME/NAMESPACE (or HOSTNAME/*, or \"*\"). A wildcard hostname with a named namespace (\"*/acme\") is refused: in IAM \"*\" also matches \"/\", so it would reach other namespaces' providers."
   }
@@ -373,9 +373,9 @@ variable "key_admins" {
   validation {
     condition = alltrue([for team, k in var.key_admins :
       can(regex("^[a-zA-Z0-9+=,.@_-]{1,64}$", team)) && length(k.providers) > 0 &&
-      alltrue([for hn in k.providers : hn == "*" || can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
+      alltrue([for hn in k.providers : hn == "*" || !startswith(hn, "sigstore/") && can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?/(\\*|[0-9A-Za-z]([0-9A-Za-z-]{0,62}[0-9A-Za-z])?)$", hn))])
     ])
-    error_message = "key_admins: each entry names at least one provider HOSTNAME/NAMESPACE (or HOSTNAME/*, or \"*\"); a wildcard hostname with a named namespace (\"*/acme\") is refused, as for publishers."
+    error_message = "key_admins: each entry names at least one provider HOSTNAME/NAMESPACE (or HOSTNAME/*, or \"*\"); a wildcard hostname with a named namespace (\"*/acme\") is refused, as for publishers, and so is the host sigstore (its prefix holds the Sigstore trust roots: trust_roots = true grants it)."
   }
 }
 

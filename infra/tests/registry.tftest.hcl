@@ -678,3 +678,35 @@ run "provenance_refs_are_tags_only" {
 
   expect_failures = [var.provenance]
 }
+
+# The Sigstore trust roots (signing-keys/sigstore/) are a key admin's only with trust_roots;
+# "sigstore" as a provider host would reach them otherwise, and is refused.
+run "trust_roots_are_granted_only_by_name" {
+  command = plan
+
+  variables {
+    key_admins = {
+      security = { providers = ["registry.example.com/acme"], trust_roots = true }
+      keys     = { providers = ["registry.example.com/acme"] }
+    }
+  }
+
+  assert {
+    condition     = contains(flatten([for s in data.aws_iam_policy_document.key_admin["security"].statement : s.resources if contains(s.actions, "s3:PutObject")]), "arn:aws:s3:::tf-registry-123456789012-eu-west-1/signing-keys/sigstore/*")
+    error_message = "trust_roots = true lets a key admin add Sigstore trust roots"
+  }
+  assert {
+    condition     = !anytrue([for r in flatten([for s in data.aws_iam_policy_document.key_admin["keys"].statement : s.resources]) : strcontains(r, "sigstore")])
+    error_message = "without trust_roots a key admin cannot add them"
+  }
+}
+
+run "the_sigstore_prefix_is_no_provider_host" {
+  command = plan
+
+  variables {
+    key_admins = { security = { providers = ["sigstore/*"] } }
+  }
+
+  expect_failures = [var.key_admins]
+}

@@ -278,6 +278,12 @@ pub fn check_bucket_key(key: &str) -> Result<(), String> {
     if !key_is_clean(&manifest) {
         return Err(format!("{key:?} -> unclean manifest key {manifest:?}"));
     }
+    // A bundle names exactly the archive beside it: its key is the one the layout writes.
+    if let ObjectKind::Bundle { owner: layout::Owner::Module(m), version, extension } = &kind
+        && layout::module_bundle(m, version, extension) != key
+    {
+        return Err(format!("{key:?}: a bundle's key does not round-trip"));
+    }
     if let ObjectKind::ProviderArchive { provider, version, platform } = &kind {
         let version_key = layout::provider_version(provider, version);
         if !key_is_clean(&version_key) {

@@ -47,34 +47,39 @@ pub(super) async fn attest<S: Storage>(
     if mode == Mode::Off {
         return Ok(Attested::Absent);
     }
+    // The same bundle over the same bytes is not read again; its signer is judged again, by
+    // the rule as it is now.
     let recorded = previous
         .filter(|p| p.sha256 == entry.sha256)
         .and_then(|p| p.provenance.as_ref())
         .filter(|p| p.bundle == bundle.key && !bundle.etag.is_empty() && p.bundle_etag == bundle.etag);
-    if let Some(recorded) = recorded {
-        return Ok(Attested::Verified(Box::new(recorded.clone())));
-    }
-    let verdict = match read(indexer, bundle).await? {
-        Err(why) => Err(why),
-        Ok(None) => return Ok(Attested::Absent),
-        Ok(Some(bytes)) => {
-            verify(trust_roots(indexer).await?.as_ref(), &bytes, &entry.sha256).and_then(|(root, verified)| {
-                let identity = verified.identity.as_ref().ok_or_else(|| "no signer identity".to_string())?;
-                policy::admits(signers, identity)?;
-                Ok((root, verified))
-            })
-        }
+    let verified = match recorded {
+        Some(recorded) => Ok(recorded.clone()),
+        None => match read(indexer, bundle).await? {
+            Err(why) => Err(why),
+            Ok(None) => return Ok(Attested::Absent),
+            Ok(Some(bytes)) => {
+                verify(trust_roots(indexer).await?.as_ref(), &bytes, &entry.sha256).map(|(trust_root, verified)| {
+                    Provenance {
+                        bundle: bundle.key.clone(),
+                        bundle_etag: bundle.etag.clone(),
+                        trust_root,
+                        verified,
+                        verified_at: crate::clock::rfc3339_now(),
+                    }
+                })
+            }
+        },
     };
+    let verdict = verified.and_then(|provenance| {
+        let identity = provenance.verified.identity.as_ref().ok_or_else(|| "no signer identity".to_string())?;
+        policy::admits(signers, identity)?;
+        Ok(provenance)
+    });
     match verdict {
-        Ok((trust_root, verified)) => {
+        Ok(provenance) => {
             rejections.clear(indexer.storage, &bundle.key).await?;
-            Ok(Attested::Verified(Box::new(Provenance {
-                bundle: bundle.key.clone(),
-                bundle_etag: bundle.etag.clone(),
-                trust_root,
-                verified,
-                verified_at: crate::clock::rfc3339_now(),
-            })))
+            Ok(Attested::Verified(Box::new(provenance)))
         }
         Err(why) => {
             let reason = format!("this Sigstore bundle is not the provenance of {}: {why}", entry.archive);
@@ -133,8 +138,13 @@ async fn trust_roots<S: Storage>(indexer: &Indexer<'_, S>) -> Result<Arc<TrustRo
                     continue;
                 }
                 let Some(read) = indexer.storage.get(&object.key).await? else { continue };
-                match TrustRoot::from_json(&read.bytes) {
-                    Ok(root) => roots.roots.push((name.to_string(), root)),
+                match TrustRoot::from_json_lines(&read.bytes) {
+                    Ok(found) => {
+                        for (n, root) in found.into_iter().enumerate() {
+                            let name = if n == 0 { name.to_string() } else { format!("{name}#{}", n + 1) };
+                            roots.roots.push((name, root));
+                        }
+                    }
                     Err(why) => {
                         tracing::warn!(key = object.key, error = %why, "a Sigstore trust root that cannot be used");
                         roots.problems.push(format!("{}: {why}", object.key));

@@ -93,6 +93,27 @@ impl TrustRoot {
         })
     }
 
+    /// A file of one trust root, or of several one per line (JSON Lines: what
+    /// `gh attestation trusted-root` prints, public-good's then GitHub's): each, in order.
+    pub fn from_json_lines(bytes: &[u8]) -> Result<Vec<TrustRoot>, Refused> {
+        if bytes.len() > TRUST_ROOT_MAX_BYTES {
+            return Err(Refused::new(format!("trust root: larger than {TRUST_ROOT_MAX_BYTES} bytes")));
+        }
+        let mut read = vec![];
+        for value in serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>() {
+            let value = value.map_err(|e| Refused::new(format!("trust root: {e}")))?;
+            if read.len() == ENTRIES_MAX {
+                return Err(Refused::new("trust root: too many in one file"));
+            }
+            let one = serde_json::to_vec(&value).map_err(|e| Refused::new(format!("trust root: {e}")))?;
+            read.push(TrustRoot::from_json(&one)?);
+        }
+        if read.is_empty() {
+            return Err(Refused::new("trust root: an empty file"));
+        }
+        Ok(read)
+    }
+
     /// The transparency log whose id is `id`.
     pub(crate) fn tlog(&self, id: &[u8]) -> Option<&Log> {
         self.tlogs.iter().find(|log| log.id == id)
@@ -155,4 +176,27 @@ pub(crate) fn rfc3339_nanos(text: &str) -> Result<i64, Refused> {
     let seconds = crate::clock::parse_rfc3339(&format!("{whole}Z")).ok_or_else(bad)?;
     let nanos = super::der::nanos(fraction).ok_or_else(bad)?;
     seconds.checked_mul(1_000_000_000).and_then(|s| s.checked_add(nanos)).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_root_per_line_is_read_as_gh_attestation_trusted_root_prints_them() {
+        let one: serde_json::Value = serde_json::from_slice(include_bytes!("trusted_root.json")).unwrap();
+        let line = serde_json::to_string(&one).unwrap();
+        assert_eq!(TrustRoot::from_json_lines(format!("{line}\n{line}\n").as_bytes()).unwrap().len(), 2);
+        assert_eq!(TrustRoot::from_json_lines(include_bytes!("trusted_root.json")).unwrap().len(), 1);
+        assert!(TrustRoot::from_json_lines(b"").is_err());
+        assert!(TrustRoot::from_json_lines(format!("{line}\n{{\"mediaType\": 1}}").as_bytes()).is_err());
+    }
+
+    #[test]
+    fn an_interval_without_its_start_makes_the_root_unreadable() {
+        let mut root: serde_json::Value = serde_json::from_slice(include_bytes!("trusted_root.json")).unwrap();
+        root["tlogs"][0]["publicKey"]["validFor"].as_object_mut().unwrap().remove("start");
+        let error = TrustRoot::from_json(&serde_json::to_vec(&root).unwrap()).unwrap_err();
+        assert!(error.to_string().contains("without its start"), "{error}");
+    }
 }

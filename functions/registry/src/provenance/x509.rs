@@ -45,6 +45,8 @@ pub(crate) struct Certificate<'a> {
     pub extensions: Vec<Extension<'a>>,
 }
 
+/// Most subject alternative names, or extended key usages, one certificate may list.
+const NAMES_MAX: usize = 16;
 /// Most extensions one certificate may carry (Fulcio's leaf has about twenty).
 const EXTENSIONS_MAX: usize = 64;
 
@@ -142,8 +144,14 @@ impl<'a> Certificate<'a> {
         let mut der = Der::new(ext.value);
         let mut list = der.enter(SEQUENCE, "extended key usage")?;
         let mut found = false;
-        while !list.is_empty() {
+        for _ in 0..NAMES_MAX {
+            if list.is_empty() {
+                break;
+            }
             found |= list.take(OID, "extended key usage")? == purpose;
+        }
+        if !list.is_empty() {
+            return Err(Refused::new("extended key usage: too many purposes"));
         }
         Ok(Some(found))
     }
@@ -158,6 +166,9 @@ impl<'a> Certificate<'a> {
         der.end("subject alternative name")?;
         let mut found = vec![];
         while !names.is_empty() {
+            if found.len() == NAMES_MAX {
+                return Err(Refused::new("subject alternative name: too many names"));
+            }
             let name = names.any("subject alternative name")?;
             let text = match name.tag {
                 0x81 | 0x86 if name.value.is_ascii() => name.value,
