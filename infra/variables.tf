@@ -225,7 +225,7 @@ variable "semver_policy" {
 }
 
 variable "provenance" {
-  description = "Which Sigstore provenance each namespace's module versions need (REGISTRY_PROVENANCE; docs/PROVENANCE.md): rules, the first whose namespace glob matches deciding, each with a mode (off, recorded: verified when present and shown, required: a version without a valid bundle is not served) and the signers it admits (an OIDC issuer, repository URI globs, workflow paths, ref globs under refs/tags/). Empty: every namespace recorded, any signer the trust roots vouch for."
+  description = "Which Sigstore provenance each namespace's module versions need (REGISTRY_PROVENANCE; docs/PROVENANCE.md): rules, the first whose namespace glob matches deciding, each with a mode (off, recorded: verified when present and shown, required: a version without a valid bundle is not served) and the signers it admits (an OIDC issuer, repository URI globs, workflow paths, ref globs under refs/tags/, the trust roots that may vouch for it: public-good by default); a required rule names its signers. Empty: every namespace recorded, any signer the trust roots vouch for."
   type = list(object({
     namespaces = list(string)
     mode       = string
@@ -234,13 +234,14 @@ variable "provenance" {
       repositories = list(string)
       workflows    = optional(list(string), [])
       refs         = optional(list(string), ["refs/tags/*"])
+      trust_roots  = optional(list(string), ["public-good"])
     })), [])
   }))
   default = []
 
   validation {
-    condition     = alltrue([for r in var.provenance : contains(["off", "recorded", "required"], r.mode) && length(r.namespaces) > 0])
-    error_message = "Each provenance rule names at least one namespace glob and a mode: off, recorded or required."
+    condition     = alltrue([for r in var.provenance : contains(["off", "recorded", "required"], r.mode) && length(r.namespaces) > 0 && (r.mode != "required" || length(r.signers) > 0)])
+    error_message = "Each provenance rule names at least one namespace glob and a mode: off, recorded or required; a required rule names its signers (anyone can make a bundle public-good Fulcio certifies)."
   }
 
   validation {

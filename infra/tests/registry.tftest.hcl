@@ -660,9 +660,23 @@ run "provenance_rules_reach_the_indexer" {
     error_message = "the indexer gets the rules as JSON, refs defaulting to every tag"
   }
   assert {
+    condition     = jsondecode(aws_lambda_function.function["indexer"].environment[0].variables["REGISTRY_PROVENANCE"])[0].signers[0].trust_roots == ["public-good"]
+    error_message = "a signer is vouched for by the public-good trust root unless its rule names another"
+  }
+  assert {
     condition     = !contains(keys(aws_lambda_function.function["web"].environment[0].variables), "REGISTRY_PROVENANCE")
     error_message = "only the indexer reads the provenance rules"
   }
+}
+
+run "a_required_rule_names_its_signers" {
+  command = plan
+
+  variables {
+    provenance = [{ namespaces = ["acme"], mode = "required" }]
+  }
+
+  expect_failures = [var.provenance]
 }
 
 run "provenance_refs_are_tags_only" {

@@ -285,10 +285,15 @@ fn the_tests_own_instance_signs_github_shaped_bundles_its_trust_root_alone_verif
 
     let policies = Policies::parse(
         r#"[{"namespaces": ["acme"], "mode": "required", "signers": [{"issuer": "https://token.actions.githubusercontent.com",
-            "repositories": ["https://github.com/acme/*"], "workflows": [".github/workflows/release.yml"]}]}]"#,
+            "repositories": ["https://github.com/acme/*"], "workflows": [".github/workflows/release.yml"],
+            "trust_roots": ["tests.json"]}]}]"#,
     )
     .unwrap();
-    assert_eq!(admits(policies.for_namespace("acme").1, &identity), Ok(()));
+    assert_eq!(admits(policies.for_namespace("acme").1, &identity, "tests.json"), Ok(()));
+    assert!(
+        admits(policies.for_namespace("acme").1, &identity, "public-good").is_err(),
+        "only the root the rule names"
+    );
     let outsider = provenance::verify(
         &sigstore.bundle(
             "network-1.2.0.tar.gz",
@@ -301,7 +306,7 @@ fn the_tests_own_instance_signs_github_shaped_bundles_its_trust_root_alone_verif
         Signer::Certificate,
     )
     .unwrap();
-    assert!(admits(policies.for_namespace("acme").1, outsider.identity.as_ref().unwrap()).is_err());
+    assert!(admits(policies.for_namespace("acme").1, outsider.identity.as_ref().unwrap(), "tests.json").is_err());
 
     // The public-good trust root knows nothing of this instance; another archive is not the
     // subject; a time outside the certificate's validity (it ends in 2099) is refused.
@@ -330,7 +335,7 @@ async fn listed(h: &support::Harness, module: &str) -> usize {
 
 const REQUIRED: &str = r#"[{"namespaces": ["acme"], "mode": "required", "signers": [{
     "issuer": "https://token.actions.githubusercontent.com", "repositories": ["https://github.com/acme/*"],
-    "workflows": [".github/workflows/release.yml"]}]}]"#;
+    "workflows": [".github/workflows/release.yml"], "trust_roots": ["tests.json"]}]}]"#;
 
 /// Through the local registry's indexer: a namespace that requires provenance refuses an
 /// unsigned upload and one signed by a repository outside its rule, each with a record saying
@@ -384,7 +389,11 @@ async fn a_namespace_that_requires_provenance_serves_only_versions_its_signers_b
     let request = registry::app::Request::get("/ui/modules/acme/vpc/aws/1.0.0").authorization(Some(&token));
     let page = String::from_utf8(h.running.app.handle(&request).await.body.to_vec()).unwrap();
     assert!(page.contains("Verified provenance"), "{page}");
-    assert!(page.contains("<a href=\"https://github.com/acme/terraform-vpc\">acme/terraform-vpc</a>"), "{page}");
+    assert!(
+        page.contains("<a href=\"https://github.com/acme/terraform-vpc\">github.com/acme/terraform-vpc</a>"),
+        "{page}"
+    );
+    assert!(!page.contains("no rule checks who signs"), "the rule named the signers: {page}");
     assert!(page.contains("/actions/runs/4242/attempts/1\">.github/workflows/release.yml</a>"), "{page}");
 
     // A namespace no rule names: served without a bundle, and with a bundle that does not
@@ -403,4 +412,15 @@ async fn a_namespace_that_requires_provenance_serves_only_versions_its_signers_b
     assert!(manifest(&h, "other/vpc/aws")["versions"][0].get("provenance").is_none());
     let why = record(&h, &format!("{other}.sigstore.json")).expect("the bad bundle's record");
     assert!(why.contains("does not name this archive's SHA-256"), "{why}");
+    // Its right bundle: recorded and shown, saying no rule checked who signed.
+    let right =
+        sigstore.bundle("1.0.0.tar.gz", &sha256, &Workflow::release("someone/anything", "1.0.0"), 1_800_000_000);
+    h.upload(&format!("{other}.sigstore.json"), right).await;
+    let provenance = &manifest(&h, "other/vpc/aws")["versions"][0]["provenance"];
+    assert_eq!(provenance["checked"], false, "{provenance}");
+    let token = format!("Bearer {}", h.running.dev_token);
+    let request = registry::app::Request::get("/ui/modules/other/vpc/aws/1.0.0").authorization(Some(&token));
+    let page = String::from_utf8(h.running.app.handle(&request).await.body.to_vec()).unwrap();
+    assert!(page.contains("Verified provenance</strong> (no rule checks who signs for this namespace)"), "{page}");
+    assert_eq!(record(&h, &format!("{other}.sigstore.json")), None, "the good bundle's upload clears the record");
 }

@@ -113,6 +113,7 @@ impl Provenance {
             "signed_at": crate::clock::rfc3339(self.verified.signed_at),
             "trust_root": one_line(&self.trust_root, CHARS),
             "verified_at": one_line(&self.verified_at, CHARS),
+            "signer_checked": self.checked,
         })
     }
 }
@@ -131,6 +132,10 @@ pub struct Provenance {
     pub verified: crate::provenance::Verified,
     /// When the indexer verified it (`2026-12-04T18:00:00Z`).
     pub verified_at: String,
+    /// Whether the namespace's rule named who may sign (else any signer a trust root vouched
+    /// for was taken, and the page says so).
+    #[serde(default)]
+    pub checked: bool,
 }
 
 #[cfg(any(test, feature = "test-support"))]

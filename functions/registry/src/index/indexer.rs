@@ -95,6 +95,9 @@ pub struct Indexer<'a, S> {
 pub(super) struct TrustRoots {
     pub(super) roots: Vec<(String, TrustRoot)>,
     pub(super) problems: Vec<String>,
+    /// A digest of the files read and their ETags: refusals keep it, so a changed root judges
+    /// again.
+    pub(super) digest: String,
 }
 
 impl<'a, S: Storage> Indexer<'a, S> {

@@ -46,3 +46,37 @@ pub(super) async fn spool_or_reject<S: Storage>(
     rejections.reject(indexer.storage, object, reason).await?;
     Ok(None)
 }
+
+/// A small object's bytes (`None`: gone), or why not: larger than `limit`, refused before it is
+/// read when listed so, and while it is read when it grew since, so a huge upload under a small
+/// file's name costs no memory either way. `what` names the kind of file in the refusal.
+pub(super) async fn read_small<S: Storage>(
+    indexer: &Indexer<'_, S>,
+    object: &ObjectInfo,
+    limit: usize,
+    what: &str,
+) -> Result<Result<Option<Vec<u8>>, String>, Error> {
+    let name = crate::address::printable(object.key.rsplit('/').next().unwrap_or_default());
+    let over = |size: u64| format!("{name} is {size} bytes or more, over the {limit} {what} may have");
+    if object.size > limit as u64 {
+        return Ok(Err(over(object.size)));
+    }
+    let (mut bytes, mut grew) = (Vec::new(), false);
+    let read = indexer
+        .storage
+        .stream(&object.key, |chunk| {
+            if bytes.len() + chunk.len() > limit {
+                grew = true;
+                return Err(Error::Corrupt(format!("over {limit} bytes")));
+            }
+            bytes.extend_from_slice(chunk);
+            Ok(())
+        })
+        .await;
+    Ok(match read {
+        Err(_) if grew => Err(over(limit as u64 + 1)),
+        Err(e) => return Err(e),
+        Ok(None) => Ok(None),
+        Ok(Some(_)) => Ok(Some(bytes)),
+    })
+}

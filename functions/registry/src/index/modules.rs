@@ -8,8 +8,8 @@ use super::documents::{self, read_finished};
 use super::indexer::{Indexer, Outcome};
 use super::intake::{listed_etag, spool_or_reject};
 use super::judgment::{self, Verdict};
-use super::provenance::{self, Attested};
-use super::rejections::{Rejections, immutable, immutable_fingerprint, provenance_fingerprint};
+use super::provenance::{self, Bundles};
+use super::rejections::{Rejections, immutable, immutable_fingerprint};
 use super::spool::{Spooled, blocking};
 use super::{deprecations, oci};
 use crate::address::ModuleAddress;
@@ -18,7 +18,6 @@ use crate::error::{Error, chain};
 use crate::layout::{self, ObjectKind, Owner};
 use crate::manifest::{CONTENT_TYPE_JSON, ModuleManifest, ModuleVersion, OciLayer, to_json};
 use crate::module_docs::{self, ModuleDocs};
-use crate::provenance::policy::Mode;
 use crate::publish_log::{Action, Change};
 use crate::storage::{Object, ObjectInfo, Precondition, Storage};
 
@@ -39,25 +38,22 @@ pub(super) async fn module_pass<S: Storage>(
     let mut decided = Decided::default();
     for (version, archive) in chosen {
         let previous = existing.as_ref().and_then(|m| m.find(&version));
-        // A bundle named after another archive than the one served is left for the orphans.
-        let bundle = match bundles.remove(&version) {
-            Some((bundle, extension)) if extension == archive.1 => Some(bundle),
-            Some(other) => {
-                bundles.insert(version.clone(), other);
-                None
-            }
-            None => None,
-        };
-        let archive_object = archive.0.clone();
-        if awaits_provenance(indexer, module, &archive_object, bundle.as_ref(), &mut rejections) {
-            decided.add(Decision::kept(previous));
+        let waiting = provenance::awaits(indexer, module, &archive.0, bundles.peek(&archive.0.key), &mut rejections);
+        if waiting.await? {
+            bundles.take_version(&version);
+            decided
+                .add(settle(indexer, module, Decision::kept(previous), previous, &mut bundles, &mut rejections).await?);
             continue;
         }
-        let decision = decide_version(indexer, module, &version, archive, previous, &decided, &mut rejections).await?;
-        let (archive, bundle) = (&archive_object, bundle.as_ref());
-        decided.add(settle(indexer, module, decision, (archive, bundle), previous, &mut rejections).await?);
+        let decision =
+            decide_version(indexer, module, &version, archive, previous, &decided, (&mut bundles, &mut rejections))
+                .await?;
+        if matches!(decision, Decision::Unlisted) {
+            bundles.take_version(&version);
+        }
+        decided.add(settle(indexer, module, decision, previous, &mut bundles, &mut rejections).await?);
     }
-    refuse_orphan_bundles(indexer, module, bundles, &mut rejections).await?;
+    provenance::refuse_orphans(indexer, module, bundles, &mut rejections).await?;
     let mut versions = decided.versions;
     deprecate(indexer, module, &mut versions, deprecations, &mut rejections).await?;
     rejections.clear_stale(indexer.storage).await?;
@@ -131,7 +127,7 @@ async fn decide_version<S: Storage>(
     (object, extension): (ObjectInfo, &'static str),
     previous: Option<&ModuleVersion>,
     decided: &Decided,
-    rejections: &mut Rejections,
+    (bundles, rejections): (&mut Bundles, &mut Rejections),
 ) -> Result<Decision, Error> {
     if let Some(entry) = reusable(indexer, &object, previous).await? {
         rejections.keep(&object.key);
@@ -155,6 +151,15 @@ async fn decide_version<S: Storage>(
             Ok(Decision::Listed(published.clone()))
         }
         previous => {
+            // Provenance before the judgment, which stores the docs: a refused upload leaves
+            // what is published as it was.
+            let (mut entry, bundle) = (entry, bundles.take(&object.key));
+            let missing =
+                provenance::attach(indexer, module, &mut entry, bundle.as_ref(), previous, rejections).await?;
+            if let Some(why) = missing.filter(|_| provenance::required(indexer, module)) {
+                provenance::refuse_unattested(indexer, module, &object, bundle.as_ref(), &why, rejections).await?;
+                return Ok(Decision::kept(previous));
+            }
             let etag = entry.etag.clone();
             match judge_new(indexer, module, version, (entry, docs), decided).await? {
                 Ok(accepted) => Ok(accepted),
@@ -167,98 +172,21 @@ async fn decide_version<S: Storage>(
     }
 }
 
-/// Whether this archive was refused for want of provenance with this same bundle (or none)
-/// under this same rule: then it is not read again, and what was published stays.
-fn awaits_provenance<S: Storage>(
-    indexer: &Indexer<'_, S>,
-    module: &ModuleAddress,
-    archive: &ObjectInfo,
-    bundle: Option<&ObjectInfo>,
-    rejections: &mut Rejections,
-) -> bool {
-    let rule = indexer.limits.provenance.fingerprint(&module.namespace);
-    let fingerprint = provenance_fingerprint(&archive.etag, bundle.map(|b| b.etag.as_str()), &rule);
-    let waiting = rejections.rejected_before(&archive.key, &fingerprint);
-    if waiting {
-        rejections.keep(&archive.key);
-        if let Some(bundle) = bundle {
-            rejections.keep(&bundle.key);
-        }
-    }
-    waiting
-}
-
-/// The decision with the version's provenance (`provenance::attest`): recorded on its entry;
-/// under a `required` rule, a new version (or new bytes) without one is refused, its archive's
-/// record saying why, and what was published stays.
+/// A listed version with the provenance of its archive's bundle (judged again each pass; never
+/// refused for want of it: it was served before). New versions get theirs in `decide_version`,
+/// before they are judged.
 async fn settle<S: Storage>(
     indexer: &Indexer<'_, S>,
     module: &ModuleAddress,
     decision: Decision,
-    (archive, bundle): (&ObjectInfo, Option<&ObjectInfo>),
     previous: Option<&ModuleVersion>,
+    bundles: &mut Bundles,
     rejections: &mut Rejections,
 ) -> Result<Decision, Error> {
-    let (mut entry, docs) = match decision {
-        Decision::Unlisted => {
-            if let Some(bundle) = bundle {
-                rejections.keep(&bundle.key);
-            }
-            return Ok(Decision::Unlisted);
-        }
-        Decision::Listed(entry) => (entry, None),
-        Decision::Accepted(entry, docs) => (entry, Some(docs)),
-    };
-    let attested = provenance::attest(indexer, module, &entry, bundle, previous, rejections).await?;
-    let (mode, _) = indexer.limits.provenance.for_namespace(&module.namespace);
-    let new = previous.is_none_or(|p| p.sha256 != entry.sha256);
-    // What was recorded before goes with its bundle: only what verified now is kept.
-    entry.provenance = None;
-    let why = match attested {
-        Attested::Verified(provenance) => {
-            entry.provenance = Some(*provenance);
-            None
-        }
-        Attested::Absent => Some(format!("no Sigstore bundle at {}{}", entry.archive, crate::layout::BUNDLE_SUFFIX)),
-        Attested::Refused(why) => Some(format!("its bundle is refused: {why}")),
-    };
-    if let Some(why) = why.filter(|_| mode == Mode::Required && new) {
-        let rule = indexer.limits.provenance.fingerprint(&module.namespace);
-        let etag = provenance_fingerprint(&archive.etag, bundle.map(|b| b.etag.as_str()), &rule);
-        let reason = format!(
-            "module {module} requires provenance (REGISTRY_PROVENANCE is required for namespace {}): {why}. \
-             Upload the bundle your CI's attestation step wrote beside the archive; the version is published then",
-            module.namespace
-        );
-        rejections.reject(indexer.storage, &ObjectInfo { etag, ..archive.clone() }, reason).await?;
-        return Ok(Decision::kept(previous));
-    }
-    Ok(match docs {
-        Some(docs) => Decision::Accepted(entry, docs),
-        None => Decision::Listed(entry),
-    })
-}
-
-/// Bundles for versions with no archive of their name: each gets a record saying so.
-async fn refuse_orphan_bundles<S: Storage>(
-    indexer: &Indexer<'_, S>,
-    module: &ModuleAddress,
-    bundles: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
-    rejections: &mut Rejections,
-) -> Result<(), Error> {
-    for (version, (bundle, extension)) in bundles {
-        rejections.keep(&bundle.key);
-        if rejections.rejected_before(&bundle.key, &bundle.etag) {
-            continue;
-        }
-        let archive = crate::layout::module_bundle(module, &version, extension);
-        let archive = archive.strip_suffix(crate::layout::BUNDLE_SUFFIX).unwrap_or(&archive).to_string();
-        let reason = format!(
-            "a Sigstore bundle for {archive}, which is not the archive served for version {version} of module {module}: upload the bundle of the archive served, named after it"
-        );
-        rejections.reject(indexer.storage, &bundle, reason).await?;
-    }
-    Ok(())
+    let Decision::Listed(mut entry) = decision else { return Ok(decision) };
+    let bundle = bundles.take(&entry.archive);
+    provenance::attach(indexer, module, &mut entry, bundle.as_ref(), previous, rejections).await?;
+    Ok(Decision::Listed(entry))
 }
 
 /// The recorded entry, if the archive listed is the one it records (same key, same ETag):
@@ -351,8 +279,8 @@ struct Archives {
     chosen: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
     /// Deprecation files by version.
     deprecations: BTreeMap<semver::Version, ObjectInfo>,
-    /// Sigstore bundles by version, with the extension of the archive each names.
-    bundles: BTreeMap<semver::Version, (ObjectInfo, &'static str)>,
+    /// Sigstore bundles, by the archive each names.
+    bundles: Bundles,
     /// Objects whose names are no archive's.
     misnamed: Vec<ObjectInfo>,
 }
@@ -364,7 +292,7 @@ fn choose_archives(module: &ModuleAddress, objects: Vec<ObjectInfo>) -> Archives
     let mut out = Archives {
         chosen: BTreeMap::new(),
         deprecations: BTreeMap::new(),
-        bundles: BTreeMap::new(),
+        bundles: Bundles::default(),
         misnamed: Vec::new(),
     };
     for object in objects {
@@ -373,8 +301,8 @@ fn choose_archives(module: &ModuleAddress, objects: Vec<ObjectInfo>) -> Archives
             Some(ObjectKind::Deprecation { owner: Owner::Module(m), version }) if &m == module => {
                 out.deprecations.insert(version, object);
             }
-            Some(ObjectKind::Bundle { owner: Owner::Module(m), version, extension }) if &m == module => {
-                out.bundles.insert(version, (object, extension));
+            Some(ObjectKind::Bundle { owner: Owner::Module(m), version, .. }) if &m == module => {
+                out.bundles.add(object, version);
             }
             Some(ObjectKind::ModuleArchive { module: m, version, extension }) if &m == module => {
                 let rank = |e: &str| layout::MODULE_ARCHIVE_EXTENSIONS.iter().position(|x| *x == e);

@@ -65,6 +65,11 @@ impl Rejections {
         self.present.insert(key.to_string());
     }
 
+    /// The ETag (or fingerprint) the record of the upload at `key` keeps, if it has one.
+    pub(super) fn fingerprint_of(&self, key: &str) -> Option<&str> {
+        self.records.get(&layout::rejection(key)).map(String::as_str)
+    }
+
     /// Whether these very bytes (`etag`) were rejected before: then they are not read again.
     pub(super) fn rejected_before(&self, key: &str, etag: &str) -> bool {
         self.records.get(&layout::rejection(key)).is_some_and(|e| e == etag && !e.is_empty())

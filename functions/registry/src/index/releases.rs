@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::indexer::{Indexer, NamespaceKeys};
-use super::intake::listed_etag;
+use super::intake::{self, listed_etag};
 use super::rejections::Rejections;
 use crate::address::ProviderAddress;
 use crate::error::Error;
@@ -296,36 +296,17 @@ async fn namespace_keys<S: Storage>(
     Ok(read)
 }
 
-/// A small object's bytes, or why not (gone, or larger than `limit`: refused before it is
-/// read when listed so, and while it is read when it grew since, so a huge upload under a
-/// checksum file's name costs no memory either way).
+/// A release file's bytes, or why not (gone, or over `limit`: `intake::read_small`).
 async fn read_small<S: Storage>(
     indexer: &Indexer<'_, S>,
     object: &ObjectInfo,
     limit: usize,
 ) -> Result<Result<Vec<u8>, String>, Error> {
     let name = crate::address::printable(object.key.rsplit('/').next().unwrap_or_default());
-    let over = |size: u64| format!("{name} is {size} bytes or more, over the {limit} a release file may have");
-    if object.size > limit as u64 {
-        return Ok(Err(over(object.size)));
-    }
-    let (mut bytes, mut grew) = (Vec::new(), false);
-    let read = indexer
-        .storage
-        .stream(&object.key, |chunk| {
-            if bytes.len() + chunk.len() > limit {
-                grew = true;
-                return Err(Error::Corrupt(format!("over {limit} bytes")));
-            }
-            bytes.extend_from_slice(chunk);
-            Ok(())
-        })
-        .await;
-    Ok(match read {
-        Err(_) if grew => Err(over(limit as u64 + 1)),
-        Err(e) => return Err(e),
+    Ok(match intake::read_small(indexer, object, limit, "a release file").await? {
+        Err(why) => Err(why),
         Ok(None) => Err(format!("{name} is gone")),
-        Ok(Some(_)) => Ok(bytes),
+        Ok(Some(bytes)) => Ok(bytes),
     })
 }
 

@@ -247,11 +247,15 @@ fn standing(text: &mut String, entry: &ModuleVersion) {
     }
     if let Some(p) = &entry.provenance {
         let shown = p.shown();
-        let field =
-            |name: &str| shown[name].as_str().map(|v| line(v, FIELD_CHARS_MAX)).unwrap_or_else(|| "unknown".into());
+        // Code spans: the signer's text is shown, never read as Markdown (a link, emphasis).
+        let field = |name: &str| {
+            shown[name].as_str().map_or_else(|| "unknown".into(), |v| code_span(&line(v, FIELD_CHARS_MAX)))
+        };
+        let checked =
+            if p.checked { "its signer admitted by the namespace's rule" } else { "no rule checks who signs" };
         let _ = writeln!(
             text,
-            "\n**Provenance** (a Sigstore bundle verified at publish): built from {} at commit {} ({}) by workflow {}, run {}.",
+            "\n**Provenance** (a Sigstore bundle verified at publish; {checked}): built from {} at commit {} ({}) by workflow {}, run {}.",
             field("repository"),
             field("commit"),
             field("ref"),
@@ -259,6 +263,13 @@ fn standing(text: &mut String, entry: &ModuleVersion) {
             field("run"),
         );
     }
+}
+
+/// `text` as a Markdown code span, its fence longer than any run of backticks inside.
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
 }
 
 /// Bytes of a `tools/call` result as serialised, its text and its structured JSON together:

@@ -43,10 +43,19 @@ pub struct Admitted {
     /// Ref globs, tags only (`refs/tags/v*`); `refs/tags/*` when left out.
     #[serde(default = "any_tag")]
     pub refs: Vec<String>,
+    /// The trust roots whose CAs may vouch for this signer, by name (`public-good`, or a file
+    /// key admins added: `github.json`); `public-good` when left out. A root an operator adds
+    /// vouches for nobody a rule does not name it for.
+    #[serde(default = "public_good")]
+    pub trust_roots: Vec<String>,
 }
 
 fn any_tag() -> Vec<String> {
     vec!["refs/tags/*".into()]
+}
+
+fn public_good() -> Vec<String> {
+    vec!["public-good".into()]
 }
 
 /// One rule.
@@ -78,6 +87,9 @@ impl Policies {
         }
         for rule in &rules {
             check_patterns("namespaces", &rule.namespaces)?;
+            if rule.mode == Mode::Required && rule.signers.is_empty() {
+                return Err("a required rule without signers: anyone can make a bundle public-good Fulcio certifies, so name whose count".into());
+            }
             if rule.signers.len() > PATTERNS_MAX {
                 return Err(format!("a rule with more than {PATTERNS_MAX} signers"));
             }
@@ -87,6 +99,7 @@ impl Policies {
                 }
                 check_patterns("repositories", &signer.repositories)?;
                 check_patterns("refs", &signer.refs)?;
+                check_patterns("trust_roots", &signer.trust_roots)?;
                 if signer.workflows.len() > PATTERNS_MAX || signer.workflows.iter().any(|w| w.len() > PATTERN_MAX_BYTES)
                 {
                     return Err("too many or too long workflows".into());
@@ -126,14 +139,14 @@ fn check_patterns(what: &str, patterns: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `signers` admit `identity`: `Ok` when the list is empty or one matches, else why
-/// not, naming what the certificate says.
-pub fn admits(signers: &[Admitted], identity: &Identity) -> Result<(), String> {
-    if signers.is_empty() || signers.iter().any(|s| s.matches(identity)) {
+/// Whether `signers` admit `identity`, vouched for by the trust root named `trust_root`: `Ok`
+/// when the list is empty or one matches, else why not, naming what the certificate says.
+pub fn admits(signers: &[Admitted], identity: &Identity, trust_root: &str) -> Result<(), String> {
+    if signers.is_empty() || signers.iter().any(|s| s.matches(identity, trust_root)) {
         return Ok(());
     }
     Err(format!(
-        "signed by {} (issuer {}, repository {}, ref {}), which the namespace's provenance policy does not admit",
+        "signed by {:?} (issuer {:?}, repository {:?}, ref {:?}, trust root {trust_root:?}), which the namespace's provenance policy does not admit",
         identity.subject,
         identity.issuer,
         identity.repository.as_deref().unwrap_or("none"),
@@ -142,10 +155,11 @@ pub fn admits(signers: &[Admitted], identity: &Identity) -> Result<(), String> {
 }
 
 impl Admitted {
-    fn matches(&self, identity: &Identity) -> bool {
+    fn matches(&self, identity: &Identity, trust_root: &str) -> bool {
         let Some(repository) = identity.repository.as_deref() else { return false };
         let Some(git_ref) = identity.git_ref.as_deref() else { return false };
-        identity.issuer == self.issuer
+        self.trust_roots.iter().any(|r| r == trust_root)
+            && identity.issuer == self.issuer
             && self.repositories.iter().any(|p| glob(p, repository))
             && self.refs.iter().any(|p| glob(p, git_ref))
             && (self.workflows.is_empty()
@@ -201,7 +215,8 @@ mod tests {
         let policies = Policies::parse(RULES).unwrap();
         let (_, signers) = policies.for_namespace("acme");
         let ok = github("acme/terraform-network", "refs/tags/v1.2.0", ".github/workflows/release.yml");
-        assert_eq!(admits(signers, &ok), Ok(()));
+        assert_eq!(admits(signers, &ok, "public-good"), Ok(()));
+        assert!(admits(signers, &ok, "private.json").is_err(), "a root the rule does not name vouches for nobody");
         for (why, bad) in [
             (
                 "another repository",
@@ -219,7 +234,7 @@ mod tests {
                 },
             ),
         ] {
-            assert!(admits(signers, &bad).is_err(), "{why} admitted");
+            assert!(admits(signers, &bad, "public-good").is_err(), "{why} admitted");
         }
     }
 
@@ -228,6 +243,7 @@ mod tests {
         for (bad, says) in [
             ("{}", "JSON list"),
             (r#"[{"namespaces": [], "mode": "required"}]"#, "no namespaces"),
+            (r#"[{"namespaces": ["a"], "mode": "required"}]"#, "without signers"),
             (r#"[{"namespaces": ["a"], "mode": "sometimes"}]"#, "JSON list"),
             (
                 r#"[{"namespaces": ["a"], "mode": "required", "signers": [{"issuer": "http://x", "repositories": ["r"]}]}]"#,
@@ -237,7 +253,7 @@ mod tests {
                 r#"[{"namespaces": ["a"], "mode": "required", "signers": [{"issuer": "https://x", "repositories": ["r"], "refs": ["refs/heads/main"]}]}]"#,
                 "refs/tags/",
             ),
-            (r#"[{"namespaces": ["a"], "mode": "required", "extra": 1}]"#, "JSON list"),
+            (r#"[{"namespaces": ["a"], "mode": "recorded", "extra": 1}]"#, "JSON list"),
         ] {
             let error = Policies::parse(bad).unwrap_err();
             assert!(error.contains(says), "{bad}: {error}");

@@ -26,8 +26,8 @@ pub fn badge(entry: &ModuleVersion) -> String {
     let mut parts = vec![];
     match identity.repository.as_deref() {
         Some(repository) => {
+            // Host and path: the same path on another forge is another repository.
             let name = repository.split_once("://").map_or(repository, |(_, rest)| rest);
-            let name = name.split_once('/').map_or(name, |(_, path)| path);
             parts.push(format!("Built by {}", link(repository, name)));
             if let Some(commit) = identity.commit.as_deref() {
                 let short = commit.get(..12).unwrap_or(commit);
@@ -52,8 +52,10 @@ pub fn badge(entry: &ModuleVersion) -> String {
     if let (Some(log), Some(index)) = (&p.verified.log, p.verified.log_index) {
         logged.push_str(&format!(", logged in {} at index {index}", escape(&clip(log, VALUE_CHARS_MAX))));
     }
+    // Said first when no rule named who may sign: then anyone a trust root vouches for passes.
+    let checked = if p.checked { "" } else { " (no rule checks who signs for this namespace)" };
     format!(
-        "<p class=\"provenance\" id=\"provenance\"><strong class=\"badge\">Verified provenance</strong> {}; {} \
+        "<p class=\"provenance\" id=\"provenance\"><strong class=\"badge\">Verified provenance</strong>{checked} {}; {} \
          (issuer {}, trust root {})</p>\n",
         parts.join(" "),
         logged,
