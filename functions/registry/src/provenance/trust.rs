@@ -74,8 +74,9 @@ impl TrustRoot {
         if bytes.len() > TRUST_ROOT_MAX_BYTES {
             return Err(Refused::new(format!("trust root: larger than {TRUST_ROOT_MAX_BYTES} bytes")));
         }
-        let root: super::json::TrustedRoot =
+        let value: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| Refused::new(format!("trust root: {e}")))?;
+        let root = super::json::trusted_root(&value)?;
         if !root.media_type.starts_with("application/vnd.dev.sigstore.trustedroot") {
             return Err(Refused::new(format!("trust root: unknown media type {:?}", root.media_type)));
         }
@@ -128,15 +129,14 @@ impl TrustRoot {
 fn logs(logs: &[super::json::Log]) -> Result<Vec<Log>, Refused> {
     let mut read = vec![];
     for log in logs {
-        let valid = interval(log.public_key.valid_for.as_ref())?;
-        if log.public_key.key_details.starts_with("PKCS1_RSA") || log.public_key.key_details.starts_with("PKIX_RSA") {
+        let valid = interval(log.valid_for.as_ref())?;
+        if log.key_details.starts_with("PKCS1_RSA") || log.key_details.starts_with("PKIX_RSA") {
             continue;
         }
-        let raw =
-            log.public_key.raw_bytes.as_deref().ok_or_else(|| Refused::new("trust root: a log without its key"))?;
+        let raw = log.raw_bytes.as_deref().ok_or_else(|| Refused::new("trust root: a log without its key"))?;
         let key = PublicKey::from_spki(&base64(raw, "trust root key")?)?;
         let name = log.base_url.split("://").nth(1).unwrap_or(&log.base_url).split('/').next().unwrap_or_default();
-        read.push(Log { id: base64(&log.log_id.key_id, "trust root log id")?, key, valid, name: name.to_string() });
+        read.push(Log { id: base64(&log.log_id, "trust root log id")?, key, valid, name: name.to_string() });
     }
     Ok(read)
 }
@@ -144,14 +144,11 @@ fn logs(logs: &[super::json::Log]) -> Result<Vec<Log>, Refused> {
 fn authorities(authorities: &[super::json::Authority]) -> Result<Vec<Authority>, Refused> {
     let mut read = vec![];
     for authority in authorities {
-        let certificates = &authority.cert_chain.certificates;
+        let certificates = &authority.certificates;
         if certificates.is_empty() || certificates.len() > CHAIN_MAX {
             return Err(Refused::new("trust root: an authority's chain is empty or too long"));
         }
-        let chain = certificates
-            .iter()
-            .map(|c| base64(&c.raw_bytes, "trust root certificate"))
-            .collect::<Result<Vec<_>, _>>()?;
+        let chain = certificates.iter().map(|c| base64(c, "trust root certificate")).collect::<Result<Vec<_>, _>>()?;
         for der in &chain {
             Certificate::parse(der)?.key()?;
         }
