@@ -41,6 +41,8 @@ fn keys(hostname: &str) -> BTreeMap<&'static str, String> {
         ("own module archive", own_module_archive.clone()),
         ("other module archive", format!("{}1.0.0.zip", layout::module_prefix(&module("other")))),
         ("own module deprecation", layout::module_deprecation(&module(TEAM), &v)),
+        ("own module bundle", layout::module_bundle(&module(TEAM), &v, "tar.gz")),
+        ("sigstore trust root", format!("{}github.json", layout::SIGSTORE_TRUST_ROOTS_PREFIX)),
         ("own provider zip", zip(&own)),
         ("own provider shasums", release(&own, ReleaseFile::Shasums)),
         ("other provider zip", zip(&provider(TEAM_HOST, "other", "thing"))),
@@ -97,6 +99,8 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
     let indexer_reads = vec![
         "own module archive",
         "own module deprecation",
+        "own module bundle",
+        "sigstore trust root",
         "other module archive",
         "own provider zip",
         "own provider shasums",
@@ -143,8 +147,13 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         "upstream module pull",
         "upstream module pull failure",
     ];
-    let publisher_writes =
-        vec!["own module archive", "own module deprecation", "own provider zip", "own provider shasums"];
+    let publisher_writes = vec![
+        "own module archive",
+        "own module deprecation",
+        "own module bundle",
+        "own provider zip",
+        "own provider shasums",
+    ];
     // What it wrote, why an upload was rejected, and (make publish-provider checks the
     // signature before it uploads) its namespace's keys.
     let publisher_reads = [publisher_writes.clone(), vec!["own rejection", "own signing key"]].concat();
@@ -246,9 +255,10 @@ fn expected() -> Vec<(String, &'static str, Vec<&'static str>)> {
         (role(&format!("publish-{TEAM}")), GET, publisher_reads),
         (role(&format!("publish-{TEAM}")), PUT, publisher_writes.clone()),
         (role(&format!("publish-{TEAM}")), DELETE, publisher_writes),
-        (format!("policy/{NAME}-signing-keys-security"), GET, vec!["own signing key"]),
-        (format!("policy/{NAME}-signing-keys-security"), PUT, vec!["own signing key"]),
-        (format!("policy/{NAME}-signing-keys-security"), DELETE, vec!["own signing key"]),
+        // A key admin given trust_roots: its namespace's keys and the Sigstore trust roots.
+        (format!("policy/{NAME}-signing-keys-security"), GET, vec!["own signing key", "sigstore trust root"]),
+        (format!("policy/{NAME}-signing-keys-security"), PUT, vec!["own signing key", "sigstore trust root"]),
+        (format!("policy/{NAME}-signing-keys-security"), DELETE, vec!["own signing key", "sigstore trust root"]),
     ]
 }
 
@@ -335,7 +345,10 @@ fn list_prefixes_are_what_each_reads(principals: &serde_json::Map<String, Value>
     assert_eq!(listed(&format!("role/{NAME}-usage")), [format!("{}*", layout::USAGE_PREFIX)]);
     assert_eq!(
         listed(&format!("policy/{NAME}-signing-keys-security")),
-        [format!("{}{TEAM_HOST}/{TEAM}/*", layout::SIGNING_KEYS_PREFIX)]
+        [
+            format!("{}{TEAM_HOST}/{TEAM}/*", layout::SIGNING_KEYS_PREFIX),
+            format!("{}*", layout::SIGSTORE_TRUST_ROOTS_PREFIX)
+        ]
     );
     let publisher = listed(&format!("policy/{NAME}-publish-{TEAM}"));
     assert_eq!(publisher.len(), 5, "{publisher:?}");

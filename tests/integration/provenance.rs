@@ -424,3 +424,33 @@ async fn a_namespace_that_requires_provenance_serves_only_versions_its_signers_b
     assert!(page.contains("Verified provenance</strong> (no rule checks who signs for this namespace)"), "{page}");
     assert_eq!(record(&h, &format!("{other}.sigstore.json")), None, "the good bundle's upload clears the record");
 }
+
+/// The bundle's size bound run at its maximum through the embedded S3: a bundle of exactly
+/// `BUNDLE_MAX_BYTES` (a real one, padded with JSON whitespace) verifies; one byte more is
+/// refused by its size before it is parsed, its record naming the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_at_its_size_limit_verifies_and_one_byte_over_is_refused() {
+    use support::sigstore::{Sigstore, Workflow};
+    let sigstore = Sigstore::new();
+    let h = support::Harness::start().await;
+    h.upload_key("signing-keys/sigstore/tests.json", sigstore.trusted_root()).await;
+    let archive = support::module_tar_gz(&[("main.tf", "output \"id\" { value = 1 }\n")]);
+    let sha256 = hex::encode(provenance::sha256(&archive));
+    let key = "modules/acme/vpc/aws/1.0.0.tar.gz";
+    h.upload(key, archive).await;
+    let mut bundle =
+        sigstore.bundle("1.0.0.tar.gz", &sha256, &Workflow::release("acme/terraform-vpc", "1.0.0"), 1_800_000_000);
+    bundle.resize(provenance::BUNDLE_MAX_BYTES, b' ');
+    h.upload(&format!("{key}.sigstore.json"), bundle.clone()).await;
+    let provenance = &manifest(&h, "acme/vpc/aws")["versions"][0]["provenance"];
+    assert_eq!(
+        provenance["verified"]["identity"]["repository"], "https://github.com/acme/terraform-vpc",
+        "{provenance}"
+    );
+
+    bundle.push(b' ');
+    h.upload(&format!("{key}.sigstore.json"), bundle).await;
+    assert!(manifest(&h, "acme/vpc/aws")["versions"][0].get("provenance").is_none());
+    let why = record(&h, &format!("{key}.sigstore.json")).expect("the oversized bundle's record");
+    assert!(why.contains(&format!("over the {} a Sigstore bundle may have", provenance::BUNDLE_MAX_BYTES)), "{why}");
+}

@@ -51,7 +51,8 @@ module "registry" {
     }
   }
   key_admins = {
-    security = { providers = ["registry.example.com/platform"] }
+    # Also the Sigstore trust roots (signing-keys/sigstore/): the access matrix checks both.
+    security = { providers = ["registry.example.com/platform"], trust_roots = true }
   }
 }
 
