@@ -319,8 +319,7 @@ fn the_tests_own_instance_signs_github_shaped_bundles_its_trust_root_alone_verif
 
 /// A rejection record's reason, if the key has one.
 fn record(h: &support::Harness, key: &str) -> Option<String> {
-    let bytes = std::fs::read(h.object_path(&format!("rejections/{key}.json"))).ok()?;
-    Some(serde_json::from_slice::<Value>(&bytes).unwrap()["reason"].as_str().unwrap().to_string())
+    Some(h.rejection(key)?["reason"].as_str().unwrap().to_string())
 }
 
 fn manifest(h: &support::Harness, module: &str) -> Value {

@@ -20,8 +20,7 @@ async fn page(h: &Harness, path: &str) -> (u16, String) {
 }
 
 fn record(h: &Harness, key: &str) -> Option<serde_json::Value> {
-    let bytes = std::fs::read(h.object_path(&format!("rejections/{key}.json"))).ok()?;
-    Some(serde_json::from_slice(&bytes).unwrap())
+    h.rejection(key)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -73,6 +73,12 @@ impl Harness {
         self.running.data_dir.join("s3").join(registry_local::BUCKET).join(key)
     }
 
+    /// The rejection record of the upload at `key` (`rejections/KEY.json`), if it has one.
+    pub fn rejection(&self, key: &str) -> Option<serde_json::Value> {
+        let bytes = std::fs::read(self.object_path(&format!("rejections/{key}.json"))).ok()?;
+        Some(serde_json::from_slice(&bytes).expect("a rejection record is JSON"))
+    }
+
     pub async fn get_json(&self, target: &str) -> (u16, serde_json::Value) {
         self.get_json_as(target, &self.running.dev_token).await
     }
